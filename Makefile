@@ -1,0 +1,79 @@
+# beamspy — top-level build. `make` builds the Erlang and Elixir code (ebin/),
+# the NIF (priv/) and the command-line tool (bin/); `make demo`, `make test`,
+# `make bench` do what they say. `make deps` installs missing Debian packages
+# when run as root and otherwise prints the command to run.
+
+ERL        ?= erl
+ERLC       ?= erlc
+CC         ?= gcc
+ERL_ROOT   := $(shell $(ERL) -noshell -eval 'io:format("~s", [code:root_dir()]), halt().' 2>/dev/null)
+ERTS_INC   := $(ERL_ROOT)/usr/include
+EI_LIB     := $(ERL_ROOT)/usr/lib
+
+CSTD       := -std=c11 -D_POSIX_C_SOURCE=200809L
+WARN       := -Wall -Wextra -Werror
+CFLAGS     ?= -O2 -g
+ALL_CFLAGS := $(CSTD) $(WARN) $(CFLAGS)
+
+ENGINE_SRC  := $(wildcard c_src/engine/*.c)
+FORMATS_SRC := $(wildcard c_src/formats/*.c)
+NIF_SRC     := $(wildcard c_src/nif/*.c)
+CLI_SRC     := $(wildcard c_src/cli/*.c)
+C_HEADERS   := $(wildcard c_src/*/*.h)
+
+ERL_SRC     := $(wildcard src/*.erl)
+ERL_BEAMS   := $(patsubst src/%.erl,ebin/%.beam,$(ERL_SRC))
+EX_SRC      := $(wildcard lib/*.ex)
+
+NIF_SO      := priv/beamspy_nif.so
+CLI_BIN     := bin/beamspy
+
+.PHONY: all deps erlang elixir nif cli demo test bench clean fuzz
+
+all: erlang elixir nif cli
+
+deps:
+	@scripts/deps.sh
+
+erlang: $(ERL_BEAMS) ebin/beamspy.app
+
+ebin/%.beam: src/%.erl | ebin
+	$(ERLC) +debug_info -Werror -o ebin $<
+
+ebin/beamspy.app: src/beamspy.app.src | ebin
+	cp $< $@
+
+elixir: ebin/.elixir-stamp
+
+ebin/.elixir-stamp: $(EX_SRC) $(ERL_BEAMS) | ebin
+	@if [ -n "$(EX_SRC)" ]; then elixirc --warnings-as-errors -o ebin $(EX_SRC) >/dev/null; fi
+	@touch $@
+
+nif: $(NIF_SO)
+
+$(NIF_SO): $(ENGINE_SRC) $(FORMATS_SRC) $(NIF_SRC) $(C_HEADERS) | priv
+	$(CC) $(ALL_CFLAGS) -fPIC -shared -fvisibility=hidden -I$(ERTS_INC) \
+	    -o $@ $(ENGINE_SRC) $(FORMATS_SRC) $(NIF_SRC)
+
+cli: $(CLI_BIN)
+
+$(CLI_BIN): $(ENGINE_SRC) $(FORMATS_SRC) $(CLI_SRC) $(C_HEADERS) | bin
+	$(CC) $(ALL_CFLAGS) -I$(ERTS_INC) -o $@ $(ENGINE_SRC) $(FORMATS_SRC) $(CLI_SRC) -L$(EI_LIB) -lei -lpthread
+
+ebin priv bin:
+	mkdir -p $@
+
+demo: deps all
+	@scripts/demo.sh
+
+test: deps all
+	@scripts/run_tests.sh
+
+bench: deps all
+	@bench/run.sh
+
+fuzz: deps
+	@scripts/fuzz.sh long
+
+clean:
+	rm -rf ebin priv bin _build test/c/build bench/build

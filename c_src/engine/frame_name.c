@@ -1,0 +1,137 @@
+/* frame_name.c — frame spelling and sanitising (see frame_name.h). */
+#include "frame_name.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const reserved_words[] = {
+    "after", "and", "andalso", "band", "begin", "bnot", "bor", "bsl", "bsr", "bxor",
+    "case", "catch", "cond", "div", "end", "fun", "if", "let", "not", "of", "or",
+    "orelse", "receive", "rem", "try", "when", "xor", "maybe", "else", NULL};
+
+int bs_atom_needs_quotes(const char *s, size_t len)
+{
+    if (len == 0 || !(s[0] >= 'a' && s[0] <= 'z'))
+        return 1;
+    for (size_t i = 1; i < len; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '@'))
+            return 1;
+    }
+    for (const char *const *w = reserved_words; *w; w++)
+        if (strlen(*w) == len && memcmp(*w, s, len) == 0)
+            return 1;
+    return 0;
+}
+
+/* Length of the valid UTF-8 sequence at s (max n bytes), or 0 if invalid. */
+static size_t utf8_seq_len(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t len;
+    unsigned cp;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF) {
+        len = 2;
+        cp = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        cp = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        cp = c & 0x07;
+    } else {
+        return 0;
+    }
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3F);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+        return 0;
+    return len;
+}
+
+size_t bs_sanitize_name(char *dst, size_t cap, const char *src, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)src;
+    size_t o = 0, i = 0;
+    if (cap == 0)
+        return 0;
+    while (i < len) {
+        size_t n = utf8_seq_len(s + i, len - i);
+        const char *out;
+        size_t out_len;
+        char one;
+        if (n == 0) {
+            out = "\xEF\xBF\xBD"; /* U+FFFD */
+            out_len = 3;
+            n = 1;
+        } else if (n == 1) {
+            one = (char)s[i];
+            if (s[i] < 0x20 || s[i] == 0x7F)
+                one = '?';
+            else if (s[i] == ';')
+                one = ':';
+            out = &one;
+            out_len = 1;
+        } else {
+            out = src + i;
+            out_len = n;
+        }
+        if (o + out_len >= cap)
+            break;
+        memcpy(dst + o, out, out_len);
+        o += out_len;
+        i += n;
+    }
+    if (o > 0 && (dst[o - 1] == ' ' || dst[o - 1] == '\t'))
+        dst[o - 1] = '_'; /* a trailing blank would be eaten by folded readers */
+    dst[o] = '\0';
+    return o;
+}
+
+/* Appends text to buf at *o, quoting it as an Erlang atom when needed. */
+static void put_atom(char *buf, size_t cap, size_t *o, const char *s, size_t len, int quote)
+{
+    if (quote && *o + 1 < cap)
+        buf[(*o)++] = '\'';
+    for (size_t i = 0; i < len && *o + 2 < cap; i++) {
+        if (quote && (s[i] == '\'' || s[i] == '\\'))
+            buf[(*o)++] = '\\';
+        buf[(*o)++] = s[i];
+    }
+    if (quote && *o + 1 < cap)
+        buf[(*o)++] = '\'';
+}
+
+size_t bs_format_mfa(char *buf, size_t cap, bs_name_style style,
+                     const char *module, size_t module_len,
+                     const char *function, size_t function_len, unsigned arity)
+{
+    char raw[1024];
+    size_t o = 0, cap_raw = sizeof raw - 16;
+    static const char elixir_prefix[] = "Elixir.";
+    const size_t prefix_len = sizeof elixir_prefix - 1;
+
+    if (style == BS_NAMES_ELIXIR) {
+        if (module_len > prefix_len && memcmp(module, elixir_prefix, prefix_len) == 0) {
+            put_atom(raw, cap_raw, &o, module + prefix_len, module_len - prefix_len, 0);
+        } else {
+            raw[o++] = ':';
+            put_atom(raw, cap_raw, &o, module, module_len, 0);
+        }
+        raw[o++] = '.';
+        put_atom(raw, cap_raw, &o, function, function_len, 0);
+    } else {
+        put_atom(raw, cap_raw, &o, module, module_len, bs_atom_needs_quotes(module, module_len));
+        raw[o++] = ':';
+        put_atom(raw, cap_raw, &o, function, function_len, bs_atom_needs_quotes(function, function_len));
+    }
+    o += (size_t)snprintf(raw + o, sizeof raw - o, "/%u", arity);
+    return bs_sanitize_name(buf, cap, raw, o);
+}

@@ -1,0 +1,190 @@
+/* profile.c — building, totalling and merging profiles (see profile.h). */
+#include "profile.h"
+
+#include "frame_name.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int bs_profile_init(bs_profile *p)
+{
+    memset(p, 0, sizeof *p);
+    bs_frame_table_init(&p->frames);
+    p->sleep_frame = bs_frame_table_intern(&p->frames, "SLEEP", 5);
+    p->gc_frame = bs_frame_table_intern(&p->frames, "GC", 2);
+    return (p->sleep_frame == UINT32_MAX || p->gc_frame == UINT32_MAX) ? -1 : 0;
+}
+
+static void free_trees(bs_ptree *trees, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        free(trees[i].nodes);
+    free(trees);
+}
+
+void bs_profile_free(bs_profile *p)
+{
+    free_trees(p->trees, p->n_trees);
+    bs_frame_table_free(&p->frames);
+    memset(p, 0, sizeof *p);
+}
+
+void bs_profile_set_truncated(bs_profile *p, const char *reason)
+{
+    if (p->truncated[0] == '\0')
+        snprintf(p->truncated, sizeof p->truncated, "%s", reason);
+}
+
+static bs_ptree *new_tree(bs_profile *p, uint32_t n_nodes)
+{
+    if (p->n_trees == p->cap_trees) {
+        uint32_t cap = p->cap_trees ? p->cap_trees * 2 : 16;
+        bs_ptree *t = realloc(p->trees, (size_t)cap * sizeof *t);
+        if (!t)
+            return NULL;
+        p->trees = t;
+        p->cap_trees = cap;
+    }
+    bs_ptree *t = &p->trees[p->n_trees];
+    memset(t, 0, sizeof *t);
+    t->nodes = calloc(n_nodes ? n_nodes : 1, sizeof *t->nodes);
+    if (!t->nodes)
+        return NULL;
+    t->n_nodes = n_nodes;
+    p->n_trees++;
+    return t;
+}
+
+static uint32_t intern_str(bs_profile *p, const char *s)
+{
+    char buf[1024];
+    size_t len = bs_sanitize_name(buf, sizeof buf, s, strlen(s));
+    return bs_frame_table_intern(&p->frames, buf, len);
+}
+
+int bs_profile_add_tree(bs_profile *p, const char *label)
+{
+    uint32_t root = intern_str(p, label);
+    if (root == UINT32_MAX)
+        return -1;
+    bs_ptree *t = new_tree(p, 1);
+    if (!t)
+        return -1;
+    t->nodes[0].parent = UINT32_MAX;
+    t->nodes[0].frame = root;
+    return 0;
+}
+
+int bs_profile_add_proc(bs_profile *p, const bs_proc *proc, const char *label, bs_key_namer namer, void *ctx)
+{
+    const bs_call_tree *src = &proc->tree;
+    uint32_t root = intern_str(p, label);
+    if (root == UINT32_MAX)
+        return -1;
+    bs_ptree *t = new_tree(p, src->n_nodes);
+    if (!t)
+        return -1;
+    t->events = proc->events;
+    t->dropped = proc->dropped;
+    char name[1024];
+    for (uint32_t i = 0; i < src->n_nodes; i++) {
+        const bs_tree_node *s = &src->nodes[i];
+        bs_pnode *d = &t->nodes[i];
+        d->parent = i == 0 ? UINT32_MAX : s->parent;
+        d->self_ns = s->self_ns;
+        d->calls = s->calls;
+        if (i == 0) {
+            d->frame = root;
+        } else if (bs_key_is_pseudo(&s->key)) {
+            d->frame = s->key.function == BS_PSEUDO_GC ? p->gc_frame : p->sleep_frame;
+        } else {
+            int len = namer(ctx, &s->key, name, sizeof name);
+            if (len < 0)
+                len = snprintf(name, sizeof name, "?");
+            char safe[1024];
+            size_t safe_len = bs_sanitize_name(safe, sizeof safe, name, (size_t)len);
+            d->frame = bs_frame_table_intern(&p->frames, safe, safe_len);
+            if (d->frame == UINT32_MAX)
+                return -1;
+        }
+    }
+    if (proc->truncated)
+        bs_profile_set_truncated(p, "max_memory");
+    return 0;
+}
+
+void bs_profile_compute_totals(bs_profile *p)
+{
+    for (uint32_t ti = 0; ti < p->n_trees; ti++) {
+        bs_ptree *t = &p->trees[ti];
+        for (uint32_t i = 0; i < t->n_nodes; i++)
+            t->nodes[i].total_ns = t->nodes[i].self_ns;
+        for (uint32_t i = t->n_nodes; i-- > 1;)
+            t->nodes[t->nodes[i].parent].total_ns += t->nodes[i].total_ns;
+    }
+}
+
+int bs_profile_merge_processes(bs_profile *p, const char *label)
+{
+    uint32_t root = intern_str(p, label);
+    if (root == UINT32_MAX)
+        return -1;
+    bs_call_tree merged;
+    if (bs_call_tree_init(&merged, NULL) < 0)
+        return -1;
+    uint64_t events = 0, dropped = 0;
+    uint32_t *map = NULL;
+    size_t map_cap = 0;
+    int rc = -1;
+    for (uint32_t ti = 0; ti < p->n_trees; ti++) {
+        const bs_ptree *t = &p->trees[ti];
+        if (t->n_nodes > map_cap) {
+            free(map);
+            map_cap = t->n_nodes;
+            map = malloc(map_cap * sizeof *map);
+            if (!map)
+                goto out;
+        }
+        events += t->events;
+        dropped += t->dropped;
+        map[0] = 0;
+        merged.nodes[0].self_ns += t->nodes[0].self_ns;
+        merged.nodes[0].calls += t->nodes[0].calls;
+        for (uint32_t i = 1; i < t->n_nodes; i++) {
+            bs_key k = {(uint64_t)t->nodes[i].frame + 1, 0, 0};
+            uint32_t n = bs_call_tree_child(&merged, map[t->nodes[i].parent], &k);
+            if (n == BS_NO_NODE)
+                goto out;
+            merged.nodes[n].self_ns += t->nodes[i].self_ns;
+            merged.nodes[n].calls += t->nodes[i].calls;
+            map[i] = n;
+        }
+    }
+    bs_ptree *old = p->trees;
+    uint32_t old_n = p->n_trees;
+    p->trees = NULL;
+    p->n_trees = p->cap_trees = 0;
+    bs_ptree *t = new_tree(p, merged.n_nodes);
+    if (!t) {
+        p->trees = old;
+        p->n_trees = p->cap_trees = old_n;
+        goto out;
+    }
+    free_trees(old, old_n);
+    t->events = events;
+    t->dropped = dropped;
+    for (uint32_t i = 0; i < merged.n_nodes; i++) {
+        const bs_tree_node *s = &merged.nodes[i];
+        t->nodes[i].parent = i == 0 ? UINT32_MAX : s->parent;
+        t->nodes[i].frame = i == 0 ? root : (uint32_t)(s->key.module - 1);
+        t->nodes[i].self_ns = s->self_ns;
+        t->nodes[i].calls = s->calls;
+    }
+    bs_profile_compute_totals(p);
+    rc = 0;
+out:
+    free(map);
+    bs_call_tree_free(&merged);
+    return rc;
+}

@@ -1,0 +1,201 @@
+/* stack_rebuild.c — the stack rules of stack_rebuild.h. */
+#include "stack_rebuild.h"
+
+#include <string.h>
+
+int bs_proc_init(bs_proc *p, bs_budget *budget, uint64_t start_ns, int charge_sleep, int charge_gc)
+{
+    memset(p, 0, sizeof *p);
+    if (bs_call_tree_init(&p->tree, budget) < 0)
+        return -1;
+    p->current = 0;
+    p->last_ns = start_ns;
+    p->state = BS_RUNNING;
+    p->charge_sleep = charge_sleep ? 1 : 0;
+    p->charge_gc = charge_gc ? 1 : 0;
+    return 0;
+}
+
+void bs_proc_free(bs_proc *p) { bs_call_tree_free(&p->tree); }
+
+static int drop(bs_proc *p)
+{
+    p->truncated = 1;
+    p->dropped++;
+    return -1;
+}
+
+/* Charge the interval [last_ns, t) to whatever ran during it. Clock readings
+ * from different threads may be a few ns out of order: never charge a
+ * negative interval. */
+static int charge(bs_proc *p, uint64_t t)
+{
+    uint64_t dt = t > p->last_ns ? t - p->last_ns : 0;
+    if (t > p->last_ns)
+        p->last_ns = t;
+    switch (p->state) {
+    case BS_RUNNING:
+        p->tree.nodes[p->current].self_ns += dt;
+        return 0;
+    case BS_SCHEDULED_OUT:
+    case BS_IN_GC: {
+        int is_gc = p->state == BS_IN_GC;
+        if (is_gc ? !p->charge_gc : !p->charge_sleep)
+            return 0;
+        bs_key k = bs_key_pseudo(is_gc ? BS_PSEUDO_GC : BS_PSEUDO_SLEEP);
+        uint32_t n = bs_call_tree_child(&p->tree, p->current, &k);
+        if (n == BS_NO_NODE)
+            return drop(p);
+        p->tree.nodes[n].self_ns += dt;
+        return 0;
+    }
+    case BS_EXITED:
+        return 0;
+    }
+    return 0;
+}
+
+/* Count one entry into the pseudo leaf of the current stack. */
+static int count_pseudo(bs_proc *p, enum bs_pseudo_frame which)
+{
+    bs_key k = bs_key_pseudo(which);
+    uint32_t n = bs_call_tree_child(&p->tree, p->current, &k);
+    if (n == BS_NO_NODE)
+        return drop(p);
+    p->tree.nodes[n].calls++;
+    return 0;
+}
+
+static uint32_t find_up(const bs_proc *p, uint32_t from, const bs_key *k)
+{
+    for (uint32_t n = from; n != 0; n = p->tree.nodes[n].parent)
+        if (bs_key_eq(&p->tree.nodes[n].key, k))
+            return n;
+    return BS_NO_NODE;
+}
+
+int bs_proc_call(bs_proc *p, const bs_key *callee, bs_caller_kind kind, const bs_key *caller, uint64_t t)
+{
+    p->events++;
+    if (p->state == BS_EXITED)
+        return 0;
+    if (charge(p, t) < 0)
+        return -1;
+    if (kind == BS_CALLER_ROOT) {
+        p->current = 0;
+    } else if (kind == BS_CALLER_FRAME) {
+        uint32_t at = find_up(p, p->current, caller);
+        if (at != BS_NO_NODE)
+            p->current = at;
+    }
+    uint32_t n = bs_call_tree_child(&p->tree, p->current, callee);
+    if (n == BS_NO_NODE)
+        return drop(p);
+    p->tree.nodes[n].calls++;
+    p->current = n;
+    return 0;
+}
+
+int bs_proc_return_to(bs_proc *p, const bs_key *to, uint64_t t)
+{
+    p->events++;
+    if (p->state == BS_EXITED)
+        return 0;
+    if (charge(p, t) < 0)
+        return -1;
+    if (!to) {
+        p->current = 0;
+        return 0;
+    }
+    /* Pop the returning frame first: in recursion it has the same MFA as the
+     * frame being returned to. */
+    uint32_t from = p->current ? p->tree.nodes[p->current].parent : 0;
+    uint32_t at = find_up(p, from, to);
+    if (at != BS_NO_NODE) {
+        p->current = at;
+        return 0;
+    }
+    /* Returned into a frame never seen (entered before tracing began, or its
+     * call was lost): it becomes a root frame of this process. */
+    uint32_t n = bs_call_tree_child(&p->tree, 0, to);
+    if (n == BS_NO_NODE) {
+        p->current = 0;
+        return drop(p);
+    }
+    p->current = n;
+    return 0;
+}
+
+int bs_proc_sched_out(bs_proc *p, uint64_t t)
+{
+    p->events++;
+    if (p->state != BS_RUNNING)
+        return 0;
+    if (charge(p, t) < 0)
+        return -1;
+    p->state = BS_SCHEDULED_OUT;
+    return p->charge_sleep ? count_pseudo(p, BS_PSEUDO_SLEEP) : 0;
+}
+
+int bs_proc_sched_in(bs_proc *p, uint64_t t)
+{
+    p->events++;
+    if (p->state != BS_SCHEDULED_OUT)
+        return 0;
+    int rc = charge(p, t);
+    p->state = BS_RUNNING;
+    return rc;
+}
+
+int bs_proc_gc_start(bs_proc *p, uint64_t t)
+{
+    p->events++;
+    if (p->state == BS_EXITED || p->state == BS_IN_GC)
+        return 0;
+    if (charge(p, t) < 0)
+        return -1;
+    p->state_before_gc = p->state;
+    p->state = BS_IN_GC;
+    return p->charge_gc ? count_pseudo(p, BS_PSEUDO_GC) : 0;
+}
+
+int bs_proc_gc_end(bs_proc *p, uint64_t t)
+{
+    p->events++;
+    if (p->state != BS_IN_GC)
+        return 0;
+    int rc = charge(p, t);
+    p->state = p->state_before_gc;
+    return rc;
+}
+
+void bs_proc_exit(bs_proc *p, uint64_t t)
+{
+    p->events++;
+    if (p->state == BS_EXITED)
+        return;
+    (void)charge(p, t);
+    p->state = BS_EXITED;
+    p->current = 0;
+}
+
+void bs_proc_flush(bs_proc *p, uint64_t t)
+{
+    if (p->state != BS_EXITED)
+        (void)charge(p, t);
+}
+
+int bs_proc_seed(bs_proc *p, const bs_key *frames, uint32_t n, uint64_t t)
+{
+    if (charge(p, t) < 0)
+        return -1;
+    uint32_t at = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t c = bs_call_tree_child(&p->tree, at, &frames[i]);
+        if (c == BS_NO_NODE)
+            return drop(p);
+        at = c;
+    }
+    p->current = at;
+    return 0;
+}

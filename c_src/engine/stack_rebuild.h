@@ -1,0 +1,71 @@
+/* stack_rebuild.h — turns one process's trace events into its call tree.
+ *
+ * Rules (research/internals.md, part 1b):
+ *  - call M with caller C: pop to the nearest frame equal to C (a tail call
+ *    reports the frame it will return to), then push M. An unknown caller
+ *    keeps the stack; BS_CALLER_ROOT empties it first (the caller is code the
+ *    session does not trace, such as beamspy's own wrapper).
+ *  - return_to M: pop the returning frame, then pop until M is on top; if M is
+ *    not on the stack it becomes a new root frame. return_to undefined (or to
+ *    untraced code) empties the stack. One return_to may unwind many frames
+ *    (exceptions, chains of tail calls).
+ *  - time between two events is charged to the stack that was current during
+ *    the interval: to its top frame while running, to a SLEEP leaf while
+ *    scheduled out (if enabled), to a GC leaf during garbage collection.
+ * Events of one process must arrive in time order; nothing here is shared
+ * between processes, so no locking is needed. */
+#ifndef BS_STACK_REBUILD_H
+#define BS_STACK_REBUILD_H
+
+#include <stdint.h>
+
+#include "call_tree.h"
+
+typedef enum bs_caller_kind {
+    BS_CALLER_UNKNOWN,   /* no {caller} match spec: keep the stack */
+    BS_CALLER_UNDEFINED, /* {cp, undefined}: keep the stack */
+    BS_CALLER_ROOT,      /* the caller is untraced code: empty the stack */
+    BS_CALLER_FRAME      /* the caller is a frame: pop to it */
+} bs_caller_kind;
+
+typedef enum bs_run_state { BS_RUNNING, BS_SCHEDULED_OUT, BS_IN_GC, BS_EXITED } bs_run_state;
+
+typedef struct bs_proc {
+    bs_call_tree tree;
+    uint32_t current;        /* node whose path is the current stack */
+    uint64_t last_ns;        /* time of the previous event */
+    bs_run_state state;
+    bs_run_state state_before_gc;
+    unsigned charge_sleep : 1;
+    unsigned charge_gc : 1;
+    unsigned truncated : 1;  /* an event was dropped for lack of memory */
+    uint64_t events;
+    uint64_t dropped;
+} bs_proc;
+
+/* start_ns: when recording of this process began (time before its first event
+ * is charged to the root). Returns 0 or -1 (budget refused). */
+int bs_proc_init(bs_proc *p, bs_budget *budget, uint64_t start_ns, int charge_sleep, int charge_gc);
+void bs_proc_free(bs_proc *p);
+
+/* Each event returns 0, or -1 when it was dropped because the budget is
+ * exhausted (the process is then marked truncated). */
+int bs_proc_call(bs_proc *p, const bs_key *callee, bs_caller_kind kind, const bs_key *caller, uint64_t t);
+int bs_proc_return_to(bs_proc *p, const bs_key *to /* NULL: undefined */, uint64_t t);
+int bs_proc_sched_out(bs_proc *p, uint64_t t);
+int bs_proc_sched_in(bs_proc *p, uint64_t t);
+int bs_proc_gc_start(bs_proc *p, uint64_t t);
+int bs_proc_gc_end(bs_proc *p, uint64_t t);
+/* The process exited: charge up to t, stop charging. */
+void bs_proc_exit(bs_proc *p, uint64_t t);
+/* Close the interval up to t without changing the stack (end of session). */
+void bs_proc_flush(bs_proc *p, uint64_t t);
+
+/* Seed the stack of a process that was already running: frames root first.
+ * Replaces the current stack. Returns 0 or -1. */
+int bs_proc_seed(bs_proc *p, const bs_key *frames, uint32_t n, uint64_t t);
+
+/* Depth of the current stack (0 = empty). */
+static inline uint32_t bs_proc_depth(const bs_proc *p) { return p->tree.nodes[p->current].depth; }
+
+#endif

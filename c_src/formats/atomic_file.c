@@ -1,0 +1,58 @@
+/* atomic_file.c — temporary file + rename (see atomic_file.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "atomic_file.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int bs_atomic_open(bs_atomic_file *af, const char *path)
+{
+    memset(af, 0, sizeof *af);
+    size_t len = strlen(path);
+    if (len == 0 || len + 16 >= sizeof af->tmp_path) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(af->final_path, path, len + 1);
+    snprintf(af->tmp_path, sizeof af->tmp_path, "%s.tmpXXXXXX", path);
+    int fd = mkstemp(af->tmp_path);
+    if (fd < 0)
+        return -1;
+    af->fp = fdopen(fd, "w");
+    if (!af->fp) {
+        int e = errno;
+        close(fd);
+        unlink(af->tmp_path);
+        errno = e;
+        return -1;
+    }
+    setvbuf(af->fp, NULL, _IOFBF, 1 << 16);
+    return 0;
+}
+
+int bs_atomic_commit(bs_atomic_file *af)
+{
+    int failed = ferror(af->fp) != 0;
+    failed |= fflush(af->fp) != 0;
+    failed |= fsync(fileno(af->fp)) != 0;
+    int e = errno;
+    failed |= fclose(af->fp) != 0;
+    af->fp = NULL;
+    if (!failed && rename(af->tmp_path, af->final_path) == 0)
+        return 0;
+    if (!failed)
+        e = errno;
+    unlink(af->tmp_path);
+    errno = e ? e : EIO;
+    return -1;
+}
+
+void bs_atomic_abort(bs_atomic_file *af)
+{
+    if (af->fp)
+        fclose(af->fp);
+    af->fp = NULL;
+    unlink(af->tmp_path);
+}

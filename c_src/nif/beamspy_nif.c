@@ -1,0 +1,301 @@
+/* beamspy_nif.c — the NIF library of module beamspy_tracer.
+ *
+ * erl_tracer insists that enabled/3 and trace/5 are NIFs of the tracer
+ * module, so the session functions live in the same library. Everything the
+ * NIF keeps is inside a session resource or the library's private data. */
+#include <errno.h>
+#include <string.h>
+
+#include "../formats/atomic_file.h"
+#include "../formats/folded.h"
+#include "nif_atoms.h"
+#include "profile_export.h"
+#include "session.h"
+#include "tracer_callbacks.h"
+
+static void session_dtor(ErlNifEnv *env, void *obj)
+{
+    (void)env;
+    bs_session *s = obj;
+    bs_session_stop(s, BS_STOP_REQUESTED, 0);
+    bs_session_destroy(s);
+}
+
+static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info)
+{
+    (void)info;
+    bs_priv *p = enif_alloc(sizeof *p);
+    if (!p)
+        return 1;
+#define BS_ATOM_MAKE(name) p->atoms.name = enif_make_atom(env, #name);
+    BS_ATOM_LIST(BS_ATOM_MAKE)
+#undef BS_ATOM_MAKE
+    p->session_type = enif_open_resource_type(env, NULL, "beamspy_session", session_dtor,
+                                              ERL_NIF_RT_CREATE | ERL_NIF_RT_TAKEOVER, NULL);
+    if (!p->session_type) {
+        enif_free(p);
+        return 1;
+    }
+    *priv = p;
+    return 0;
+}
+
+static int upgrade(ErlNifEnv *env, void **priv, void **old_priv, ERL_NIF_TERM info)
+{
+    (void)old_priv;
+    return load(env, priv, info);
+}
+
+static void unload(ErlNifEnv *env, void *priv)
+{
+    (void)env;
+    enif_free(priv);
+}
+
+static ERL_NIF_TERM error_tuple(ErlNifEnv *env, const char *why)
+{
+    return enif_make_tuple2(env, bs_priv_of(env)->atoms.error, enif_make_atom(env, why));
+}
+
+/* file:open/2-style reason for a failed output file. */
+static ERL_NIF_TERM errno_atom(ErlNifEnv *env, int e)
+{
+    switch (e) {
+    case ENOENT: return enif_make_atom(env, "enoent");
+    case EACCES: return enif_make_atom(env, "eacces");
+    case EISDIR: return enif_make_atom(env, "eisdir");
+    case ENOTDIR: return enif_make_atom(env, "enotdir");
+    case ENOSPC: return enif_make_atom(env, "enospc");
+    case EROFS: return enif_make_atom(env, "erofs");
+    case ENAMETOOLONG: return enif_make_atom(env, "enametoolong");
+    case EEXIST: return enif_make_atom(env, "eexist");
+    default: return enif_make_atom(env, "eio");
+    }
+}
+
+static int opt_u64(ErlNifEnv *env, ERL_NIF_TERM map, ERL_NIF_TERM key, ErlNifUInt64 *out)
+{
+    ERL_NIF_TERM v;
+    return !enif_get_map_value(env, map, key, &v) || enif_get_uint64(env, v, out);
+}
+
+static int opt_bool(ErlNifEnv *env, ERL_NIF_TERM map, ERL_NIF_TERM key, int dflt)
+{
+    const bs_atoms *a = &bs_priv_of(env)->atoms;
+    ERL_NIF_TERM v;
+    if (!enif_get_map_value(env, map, key, &v))
+        return dflt;
+    return v == a->true;
+}
+
+static bs_session *get_session(ErlNifEnv *env, ERL_NIF_TERM t)
+{
+    bs_session *s = NULL;
+    return enif_get_resource(env, t, bs_priv_of(env)->session_type, (void **)&s) ? s : NULL;
+}
+
+/* session_new(#{max_memory, max_processes, sleep, gc, caller, exclude}) */
+static ERL_NIF_TERM session_new(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+    (void)argc;
+    const bs_atoms *a = &bs_priv_of(env)->atoms;
+    ErlNifUInt64 max_memory = 256u << 20, max_procs = 10000;
+    if (!enif_is_map(env, argv[0]) || !opt_u64(env, argv[0], a->max_memory, &max_memory) ||
+        !opt_u64(env, argv[0], a->max_processes, &max_procs) || max_procs == 0 || max_procs > (1u << 24))
+        return enif_make_badarg(env);
+    bs_session *s = enif_alloc_resource(bs_priv_of(env)->session_type, sizeof *s);
+    if (!s)
+        return error_tuple(env, "enomem");
+    if (bs_session_init(s, (size_t)max_memory, (uint32_t)max_procs) < 0) {
+        memset(s, 0, sizeof *s);
+        enif_release_resource(s);
+        return error_tuple(env, "enomem");
+    }
+    s->charge_sleep = opt_bool(env, argv[0], a->sleep, 1);
+    s->charge_gc = opt_bool(env, argv[0], a->gc, 0);
+    s->use_caller = opt_bool(env, argv[0], a->caller, 1);
+    ERL_NIF_TERM excl, head;
+    if (enif_get_map_value(env, argv[0], a->exclude, &excl)) {
+        while (enif_get_list_cell(env, excl, &head, &excl) && s->n_excluded < BS_MAX_EXCLUDED)
+            if (enif_is_atom(env, head))
+                s->excluded[s->n_excluded++] = head;
+    }
+    ERL_NIF_TERM term = enif_make_resource(env, s);
+    enif_release_resource(s);
+    return term;
+}
+
+/* session_seed(Session, Pid, [{M, F, A}]) — root first. */
+static ERL_NIF_TERM session_seed(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+    (void)argc;
+    bs_session *s = get_session(env, argv[0]);
+    ErlNifPid pid;
+    unsigned len;
+    if (!s || !enif_get_local_pid(env, argv[1], &pid) || !enif_get_list_length(env, argv[2], &len) || len > 4096)
+        return enif_make_badarg(env);
+    bs_key frames[4096];
+    ERL_NIF_TERM list = argv[2], head;
+    unsigned n = 0;
+    while (enif_get_list_cell(env, list, &head, &list)) {
+        int arity;
+        const ERL_NIF_TERM *e;
+        unsigned ar;
+        if (!enif_get_tuple(env, head, &arity, &e) || arity != 3 || !enif_is_atom(env, e[0]) ||
+            !enif_is_atom(env, e[1]) || !enif_get_uint(env, e[2], &ar) || ar > 255)
+            return enif_make_badarg(env);
+        frames[n].module = (uint64_t)e[0];
+        frames[n].function = (uint64_t)e[1];
+        frames[n].arity = ar;
+        n++;
+    }
+    uint64_t t = bs_now_ns();
+    bs_traced_proc *r = bs_session_proc(s, (uint64_t)enif_make_pid(env, &pid), t);
+    if (!r)
+        return error_tuple(env, "stopped");
+    atomic_store(&r->busy, 1);
+    int rc = atomic_load(&s->recording) ? bs_proc_seed(&r->proc, frames, n, t) : -1;
+    atomic_store(&r->busy, 0);
+    return rc < 0 ? error_tuple(env, "stopped") : bs_priv_of(env)->atoms.ok;
+}
+
+static ERL_NIF_TERM session_stop(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+    (void)argc;
+    bs_session *s = get_session(env, argv[0]);
+    if (!s)
+        return enif_make_badarg(env);
+    bs_session_stop(s, BS_STOP_REQUESTED, 1);
+    uint64_t t = s->stop_ns;
+    for (uint32_t i = 0; i < s->pids.cap; i++) {
+        bs_traced_proc *r = atomic_load(&s->pids.slots[i].record);
+        if (r)
+            bs_proc_flush(&r->proc, t);
+    }
+    return bs_priv_of(env)->atoms.ok;
+}
+
+static ERL_NIF_TERM session_pids(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+    (void)argc;
+    bs_session *s = get_session(env, argv[0]);
+    if (!s)
+        return enif_make_badarg(env);
+    ERL_NIF_TERM list = enif_make_list(env, 0);
+    for (uint32_t i = 0; i < s->pids.cap; i++) {
+        uint64_t pid = atomic_load(&s->pids.slots[i].pid);
+        if (pid)
+            list = enif_make_list_cell(env, (ERL_NIF_TERM)pid, list);
+    }
+    return list;
+}
+
+/* session_info(Session) -> #{recording, memory, memory_peak, truncated, processes} */
+static ERL_NIF_TERM session_info(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+    (void)argc;
+    const bs_atoms *a = &bs_priv_of(env)->atoms;
+    bs_session *s = get_session(env, argv[0]);
+    if (!s)
+        return enif_make_badarg(env);
+    int reason = atomic_load(&s->stop_reason);
+    const char *why = bs_stop_reason_name(reason);
+    ERL_NIF_TERM keys[] = {a->recording, a->memory, a->memory_peak, a->truncated, a->processes};
+    ERL_NIF_TERM vals[] = {atomic_load(&s->recording) ? a->true : a->false,
+                           enif_make_uint64(env, atomic_load(&s->budget.used)),
+                           enif_make_uint64(env, atomic_load(&s->budget.peak)),
+                           why[0] ? enif_make_atom(env, why) : a->false,
+                           enif_make_uint(env, atomic_load(&s->pids.count))};
+    ERL_NIF_TERM map;
+    enif_make_map_from_arrays(env, keys, vals, 5, &map);
+    return map;
+}
+
+static int export_with(ErlNifEnv *env, bs_session *s, ERL_NIF_TERM opts, bs_profile *p)
+{
+    const bs_atoms *a = &bs_priv_of(env)->atoms;
+    ERL_NIF_TERM v, labels = enif_make_new_map(env);
+    bs_name_style style = BS_NAMES_ERLANG;
+    if (enif_get_map_value(env, opts, a->names, &v) && v == a->elixir)
+        style = BS_NAMES_ELIXIR;
+    (void)enif_get_map_value(env, opts, a->labels, &labels);
+    if (bs_export_profile(env, s, style, labels, p) < 0)
+        return -1;
+    if (opt_bool(env, opts, a->merge_processes, 0) && bs_profile_merge_processes(p, "all") < 0)
+        return -1;
+    return 0;
+}
+
+/* session_profile(Session, Opts) -> map (see beamspy:profile/2). */
+static ERL_NIF_TERM session_profile(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+    (void)argc;
+    bs_session *s = get_session(env, argv[0]);
+    if (!s || !enif_is_map(env, argv[1]))
+        return enif_make_badarg(env);
+    if (atomic_load(&s->recording))
+        return error_tuple(env, "not_stopped");
+    bs_profile p;
+    if (export_with(env, s, argv[1], &p) < 0) {
+        bs_profile_free(&p);
+        return error_tuple(env, "enomem");
+    }
+    ERL_NIF_TERM t = bs_profile_to_term(env, s, &p);
+    bs_profile_free(&p);
+    return t;
+}
+
+/* session_write(Session, Format, Path, Opts) -> ok | {error, Reason} */
+static ERL_NIF_TERM session_write(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+    (void)argc;
+    const bs_atoms *a = &bs_priv_of(env)->atoms;
+    bs_session *s = get_session(env, argv[0]);
+    ErlNifBinary path_bin;
+    char path[4096];
+    if (!s || !enif_is_atom(env, argv[1]) || !enif_inspect_iolist_as_binary(env, argv[2], &path_bin) ||
+        path_bin.size == 0 || path_bin.size >= sizeof path || memchr(path_bin.data, 0, path_bin.size) ||
+        !enif_is_map(env, argv[3]))
+        return enif_make_badarg(env);
+    memcpy(path, path_bin.data, path_bin.size);
+    path[path_bin.size] = '\0';
+    if (atomic_load(&s->recording))
+        return error_tuple(env, "not_stopped");
+    if (argv[1] != a->folded)
+        return error_tuple(env, "unknown_format");
+    bs_profile p;
+    if (export_with(env, s, argv[3], &p) < 0) {
+        bs_profile_free(&p);
+        return error_tuple(env, "enomem");
+    }
+    bs_folded_opts fo = {0};
+    fo.drop_sleep = opt_bool(env, argv[3], a->drop_sleep, 0);
+    bs_atomic_file af;
+    if (bs_atomic_open(&af, path) < 0) {
+        bs_profile_free(&p);
+        return enif_make_tuple2(env, a->error, errno_atom(env, errno));
+    }
+    int rc = bs_write_folded(af.fp, &p, &fo);
+    bs_profile_free(&p);
+    if (rc < 0) {
+        bs_atomic_abort(&af);
+        return error_tuple(env, "write_failed");
+    }
+    if (bs_atomic_commit(&af) < 0)
+        return enif_make_tuple2(env, a->error, errno_atom(env, errno));
+    return a->ok;
+}
+
+static ErlNifFunc nif_funcs[] = {
+    {"enabled", 3, bs_nif_enabled, 0},
+    {"trace", 5, bs_nif_trace, 0},
+    {"session_new", 1, session_new, 0},
+    {"session_seed", 3, session_seed, 0},
+    {"session_stop", 1, session_stop, 0},
+    {"session_pids", 1, session_pids, 0},
+    {"session_info", 1, session_info, 0},
+    {"session_profile", 2, session_profile, ERL_NIF_DIRTY_JOB_CPU_BOUND},
+    {"session_write", 4, session_write, ERL_NIF_DIRTY_JOB_IO_BOUND},
+};
+
+ERL_NIF_INIT(beamspy_tracer, nif_funcs, load, NULL, upgrade, unload)

@@ -1,0 +1,42 @@
+/* pid_table.h — the session's map from a traced process to its recording.
+ *
+ * Tracer callbacks of different processes run on different scheduler threads
+ * at once, so lookups are lock-free: a fixed-size open-addressing table whose
+ * slots are claimed once and never freed during a session. Only the thread
+ * running a process inserts that process (on its first event), and a process
+ * runs on one thread at a time, so a record is never used by two threads at
+ * once. The size is fixed at creation (max_processes); a full table refuses. */
+#ifndef BS_PID_TABLE_H
+#define BS_PID_TABLE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "../engine/stack_rebuild.h"
+
+typedef struct bs_traced_proc {
+    uint64_t pid;         /* the local pid term (an immediate) */
+    _Atomic int busy;     /* a callback is using this record (see session.c) */
+    bs_proc proc;
+} bs_traced_proc;
+
+typedef struct bs_pid_slot {
+    _Atomic uint64_t pid;                /* 0 = free */
+    _Atomic(bs_traced_proc *) record;    /* NULL until the inserter publishes it */
+} bs_pid_slot;
+
+typedef struct bs_pid_table {
+    bs_pid_slot *slots;
+    uint32_t cap;       /* power of two, twice max_processes */
+    uint32_t max_procs;
+    _Atomic uint32_t count;
+} bs_pid_table;
+
+int bs_pid_table_init(bs_pid_table *t, uint32_t max_procs);
+/* Frees the table and every record (call only when no callback can run). */
+void bs_pid_table_free(bs_pid_table *t, bs_budget *budget);
+bs_traced_proc *bs_pid_table_find(bs_pid_table *t, uint64_t pid);
+/* Publishes rec for pid; returns rec, or NULL if the table is full. */
+bs_traced_proc *bs_pid_table_insert(bs_pid_table *t, uint64_t pid, bs_traced_proc *rec);
+
+#endif

@@ -1,0 +1,138 @@
+/* profile_export.c — builds the engine profile from a stopped session.
+ *
+ * Runs on a dirty scheduler after bs_session_stop has waited for every
+ * callback, so process records are read without locks. Recording keys are
+ * atom terms; they are named here, once per distinct frame of each process. */
+#include "profile_export.h"
+
+#include <string.h>
+
+#include "nif_atoms.h"
+
+typedef struct namer_ctx {
+    ErlNifEnv *env;
+    bs_name_style style;
+} namer_ctx;
+
+/* Atom text as UTF-8. OTP 25's enif_get_atom only speaks latin-1; atoms with
+ * characters beyond it fall back to the printed form without quotes. */
+static size_t atom_text(ErlNifEnv *env, ERL_NIF_TERM atom, char *buf, size_t cap)
+{
+    char latin1[512];
+    int n = enif_get_atom(env, atom, latin1, sizeof latin1, ERL_NIF_LATIN1);
+    if (n > 0) {
+        size_t o = 0;
+        for (int i = 0; i < n - 1 && o + 2 < cap; i++) {
+            unsigned char c = (unsigned char)latin1[i];
+            if (c < 0x80) {
+                buf[o++] = (char)c;
+            } else {
+                buf[o++] = (char)(0xC0 | (c >> 6));
+                buf[o++] = (char)(0x80 | (c & 0x3F));
+            }
+        }
+        buf[o] = '\0';
+        return o;
+    }
+    int m = enif_snprintf(buf, cap, "%T", atom);
+    if (m <= 0)
+        return 0;
+    size_t len = (size_t)m < cap ? (size_t)m : cap - 1;
+    if (len >= 2 && buf[0] == '\'' && buf[len - 1] == '\'') {
+        memmove(buf, buf + 1, len - 2);
+        len -= 2;
+        buf[len] = '\0';
+    }
+    return len;
+}
+
+static int name_key(void *vctx, const bs_key *k, char *buf, size_t cap)
+{
+    namer_ctx *ctx = vctx;
+    char mod[1024], fun[1024];
+    size_t ml = atom_text(ctx->env, (ERL_NIF_TERM)k->module, mod, sizeof mod);
+    size_t fl = atom_text(ctx->env, (ERL_NIF_TERM)k->function, fun, sizeof fun);
+    return (int)bs_format_mfa(buf, cap, ctx->style, mod, ml, fun, fl, k->arity);
+}
+
+static void label_of(ErlNifEnv *env, ERL_NIF_TERM labels, ERL_NIF_TERM pid, char *buf, size_t cap)
+{
+    ERL_NIF_TERM v;
+    ErlNifBinary bin;
+    if (enif_is_map(env, labels) && enif_get_map_value(env, labels, pid, &v) &&
+        enif_inspect_iolist_as_binary(env, v, &bin)) {
+        size_t n = bin.size < cap - 1 ? bin.size : cap - 1;
+        memcpy(buf, bin.data, n);
+        buf[n] = '\0';
+        return;
+    }
+    enif_snprintf(buf, cap, "%T", pid);
+}
+
+int bs_export_profile(ErlNifEnv *env, bs_session *s, bs_name_style style, ERL_NIF_TERM labels, bs_profile *out)
+{
+    if (bs_profile_init(out) < 0)
+        return -1;
+    namer_ctx ctx = {env, style};
+    char label[512];
+    for (uint32_t i = 0; i < s->pids.cap; i++) {
+        bs_traced_proc *r = atomic_load(&s->pids.slots[i].record);
+        if (!r)
+            continue;
+        label_of(env, labels, (ERL_NIF_TERM)r->pid, label, sizeof label);
+        if (bs_profile_add_proc(out, &r->proc, label, name_key, &ctx) < 0)
+            return -1;
+    }
+    int reason = atomic_load(&s->stop_reason);
+    if (reason == BS_STOP_MAX_MEMORY || reason == BS_STOP_MAX_PROCESSES)
+        bs_profile_set_truncated(out, bs_stop_reason_name(reason));
+    out->duration_ns = (s->stop_ns ? s->stop_ns : bs_now_ns()) - s->start_ns;
+    bs_profile_compute_totals(out);
+    return 0;
+}
+
+static ERL_NIF_TERM make_string(ErlNifEnv *env, const char *s)
+{
+    ERL_NIF_TERM t;
+    size_t n = strlen(s);
+    unsigned char *d = enif_make_new_binary(env, n, &t);
+    memcpy(d, s, n);
+    return t;
+}
+
+ERL_NIF_TERM bs_profile_to_term(ErlNifEnv *env, const bs_session *s, const bs_profile *p)
+{
+    const bs_atoms *a = &bs_priv_of(env)->atoms;
+    ERL_NIF_TERM *names = enif_alloc(sizeof(ERL_NIF_TERM) * (p->frames.n ? p->frames.n : 1));
+    if (!names)
+        return enif_make_tuple2(env, a->error, a->enomem);
+    for (uint32_t i = 0; i < p->frames.n; i++)
+        names[i] = make_string(env, bs_frame_name(&p->frames, i));
+    ERL_NIF_TERM procs = enif_make_list(env, 0);
+    uint64_t events = 0, dropped = 0;
+    for (uint32_t ti = p->n_trees; ti-- > 0;) {
+        const bs_ptree *t = &p->trees[ti];
+        events += t->events;
+        dropped += t->dropped;
+        ERL_NIF_TERM nodes = enif_make_list(env, 0);
+        for (uint32_t i = t->n_nodes; i-- > 0;) {
+            const bs_pnode *n = &t->nodes[i];
+            ERL_NIF_TERM parent = n->parent == UINT32_MAX ? a->undefined : enif_make_uint(env, n->parent);
+            ERL_NIF_TERM node = enif_make_tuple6(env, enif_make_uint(env, i), parent, names[n->frame],
+                                                 enif_make_uint64(env, n->self_ns), enif_make_uint64(env, n->total_ns),
+                                                 enif_make_uint64(env, n->calls));
+            nodes = enif_make_list_cell(env, node, nodes);
+        }
+        procs = enif_make_list_cell(env, enif_make_tuple2(env, names[t->nodes[0].frame], nodes), procs);
+    }
+    enif_free(names);
+    ERL_NIF_TERM keys[] = {a->processes, a->truncated, a->events, a->dropped, a->memory_peak, a->duration_ns};
+    ERL_NIF_TERM vals[] = {procs, p->truncated[0] ? enif_make_atom(env, p->truncated) : a->false,
+                           enif_make_uint64(env, events), enif_make_uint64(env, dropped),
+                           enif_make_uint64(env, atomic_load(&((bs_session *)s)->budget.peak)),
+                           enif_make_uint64(env, p->duration_ns)};
+    ERL_NIF_TERM map;
+    if (!enif_make_map_from_arrays(env, keys, vals, sizeof keys / sizeof keys[0], &map))
+        return enif_make_tuple2(env, a->error, a->badarg);
+    return map;
+}

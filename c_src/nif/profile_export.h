@@ -1,0 +1,17 @@
+/* profile_export.h — a stopped session turned into a profile, a term or a file. */
+#ifndef BS_PROFILE_EXPORT_H
+#define BS_PROFILE_EXPORT_H
+
+#include <erl_nif.h>
+
+#include "../engine/frame_name.h"
+#include "../engine/profile.h"
+#include "session.h"
+
+/* labels: a map pid => binary (the process frame; default is the pid itself).
+ * Returns 0 or -1. The caller frees the profile. */
+int bs_export_profile(ErlNifEnv *env, bs_session *s, bs_name_style style, ERL_NIF_TERM labels, bs_profile *out);
+
+ERL_NIF_TERM bs_profile_to_term(ErlNifEnv *env, const bs_session *s, const bs_profile *p);
+
+#endif

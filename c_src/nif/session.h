@@ -1,0 +1,51 @@
+/* session.h — one recording: the resource handed to erl_tracer as its state.
+ *
+ * A session owns the memory budget, the pid table and the options. It is
+ * created by beamspy_tracer:session_new/1, passed as TracerState in
+ * {tracer, beamspy_tracer, Session}, and lives as long as any trace setting
+ * or Erlang term refers to it. Stopping is one-way: once `recording` is 0 no
+ * callback touches a process record again (see session_stop in session.c),
+ * so the profile can be read safely from another thread. */
+#ifndef BS_SESSION_H
+#define BS_SESSION_H
+
+#include <erl_nif.h>
+#include <stdatomic.h>
+
+#include "../engine/budget.h"
+#include "pid_table.h"
+
+#define BS_MAX_EXCLUDED 16
+
+typedef struct bs_session {
+    _Atomic int recording;           /* 1 while events are recorded */
+    _Atomic int stop_reason;         /* bs_stop_reason */
+    bs_budget budget;
+    bs_pid_table pids;
+    ErlNifMutex *insert_lock;        /* new processes and stop are serialised */
+    uint64_t start_ns;
+    uint64_t stop_ns;
+    int charge_sleep, charge_gc, use_caller;
+    ERL_NIF_TERM excluded[BS_MAX_EXCLUDED]; /* atoms: modules treated as untraced */
+    int n_excluded;
+    _Atomic uint64_t lost_processes; /* events of processes refused by max_processes */
+} bs_session;
+
+typedef enum bs_stop_reason {
+    BS_STOP_NONE, BS_STOP_REQUESTED, BS_STOP_MAX_MEMORY, BS_STOP_MAX_PROCESSES
+} bs_stop_reason;
+
+uint64_t bs_now_ns(void);
+const char *bs_stop_reason_name(int reason);
+
+int bs_session_init(bs_session *s, size_t max_memory, uint32_t max_procs);
+void bs_session_destroy(bs_session *s);
+/* Stops recording (first reason wins) and waits until no callback is inside a
+ * process record. Safe to call many times and from a callback. */
+void bs_session_stop(bs_session *s, int reason, int wait);
+int bs_session_is_excluded(const bs_session *s, ERL_NIF_TERM module);
+
+/* The record of pid, created if new; NULL if recording stopped or a cap was hit. */
+bs_traced_proc *bs_session_proc(bs_session *s, uint64_t pid, uint64_t now);
+
+#endif

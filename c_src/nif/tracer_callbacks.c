@@ -1,0 +1,122 @@
+/* tracer_callbacks.c — the erl_tracer callbacks: enabled/3 and trace/5.
+ *
+ * They run on the scheduler thread (dirty ones included) that runs the
+ * tracee, for every traced call, return and reschedule, so they do the least
+ * possible: read the clock, find the process record, check the shape of the
+ * term, feed one event to the engine. A term of an unexpected shape is
+ * dropped, never trusted. Nothing here allocates terms or sends messages. */
+#include "tracer_callbacks.h"
+
+#include "nif_atoms.h"
+#include "session.h"
+
+static bs_session *session_of(ErlNifEnv *env, ERL_NIF_TERM state)
+{
+    bs_session *s = NULL;
+    if (!enif_get_resource(env, state, bs_priv_of(env)->session_type, (void **)&s))
+        return NULL;
+    return s;
+}
+
+ERL_NIF_TERM bs_nif_enabled(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+    (void)argc;
+    const bs_atoms *a = &bs_priv_of(env)->atoms;
+    bs_session *s = session_of(env, argv[1]);
+    if (s && atomic_load_explicit(&s->recording, memory_order_relaxed))
+        return a->trace;
+    /* A stopped session asks the VM to drop the tracer from the tracee. */
+    return argv[0] == a->trace_status ? a->remove : a->discard;
+}
+
+/* {M, F, Arity} (trace flag `arity`) or {M, F, Args}. */
+static int get_mfa(ErlNifEnv *env, ERL_NIF_TERM t, bs_key *k)
+{
+    int n;
+    const ERL_NIF_TERM *e;
+    unsigned len;
+    if (!enif_get_tuple(env, t, &n, &e) || n != 3 || !enif_is_atom(env, e[0]) || !enif_is_atom(env, e[1]))
+        return 0;
+    if (!enif_get_uint(env, e[2], &len) && !enif_get_list_length(env, e[2], &len))
+        return 0;
+    if (len > 255)
+        return 0;
+    k->module = (uint64_t)e[0];
+    k->function = (uint64_t)e[1];
+    k->arity = len;
+    return 1;
+}
+
+static int on_call(ErlNifEnv *env, const bs_atoms *a, bs_session *s, bs_proc *p,
+                   ERL_NIF_TERM term, ERL_NIF_TERM opts, uint64_t t)
+{
+    bs_key callee, caller;
+    if (!get_mfa(env, term, &callee))
+        return -1;
+    bs_caller_kind kind = BS_CALLER_UNKNOWN;
+    ERL_NIF_TERM msr;
+    if (s->use_caller && enif_get_map_value(env, opts, a->match_spec_result, &msr)) {
+        int n;
+        const ERL_NIF_TERM *e;
+        if (enif_get_tuple(env, msr, &n, &e) && n == 2 && e[0] == a->cp) {
+            if (get_mfa(env, e[1], &caller))
+                kind = bs_session_is_excluded(s, (ERL_NIF_TERM)caller.module) ? BS_CALLER_ROOT : BS_CALLER_FRAME;
+            else
+                kind = BS_CALLER_UNDEFINED;
+        }
+    }
+    return bs_proc_call(p, &callee, kind, &caller, t);
+}
+
+static int on_return_to(ErlNifEnv *env, bs_session *s, bs_proc *p, ERL_NIF_TERM term, uint64_t t)
+{
+    bs_key to;
+    if (!get_mfa(env, term, &to) || bs_session_is_excluded(s, (ERL_NIF_TERM)to.module))
+        return bs_proc_return_to(p, NULL, t); /* undefined, or back into untraced code */
+    return bs_proc_return_to(p, &to, t);
+}
+
+static int dispatch(ErlNifEnv *env, const bs_atoms *a, bs_session *s, bs_proc *p, ERL_NIF_TERM tag,
+                    ERL_NIF_TERM term, ERL_NIF_TERM opts, uint64_t t)
+{
+    if (tag == a->call)
+        return on_call(env, a, s, p, term, opts, t);
+    if (tag == a->return_to)
+        return on_return_to(env, s, p, term, t);
+    if (tag == a->out || tag == a->out_exiting)
+        return bs_proc_sched_out(p, t);
+    if (tag == a->in || tag == a->in_exiting)
+        return bs_proc_sched_in(p, t);
+    if (tag == a->out_exited) {
+        bs_proc_exit(p, t);
+        return 0;
+    }
+    if (tag == a->gc_minor_start || tag == a->gc_major_start)
+        return bs_proc_gc_start(p, t);
+    if (tag == a->gc_minor_end || tag == a->gc_major_end)
+        return bs_proc_gc_end(p, t);
+    return 0;
+}
+
+ERL_NIF_TERM bs_nif_trace(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+    (void)argc;
+    uint64_t t = bs_now_ns();
+    const bs_atoms *a = &bs_priv_of(env)->atoms;
+    bs_session *s = session_of(env, argv[1]);
+    ErlNifPid pid;
+    if (!s || !atomic_load_explicit(&s->recording, memory_order_relaxed) || !enif_get_local_pid(env, argv[2], &pid))
+        return a->ok;
+    uint64_t key = (uint64_t)enif_make_pid(env, &pid);
+    bs_traced_proc *r = bs_session_proc(s, key, t);
+    if (!r)
+        return a->ok;
+    /* The stop protocol of session.c: announce, then re-check. */
+    atomic_store(&r->busy, 1);
+    if (atomic_load(&s->recording)) {
+        if (dispatch(env, a, s, &r->proc, argv[0], argv[3], argv[4], t) < 0 && bs_budget_is_exhausted(&s->budget))
+            bs_session_stop(s, BS_STOP_MAX_MEMORY, 0);
+    }
+    atomic_store(&r->busy, 0);
+    return a->ok;
+}

@@ -1,0 +1,32 @@
+#!/bin/sh
+# deps.sh — makes sure the Debian packages beamspy needs are here.
+# As root it installs what is missing; otherwise it prints the exact command.
+set -e
+
+PKGS="erlang-nox erlang-dev erlang-tools erlang-runtime-tools erlang-eunit
+erlang-common-test elixir gcc make libcmocka-dev libclang-rt-14-dev clang valgrind
+chromium nodejs npm tmux"
+
+missing=""
+for p in $PKGS; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+
+if [ -z "$missing" ]; then
+    exit 0
+fi
+
+cmd="apt-get install -y --no-install-recommends$missing"
+if [ "$(id -u)" = "0" ]; then
+    echo "beamspy: installing:$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    # shellcheck disable=SC2086
+    apt-get install -y -qq --no-install-recommends $missing >/dev/null
+else
+    echo "beamspy: missing Debian packages:$missing" >&2
+    echo "beamspy: run as root:  $cmd" >&2
+    exit 1
+fi

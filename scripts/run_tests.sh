@@ -1,0 +1,30 @@
+#!/bin/sh
+# run_tests.sh — runs every test layer and ends with "N passed, N failed".
+# Each layer is test/<layer>/run.sh; its last line of output must be
+#   LAYER <name>: <passed> passed, <failed> failed
+# A layer that crashes without that line counts as one failure.
+cd "$(dirname "$0")/.." || exit 1
+
+total_pass=0
+total_fail=0
+for layer in c erlang elixir browser; do
+    script="test/$layer/run.sh"
+    [ -x "$script" ] || continue
+    echo "=== $layer ==="
+    out=$(mktemp)
+    "$script" 2>&1 | tee "$out"
+    line=$(grep '^LAYER ' "$out" | tail -1)
+    rm -f "$out"
+    if [ -z "$line" ]; then
+        echo "LAYER $layer: did not report (counted as 1 failure)"
+        total_fail=$((total_fail + 1))
+        continue
+    fi
+    p=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed.*/\1/')
+    f=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed.*/\2/')
+    total_pass=$((total_pass + p))
+    total_fail=$((total_fail + f))
+done
+
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]

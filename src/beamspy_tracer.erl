@@ -1,0 +1,74 @@
+%%% @doc The erl_tracer module of beamspy, implemented by the NIF library
+%%% `priv/beamspy_nif.so'.
+%%%
+%%% The VM calls {@link enabled/3} and {@link trace/5} on the scheduler thread
+%%% of every traced process; they record into the session resource passed as
+%%% tracer state (`{tracer, beamspy_tracer, Session}'). The `session_*'
+%%% functions create, stop and read sessions; they are private to beamspy
+%%% (use the {@link beamspy} API) and are documented for maintainers.
+-module(beamspy_tracer).
+
+-export([enabled/3, trace/5]).
+-export([session_new/1, session_seed/3, session_stop/1, session_pids/1,
+         session_info/1, session_profile/2, session_write/4]).
+
+-on_load(init/0).
+
+-type session() :: reference().
+-export_type([session/0]).
+
+-nifs([enabled/3, trace/5, session_new/1, session_seed/3, session_stop/1,
+       session_pids/1, session_info/1, session_profile/2, session_write/4]).
+
+init() ->
+    erlang:load_nif(nif_path(), 0).
+
+%% @private
+nif_path() ->
+    Priv = case code:priv_dir(beamspy) of
+               {error, bad_name} ->
+                   Ebin = filename:dirname(code:which(?MODULE)),
+                   filename:join(filename:dirname(Ebin), "priv");
+               Dir ->
+                   Dir
+           end,
+    filename:join(Priv, "beamspy_nif").
+
+%% @doc erl_tracer callback: `trace' while the session records, else
+%% `remove' (for `trace_status') or `discard'.
+-spec enabled(atom(), session(), pid() | port() | undefined) -> trace | discard | remove.
+enabled(_Tag, _Session, _Tracee) -> erlang:nif_error(not_loaded).
+
+%% @doc erl_tracer callback: records one event into the session.
+-spec trace(atom(), session(), pid() | port() | undefined, term(), map()) -> ok.
+trace(_Tag, _Session, _Tracee, _Term, _Opts) -> erlang:nif_error(not_loaded).
+
+%% @doc Creates a session. Keys: `max_memory' (bytes), `max_processes',
+%% `sleep', `gc', `caller' (booleans), `exclude' (modules treated as untraced).
+-spec session_new(map()) -> session() | {error, enomem}.
+session_new(_Opts) -> erlang:nif_error(not_loaded).
+
+%% @doc Seeds the stack of an already running process (frames root first).
+-spec session_seed(session(), pid(), [mfa()]) -> ok | {error, stopped}.
+session_seed(_Session, _Pid, _Frames) -> erlang:nif_error(not_loaded).
+
+%% @doc Stops recording; returns once no callback is recording any more.
+-spec session_stop(session()) -> ok.
+session_stop(_Session) -> erlang:nif_error(not_loaded).
+
+%% @doc Every process the session has seen.
+-spec session_pids(session()) -> [pid()].
+session_pids(_Session) -> erlang:nif_error(not_loaded).
+
+%% @doc Live figures: recording flag, memory in use and peak, truncation, process count.
+-spec session_info(session()) -> map().
+session_info(_Session) -> erlang:nif_error(not_loaded).
+
+%% @doc The recorded profile of a stopped session as a term (see
+%% {@link beamspy:profile/2}).
+-spec session_profile(session(), map()) -> map() | {error, atom()}.
+session_profile(_Session, _Opts) -> erlang:nif_error(not_loaded).
+
+%% @doc Writes the profile of a stopped session to Path atomically.
+-spec session_write(session(), atom(), iodata(), map()) -> ok | {error, atom()}.
+session_write(_Session, _Format, _Path, _Opts) -> erlang:nif_error(not_loaded).
