@@ -125,16 +125,18 @@ static ERL_NIF_TERM session_new(ErlNifEnv *env, int argc, const ERL_NIF_TERM arg
     return term;
 }
 
-/* session_seed(Session, Pid, [{M, F, A}]) — root first. */
+/* session_seed(Session, Pid, [{M, F, A}]) — root first. current_stacktrace
+ * never has more than 64 frames, so a small bound keeps this on the stack. */
+#define BS_MAX_SEED_FRAMES 256
 static ERL_NIF_TERM session_seed(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
     (void)argc;
     bs_session *s = get_session(env, argv[0]);
     ErlNifPid pid;
     unsigned len;
-    if (!s || !enif_get_local_pid(env, argv[1], &pid) || !enif_get_list_length(env, argv[2], &len) || len > 4096)
+    if (!s || !enif_get_local_pid(env, argv[1], &pid) || !enif_get_list_length(env, argv[2], &len) || len > BS_MAX_SEED_FRAMES)
         return enif_make_badarg(env);
-    bs_key frames[4096];
+    bs_key frames[BS_MAX_SEED_FRAMES];
     ERL_NIF_TERM list = argv[2], head;
     unsigned n = 0;
     while (enif_get_list_cell(env, list, &head, &list)) {
