@@ -30,23 +30,25 @@ CLI_BIN     := bin/beamspy
 
 .PHONY: all deps erlang elixir nif cli demo test bench clean fuzz
 
-all: erlang elixir nif cli
+all: erlang elixir ebin/beamspy.app nif cli
 
 deps:
 	@scripts/deps.sh
 
-erlang: $(ERL_BEAMS) ebin/beamspy.app
+erlang: $(ERL_BEAMS)
 
 ebin/%.beam: src/%.erl | ebin
 	$(ERLC) +debug_info -Werror -o ebin $<
 
-ebin/beamspy.app: src/beamspy.app.src | ebin
-	cp $< $@
+# The .app lists every module in ebin/ (Erlang and Elixir alike).
+ebin/beamspy.app: src/beamspy.app.src $(ERL_BEAMS) ebin/.elixir-stamp
+	@mods=$$(ls ebin/*.beam | sed -e 's|ebin/||' -e 's|\.beam$$||' -e "s|.*|'&'|" | paste -sd, -); \
+	    sed -e "s|{modules, \[[^]]*\]}|{modules, [$$mods]}|" $< > $@
 
 elixir: ebin/.elixir-stamp
 
 ebin/.elixir-stamp: $(EX_SRC) $(ERL_BEAMS) | ebin
-	@if [ -n "$(EX_SRC)" ]; then elixirc --warnings-as-errors -o ebin $(EX_SRC) >/dev/null; fi
+	@if [ -n "$(EX_SRC)" ]; then rm -f ebin/Elixir.*.beam && elixirc --warnings-as-errors -pa ebin -o ebin $(EX_SRC) >/dev/null; fi
 	@touch $@
 
 nif: $(NIF_SO)

@@ -40,7 +40,7 @@
 %%% </ul>
 -module(beamspy).
 
--export([apply/1, apply/2, profile/2, format_error/1]).
+-export([apply/1, apply/2, profile/2, check/2, format_error/1]).
 
 -type format() :: folded.
 -type target() :: beamspy_opts:target().
@@ -106,31 +106,60 @@ profile(Target, Opts0) ->
             Error
     end.
 
+%% @doc Checks a target and options the way {@link apply/2} does, without
+%% running anything. Front ends (such as the Elixir `BeamSpy') use it to
+%% report bad input in their own terms.
+%%
+%% ```
+%% 1> beamspy:check({lists, sort, [[2, 1]]}, #{sleep => false}).
+%% ok
+%% 2> {error, {bad_option, sleep, 1, _}} = beamspy:check({lists, sort, [[]]}, #{sleep => 1}).
+%% '''
+-spec check(target(), map() | list()) -> ok | {error, term()}.
+check(Target, Opts) ->
+    case validate(Target, Opts) of
+        {ok, _, _, _} -> ok;
+        {error, _} = Error -> Error
+    end.
+
 %% @doc A sentence for every reason beamspy raises or returns.
 -spec format_error(term()) -> string().
 format_error({bad_target, {wrong_arity, N, Got}}) ->
-    lists:flatten(io_lib:format("the target fun takes ~w arguments but ~w were given", [N, Got]));
+    flat("the target fun takes ~w argument~s but ~w ~s given",
+         [N, plural(N), Got, case Got of 1 -> "was"; _ -> "were" end]);
 format_error({bad_target, {undef, {M, F, A}}}) ->
-    lists:flatten(io_lib:format("~w:~w/~w is not an exported function", [M, F, A]));
+    flat("~ts is not an exported function", [mfa_text(M, F, A)]);
 format_error({bad_target, T}) ->
-    lists:flatten(io_lib:format("~tp is not a target: use fun(), {Fun, Args} or {Module, Function, Args}", [T]));
+    flat("~tw is not a target: use fun(), {Fun, Args} or {Module, Function, Args}", [T]);
 format_error({bad_option, K, V, Expected}) ->
-    lists:flatten(io_lib:format("option ~w must be ~ts, got ~tp", [K, Expected, V]));
+    flat("option ~tw must be ~ts, got ~tw", [K, Expected, V]);
 format_error({unknown_option, K, _}) ->
-    lists:flatten(io_lib:format("unknown option ~tp", [K]));
+    flat("unknown option ~tw", [K]);
 format_error({bad_options, O}) ->
-    lists:flatten(io_lib:format("options must be a map or a proplist, got ~tp", [O]));
+    flat("options must be a map or a proplist, got ~tw", [O]);
 format_error({bad_output, Out, Why}) ->
-    lists:flatten(io_lib:format("cannot use ~ts as output directory: ~ts", [Out, file:format_error(Why)]));
+    flat("cannot use ~ts as output directory: ~ts", [Out, file:format_error(Why)]);
 format_error({busy, Owner}) ->
-    lists:flatten(io_lib:format("another beamspy session (~p) is running; on this OTP release "
-                                "trace patterns are node-wide, so only one can run at a time", [Owner]));
+    flat("another beamspy recording (owner ~w) is running; on this OTP release trace "
+         "patterns are node-wide, so only one can run at a time", [Owner]);
 format_error({already_traced, Pid, Tracer}) ->
-    lists:flatten(io_lib:format("~p is already traced by ~tp", [Pid, Tracer]));
+    flat("~w is already traced by ~tw; beamspy does not take over another tracer", [Pid, Tracer]);
 format_error({session_failed, Why}) ->
-    lists:flatten(io_lib:format("the beamspy session process failed: ~tp", [Why]));
+    flat("the beamspy session process failed: ~tw", [Why]);
 format_error(Other) ->
-    lists:flatten(io_lib:format("~tp", [Other])).
+    flat("~tw", [Other]).
+
+flat(Format, Args) ->
+    lists:flatten(io_lib:format(Format, Args)).
+
+plural(1) -> "";
+plural(_) -> "s".
+
+mfa_text(M, F, A) ->
+    case atom_to_list(M) of
+        "Elixir." ++ Name -> flat("~ts.~ts/~w", [Name, atom_to_list(F), A]);
+        _ -> flat("~tw:~tw/~w", [M, F, A])
+    end.
 
 %%% ---------------------------------------------------------------------
 %%% Running a call under trace
@@ -167,9 +196,10 @@ maybe_run({ok, Fun, Args, Opts}, Finish) ->
     end.
 
 not_traced(Pid) ->
-    case erlang:trace_info(Pid, tracer) of
-        {tracer, []} -> ok;
-        {tracer, Tracer} -> {error, {already_traced, Pid, Tracer}}
+    case {whereis(beamspy_active_session), erlang:trace_info(Pid, tracer)} of
+        {Owner, _} when is_pid(Owner) -> {error, {busy, Owner}};
+        {undefined, {tracer, []}} -> ok;
+        {undefined, {tracer, Tracer}} -> {error, {already_traced, Pid, Tracer}}
     end.
 
 traced_call(Fun, Args, Opts, Outputs, Finish) ->
@@ -178,9 +208,18 @@ traced_call(Fun, Args, Opts, Outputs, Finish) ->
     case beamspy_session:start(self(), #{nif => NifOpts, outputs => Outputs, write => WriteOpts}) of
         {ok, Owner, Session} ->
             Outcome = call_traced(Fun, Args, Session, Owner, Opts),
+            %% The outcome is never lost: if the owner failed while writing,
+            %% the call's result still goes back and the failure is reported.
             case beamspy_session:finish(Owner, Finish) of
-                {ok, Reply} -> {ok, Outcome, Reply, Opts};
-                {error, _} = Error -> {error, Error}
+                {ok, Reply} ->
+                    {ok, Outcome, Reply, Opts};
+                {error, Why} ->
+                    Files = #{files => [], errors => [{"(session)", Why}]},
+                    Profile = case maps:get(profile, Finish, false) of
+                                  true -> #{profile => beamspy_tracer:session_profile(Session, #{})};
+                                  false -> #{}
+                              end,
+                    {ok, Outcome, maps:merge(Files, Profile), Opts}
             end;
         {error, _} = Error ->
             Error

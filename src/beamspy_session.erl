@@ -151,10 +151,16 @@ label(P) ->
                     [$\s | atom_to_list(Name)];
                 [_, {dictionary, Dict}] ->
                     case lists:keyfind('$initial_call', 1, Dict) of
-                        {_, {M, F, A}} -> io_lib:format(" ~w:~w/~w", [M, F, A]);
+                        {_, {M, F, A}} -> [$\s | initial_call_text(M, F, A)];
                         false -> ""
                     end;
                 _ ->
                     ""
             end,
     unicode:characters_to_binary([pid_to_list(P), Extra]).
+
+initial_call_text(M, F, A) ->
+    case atom_to_list(M) of
+        "Elixir." ++ Name -> io_lib:format("~ts.~ts/~w", [Name, atom_to_list(F), A]);
+        _ -> io_lib:format("~tw:~tw/~w", [M, F, A])
+    end.

@@ -1,0 +1,375 @@
+# BeamSpy — the Elixir front end of beamspy: a thin wrapper over the Erlang
+# API (src/beamspy.erl) that adds the Elixir ways of naming a call
+# ({:local_fun, args}, keyword options), Elixir-style frame names by default,
+# and ArgumentErrors with readable messages for bad input.
+defmodule BeamSpy do
+  @moduledoc """
+  Exact flame graphs of Elixir and Erlang code, recorded natively.
+
+  `BeamSpy.run/2` calls a function and returns what it returns. While it
+  runs, an `erl_tracer` NIF records every call, return and reschedule of the
+  calling process (and of every process it spawns) and a C engine rebuilds
+  the call stacks as they happen; when the call is over, the flame graph is
+  written to a file that speedscope, inferno, `flamegraph.pl` or
+  `beamspy render` can read.
+
+      iex> path = Path.join(System.tmp_dir!(), "beamspy_moduledoc_sort.folded")
+      iex> BeamSpy.run({Enum, :sort, [[3, 1, 2]]}, output: path, quiet: true)
+      [1, 2, 3]
+      iex> File.read!(path) =~ ~r/^<[0-9.]+>;Enum.sort\\/1 [0-9]+$/m
+      true
+
+  Without `quiet: true`, BeamSpy also prints where it wrote the file
+  (`beamspy: wrote /tmp/beamspy_moduledoc_sort.folded`). The file holds one
+  line per distinct stack: the process first, then the frames root first,
+  then the time spent in that stack itself, in microseconds. For a naive
+  `MyApp.Math.fib(5)` it reads (real output; the first line is time the
+  process spent outside any recorded frame):
+
+      <0.96.0> 1
+      <0.96.0>;MyApp.Math.fib/1 10
+      <0.96.0>;MyApp.Math.fib/1;MyApp.Math.fib/1 4
+      <0.96.0>;MyApp.Math.fib/1;MyApp.Math.fib/1;MyApp.Math.fib/1 5
+      <0.96.0>;MyApp.Math.fib/1;MyApp.Math.fib/1;MyApp.Math.fib/1;MyApp.Math.fib/1 4
+      <0.96.0>;MyApp.Math.fib/1;MyApp.Math.fib/1;MyApp.Math.fib/1;MyApp.Math.fib/1;MyApp.Math.fib/1 2
+
+  Recursion keeps its depth: `fib(5)` is five frames deep.
+
+  ## Naming the call
+
+    * `{Module, :function, args}` — a public function of any module;
+    * `{:function, args}` — a public function of the module that calls
+      `BeamSpy.run/2` (found at run time on the caller's stack, no
+      `require` needed). When `BeamSpy.run/2` is the last call of a
+      function, the VM drops that function's frame before the call, so
+      BeamSpy can only look further up the stack; write
+      `{__MODULE__, :function, args}` there;
+    * `fun` — a function of no arguments, e.g. `fn -> MyApp.work(42) end`;
+    * `{fun, args}` — e.g. `{&MyApp.work/2, [1, 2]}`.
+
+  The call runs in the calling process, so `self()`, the process dictionary
+  and the mailbox are the caller's. Its result reaches the caller unchanged,
+  and an exception it raises is raised again with the same kind, reason and
+  stacktrace. Afterwards nothing is traced any more, whatever happened.
+
+  ## Options
+
+  A keyword list (or a map):
+
+    * `:output` — a file name whose extension picks the format (`.folded`),
+      or a directory (created if needed) that gets one file per format, named
+      from the call and the time. Default: the current directory.
+    * `:formats` — the formats written into a directory output. Default
+      `[:folded]`.
+    * `:children` — also record the processes the call spawns, each under its
+      own pid. Default `true`.
+    * `:sleep` — charge the time a process spends scheduled out (waiting in
+      `receive`, preempted) to a `SLEEP` leaf. Default `true`.
+    * `:gc` — charge garbage collections to a `GC` leaf. Default `false`.
+    * `:max_memory` — bytes the recording may use; past it, recording stops
+      and the profile is marked truncated. Default 256 MiB.
+    * `:max_processes` — processes recorded at most. Default 10000.
+    * `:names` — `:elixir` (`MyApp.Worker.run/2`, `:lists.sort/1`) or
+      `:erlang` (`'Elixir.MyApp.Worker':run/2`, `lists:sort/1`). Default
+      `:elixir`.
+    * `:quiet` — do not print where the files were written. Default `false`.
+
+  Bad options or a target that cannot be called raise an `ArgumentError`
+  before anything runs.
+
+  ## What the stacks show
+
+  The stacks are the ones the VM really has. A call in tail position
+  replaces its caller's frame, so `def a, do: b()` shows `b` beside `a`,
+  not under it; the compiler also turns some body calls into tail calls.
+  One recording runs at a time on a node: trace patterns are node-wide on
+  this OTP release, and a second `run/2` while one is running raises.
+  """
+
+  @typedoc "What to call: see \"Naming the call\" in the module documentation."
+  @type target ::
+          (() -> term())
+          | {fun(), [term()]}
+          | {module(), atom(), [term()]}
+          | {atom(), [term()]}
+
+  @typedoc "One option: see \"Options\" in the module documentation."
+  @type option ::
+          {:output, Path.t()}
+          | {:formats, [:folded]}
+          | {:children, boolean()}
+          | {:sleep, boolean()}
+          | {:gc, boolean()}
+          | {:max_memory, pos_integer()}
+          | {:max_processes, pos_integer()}
+          | {:names, :elixir | :erlang}
+          | {:quiet, boolean()}
+
+  @type options :: [option() | atom()] | %{optional(atom()) => term()}
+
+  @typedoc "How the call ended: its value, or the exception it raised."
+  @type outcome :: {:return, term()} | {:raise, :error | :exit | :throw, term(), list()}
+
+  @typedoc """
+  A node of a process's call tree: `{id, parent_id | :undefined, frame,
+  self_ns, total_ns, calls}`. The first node of a process is the process
+  itself (its pid, and its registered name or initial call where known).
+  """
+  @type tree_node ::
+          {non_neg_integer(), non_neg_integer() | :undefined, String.t(), non_neg_integer(),
+           non_neg_integer(), non_neg_integer()}
+
+  @type profile :: %{
+          required(:processes) => [{String.t(), [tree_node()]}],
+          required(:truncated) => false | :max_memory | :max_processes,
+          required(:events) => non_neg_integer(),
+          required(:dropped) => non_neg_integer(),
+          required(:memory_peak) => non_neg_integer(),
+          required(:duration_ns) => non_neg_integer()
+        }
+
+  # Modules that run the caller's code without being the caller: skipped
+  # when looking for the module of a {:function, args} target.
+  @plumbing_modules [
+    :erlang,
+    :erl_eval,
+    :elixir,
+    :lists,
+    :proc_lib,
+    :gen,
+    :gen_server,
+    :gen_statem,
+    Enum,
+    Stream,
+    Process,
+    Code,
+    Kernel.CLI,
+    BeamSpy
+  ]
+  @plumbing_prefixes ~w(elixir_ Elixir.IEx. Elixir.ExUnit. Elixir.Mix. Elixir.Module. Elixir.Code.)
+
+  ## Public API
+
+  @doc """
+  Calls `target`, writes its flame graph, and returns what the call returned
+  (or raises what it raised, with the same stacktrace).
+
+      iex> path = Path.join(System.tmp_dir!(), "beamspy_doc_sum.folded")
+      iex> BeamSpy.run({Enum, :sum, [[1, 2, 3]]}, output: path, quiet: true)
+      6
+      iex> BeamSpy.run(fn -> Enum.map(1..3, &(&1 * 2)) end, output: path, quiet: true)
+      [2, 4, 6]
+      iex> BeamSpy.run({&String.upcase/1, ["spy"]}, output: path, quiet: true)
+      "SPY"
+
+  Bad input raises before anything runs:
+
+      iex> BeamSpy.run({Enum, :sum, [[1]]}, names: :cobol)
+      ** (ArgumentError) beamspy: option names must be erlang or elixir, got cobol
+
+  Raises a `RuntimeError` if the recording cannot start (another recording
+  is running, or the calling process is already traced by someone else).
+  """
+  @spec run(target()) :: term()
+  @spec run(target(), options()) :: term()
+  def run(target, options \\ []) do
+    {target, options} = validate!(target, options)
+
+    try do
+      :beamspy.apply(target, options)
+    catch
+      :error, {:beamspy, reason} = error ->
+        if raised_by_apply?(__STACKTRACE__, target, options) do
+          refuse!(reason)
+        else
+          :erlang.raise(:error, error, __STACKTRACE__)
+        end
+    end
+  end
+
+  @doc """
+  Like `run/2`, but returns how the call ended and the recorded profile
+  instead of returning or raising. No file is written unless `:output` or
+  `:formats` is given.
+
+  Returns `{:ok, %{result: outcome, profile: profile, files: paths}}`, or
+  `{:error, reason}` if the recording could not start
+  (`:beamspy.format_error/1` explains `reason`). Bad options or targets
+  raise an `ArgumentError`, as for `run/2`.
+
+      iex> {:ok, %{result: result, profile: profile}} =
+      ...>   BeamSpy.profile({Enum, :sort, [[3, 1, 2]]}, sleep: false)
+      iex> result
+      {:return, [1, 2, 3]}
+      iex> [{_pid, [_process_node | call_nodes]}] = profile.processes
+      iex> for {_id, _parent, frame, _self_ns, _total_ns, calls} <- call_nodes, do: {frame, calls}
+      [{"Enum.sort/1", 1}, {":lists.sort/1", 1}]
+  """
+  @spec profile(target()) ::
+          {:ok, %{result: outcome(), profile: profile(), files: [charlist()]}}
+          | {:error, term()}
+  @spec profile(target(), options()) ::
+          {:ok, %{result: outcome(), profile: profile(), files: [charlist()]}} | {:error, term()}
+  def profile(target, options \\ []) do
+    {target, options} = validate!(target, options)
+    :beamspy.profile(target, options)
+  end
+
+  ## Validation, done before anything runs
+
+  defp validate!(target, options) do
+    options = erlang_options!(options)
+    target = erlang_target!(target)
+
+    case :beamspy_opts.options(options) do
+      {:ok, _} -> {target, options}
+      {:error, reason} -> raise ArgumentError, message(reason)
+    end
+  end
+
+  # Keyword lists (and proplists with bare atoms) become the Erlang map;
+  # frames are named the Elixir way unless asked otherwise.
+  defp erlang_options!(options) when is_map(options), do: Map.put_new(options, :names, :elixir)
+
+  defp erlang_options!(options) when is_list(options) do
+    pairs =
+      Enum.map(options, fn
+        {key, value} -> {key, value}
+        key when is_atom(key) -> {key, true}
+        _ -> raise ArgumentError, bad_options(options)
+      end)
+
+    keys = Enum.map(pairs, &elem(&1, 0))
+
+    case keys -- Enum.uniq(keys) do
+      [] -> :ok
+      [key | _] -> raise ArgumentError, "beamspy: option #{inspect(key)} is given more than once"
+    end
+
+    erlang_options!(Map.new(pairs))
+  end
+
+  defp erlang_options!(options), do: raise(ArgumentError, bad_options(options))
+
+  defp erlang_target!({name, args}) when is_atom(name) and is_list(args) do
+    local_target!(name, args)
+  end
+
+  defp erlang_target!({module, name, args} = target)
+       when is_atom(module) and is_atom(name) and is_list(args) do
+    case function_kind(module, name, length(args)) do
+      :public -> target
+      other -> raise ArgumentError, not_callable(other, module, name, length(args))
+    end
+  end
+
+  defp erlang_target!(target) do
+    case :beamspy_opts.target(target) do
+      {:ok, _fun, _args} -> target
+      {:error, {:bad_target, ^target}} -> raise ArgumentError, not_a_target(target)
+      {:error, reason} -> raise ArgumentError, message(reason)
+    end
+  end
+
+  # {:function, args}: a function of the module that called BeamSpy. If
+  # that call was a tail call, the caller's frame is already gone, so the
+  # modules further up the stack are tried too.
+  defp local_target!(name, args) do
+    # Read here, not in a helper: the VM keeps only the 8 innermost frames
+    # (system flag backtrace_depth), and every frame of ours takes one.
+    {:current_stacktrace, stack} = :erlang.process_info(self(), :current_stacktrace)
+    arity = length(args)
+    callers = caller_modules(stack)
+
+    found =
+      Enum.find_value(callers, fn module ->
+        case function_kind(module, name, arity) do
+          kind when kind in [:public, :private] -> {kind, module}
+          _ -> nil
+        end
+      end)
+
+    case {found, callers} do
+      {{:public, module}, _} ->
+        {module, name, args}
+
+      {{:private, module}, _} ->
+        raise ArgumentError, not_callable(:private, module, name, arity)
+
+      {nil, []} ->
+        raise ArgumentError,
+              "beamspy: {#{inspect(name)}, args} names a function of the calling module, " <>
+                "but no module on the call stack defines #{name}/#{arity}: BeamSpy was " <>
+                "called from iex or a script, or as the last call of a function (the VM " <>
+                "drops that function's frame first). " <> use_instead(name)
+
+      {nil, [module | _]} ->
+        raise ArgumentError,
+              "beamspy: {#{inspect(name)}, args} names a function of the calling module, " <>
+                "but #{inspect(module)} has no function #{name}/#{arity} (if BeamSpy.run is " <>
+                "the last call of a function, the VM drops that function's frame first). " <>
+                use_instead(name)
+    end
+  end
+
+  defp use_instead(name) do
+    "Use {__MODULE__, #{inspect(name)}, args} or a fun instead"
+  end
+
+  defp caller_modules(stack) do
+    stack
+    |> Enum.map(fn {module, _fun, _arity, _location} -> module end)
+    |> Enum.reject(&plumbing?/1)
+    |> Enum.dedup()
+  end
+
+  defp plumbing?(module) do
+    module in @plumbing_modules or
+      String.starts_with?(Atom.to_string(module), @plumbing_prefixes)
+  end
+
+  defp function_kind(module, name, arity) do
+    cond do
+      not match?({:module, _}, Code.ensure_loaded(module)) -> :no_module
+      function_exported?(module, name, arity) -> :public
+      {name, arity} in module.module_info(:functions) -> :private
+      true -> :undefined
+    end
+  end
+
+  defp bad_options(options) do
+    "beamspy: options must be a keyword list or a map, got #{inspect(options)}"
+  end
+
+  defp not_a_target(target) do
+    "beamspy: #{inspect(target)} is not a target: use {Module, :function, args}, " <>
+      "{:function, args}, a fun of no arguments, or {fun, args}"
+  end
+
+  defp not_callable(:no_module, module, _name, _arity) do
+    "beamspy: module #{inspect(module)} is not available (not compiled, or not in the code path)"
+  end
+
+  defp not_callable(:private, module, name, arity) do
+    "beamspy: #{Exception.format_mfa(module, name, arity)} is private; BeamSpy calls it from " <>
+      "outside #{inspect(module)}, so it must be public (def, not defp)"
+  end
+
+  defp not_callable(:undefined, module, name, arity) do
+    "beamspy: #{Exception.format_mfa(module, name, arity)} is undefined"
+  end
+
+  ## Errors from the Erlang API
+
+  # beamspy:apply/2 raises {beamspy, Reason} with itself and its arguments on
+  # top of the stacktrace; anything else was raised by the traced call.
+  defp raised_by_apply?([{:beamspy, :apply, [target, options], _} | _], target, options),
+    do: true
+
+  defp raised_by_apply?(_stacktrace, _target, _options), do: false
+
+  defp refuse!({:bad_output, _, _} = reason), do: raise(ArgumentError, message(reason))
+  defp refuse!(reason), do: raise(RuntimeError, message(reason))
+
+  defp message(reason), do: "beamspy: " <> List.to_string(:beamspy.format_error(reason))
+end

@@ -1,0 +1,104 @@
+# errors_test.exs — bad options and bad targets raise an ArgumentError with a
+# readable message before anything runs, and leave nothing traced.
+defmodule BeamSpyTest.ErrorsTest do
+  use ExUnit.Case
+  import BeamSpyTest.Helpers
+  alias BeamSpyTest.Work
+
+  defp refused(target, options) do
+    error = assert_raise ArgumentError, fn -> BeamSpy.run(target, options) end
+    refute_received :ran
+    assert_nothing_traced()
+    assert String.starts_with?(error.message, "beamspy: ")
+    error.message
+  end
+
+  defp runs_marker, do: fn -> send(self(), :ran) end
+
+  test "a bad option value names the option and what it must be" do
+    assert refused(runs_marker(), names: :cobol) =~
+             "option names must be erlang or elixir, got cobol"
+
+    assert refused(runs_marker(), children: :yes) =~ "option children must be true or false"
+
+    assert refused(runs_marker(), max_memory: -1) =~
+             "option max_memory must be a positive integer"
+
+    assert refused(runs_marker(), output: "") =~ "option output"
+
+    assert refused(runs_marker(), formats: [:png]) =~
+             "option formats must be a non-empty list of folded"
+  end
+
+  test "an unknown option is named" do
+    assert refused(runs_marker(), colour: :red) =~ "unknown option colour"
+  end
+
+  test "options must be a keyword list or a map" do
+    assert refused(runs_marker(), :quiet) =~ "options must be a keyword list or a map, got :quiet"
+    assert refused(runs_marker(), [1, 2]) =~ "options must be a keyword list or a map"
+  end
+
+  test "an option given twice is refused" do
+    assert refused(runs_marker(), quiet: true, quiet: false) =~
+             "option :quiet is given more than once"
+  end
+
+  test "an output that cannot be a directory is refused before the call runs" do
+    file = scratch("plain_file")
+    File.write!(file, "")
+    assert refused(runs_marker(), output: Path.join(file, "sub")) =~ "cannot use"
+  end
+
+  test "a target that is not one is refused with the forms that are" do
+    message = refused(:nope, quiet: true)
+    assert message =~ ":nope is not a target"
+    assert message =~ "{Module, :function, args}"
+    assert refused({1, 2}, quiet: true) =~ "is not a target"
+  end
+
+  test "a fun given the wrong number of arguments" do
+    assert refused({&Work.fib/1, [1, 2]}, quiet: true) =~ "takes 1 argument but 2 were given"
+  end
+
+  test "an undefined function is named the Elixir way" do
+    assert refused({Work, :nope, [1]}, quiet: true) ==
+             "beamspy: BeamSpyTest.Work.nope/1 is undefined"
+
+    assert refused({:lists, :nope, []}, quiet: true) == "beamspy: :lists.nope/0 is undefined"
+  end
+
+  test "a module that does not exist" do
+    assert refused({NoSuchModule, :run, []}, quiet: true) =~
+             "module NoSuchModule is not available"
+  end
+
+  test "a private function must be made public" do
+    message = refused({Work, :secret, [1]}, quiet: true)
+    assert message =~ "BeamSpyTest.Work.secret/1 is private"
+    assert message =~ "must be public"
+
+    error = assert_raise ArgumentError, fn -> Work.private_from_here(quiet: true) end
+    assert error.message =~ "BeamSpyTest.Work.secret/1 is private"
+  end
+
+  test "{:function, args} that the calling module does not define" do
+    message = refused({:no_such_local, [1]}, quiet: true)
+    assert message =~ "BeamSpyTest.ErrorsTest has no function no_such_local/1"
+    assert message =~ "{__MODULE__, :no_such_local, args}"
+  end
+
+  test "{:function, args} in tail position of another module explains why it is not found" do
+    error = assert_raise ArgumentError, fn -> Work.local_in_tail_position(3, quiet: true) end
+    assert error.message =~ "has no function fib/1"
+    assert error.message =~ "last call of a function"
+  end
+
+  test "profile/2 refuses bad input the same way" do
+    assert_raise ArgumentError, ~r/unknown option colour/, fn ->
+      BeamSpy.profile(runs_marker(), colour: :red)
+    end
+
+    refute_received :ran
+  end
+end
