@@ -92,11 +92,7 @@ apply(Target, Opts) ->
 %% '''
 -spec profile(target(), map() | list()) ->
           {ok, #{result := outcome(), profile := profile(), files := [string()]}} | {error, term()}.
-profile(Target, Opts0) ->
-    Opts = case Opts0 of
-               M when is_map(M) -> M;
-               L when is_list(L) -> L
-           end,
+profile(Target, Opts) ->
     Explicit = is_map(Opts) andalso (maps:is_key(output, Opts) orelse maps:is_key(formats, Opts))
         orelse is_list(Opts) andalso (proplists:is_defined(output, Opts) orelse proplists:is_defined(formats, Opts)),
     case run(Target, Opts, #{profile => true, write => Explicit}) of

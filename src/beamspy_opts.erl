@@ -23,6 +23,10 @@
 -export_type([target/0, options/0]).
 
 -define(FORMATS, [folded]).
+%% The process table is allocated up front (32 bytes per process), outside
+%% max_memory: keep it at most 32 MiB.
+-define(MAX_PROCESSES, 1048576).
+-define(MAX_MEMORY, (1 bsl 50)).
 -define(EXTENSIONS, [{".folded", folded}]).
 
 %% @doc The default value of every option.
@@ -42,25 +46,45 @@ defaults() ->
 %% @doc Checks a call target; returns the fun and its arguments.
 -spec target(term()) -> {ok, fun(), [term()]} | {error, term()}.
 target(F) when is_function(F, 0) -> {ok, F, []};
-target({F, Args}) when is_function(F), is_list(Args) ->
+target({_, Args} = T) when is_list(Args) ->
+    case is_proper_list(Args) of
+        true -> target_proper(T);
+        false -> {error, {bad_target, T}}
+    end;
+target({_, _, Args} = T) when is_list(Args) ->
+    case is_proper_list(Args) of
+        true -> target_proper(T);
+        false -> {error, {bad_target, T}}
+    end;
+target(Other) ->
+    {error, {bad_target, Other}}.
+
+is_proper_list(L) ->
+    try length(L) of
+        _ -> true
+    catch error:badarg -> false
+    end.
+
+target_proper({F, Args}) when is_function(F) ->
     case erlang:fun_info(F, arity) of
         {arity, N} when N =:= length(Args) -> {ok, F, Args};
         {arity, N} -> {error, {bad_target, {wrong_arity, N, length(Args)}}}
     end;
-target({M, F, Args}) when is_atom(M), is_atom(F), is_list(Args) ->
+target_proper({M, F, Args}) when is_atom(M), is_atom(F) ->
     Arity = length(Args),
     _ = code:ensure_loaded(M),
     case erlang:function_exported(M, F, Arity) of
         true -> {ok, fun M:F/Arity, Args};
         false -> {error, {bad_target, {undef, {M, F, Arity}}}}
     end;
-target(Other) ->
+target_proper(Other) ->
     {error, {bad_target, Other}}.
 
 %% @doc Checks options given as a map or a proplist; fills in defaults.
 -spec options(map() | list()) -> {ok, options()} | {error, term()}.
 options(List) when is_list(List) ->
-    try maps:from_list([opt_pair(E) || E <- List]) of
+    %% proplists convention: the first occurrence of a key wins.
+    try maps:from_list(lists:reverse([opt_pair(E) || E <- List])) of
         Map -> options(Map)
     catch throw:Error -> Error
     end;
@@ -95,7 +119,10 @@ check({K, V}, Acc) when K =:= children; K =:= sleep; K =:= gc; K =:= quiet ->
     end;
 check({K, V}, Acc) when K =:= max_memory; K =:= max_processes ->
     case is_integer(V) andalso V > 0 of
-        true when K =:= max_processes, V > 16#1000000 -> bad(K, V, "at most 16777216");
+        true when K =:= max_processes, V > ?MAX_PROCESSES ->
+            bad(K, V, "at most " ++ integer_to_list(?MAX_PROCESSES));
+        true when K =:= max_memory, V > ?MAX_MEMORY ->
+            bad(K, V, "at most " ++ integer_to_list(?MAX_MEMORY) ++ " bytes");
         true -> Acc#{K => V};
         false -> bad(K, V, "a positive integer")
     end;
@@ -114,7 +141,10 @@ bad(Key, Value, Expected) ->
 outputs(#{output := Out, formats := Formats}, Label) ->
     case format_of(Out) of
         {ok, Format} ->
-            {ok, [{Format, Out}]};
+            case filelib:ensure_dir(Out) of
+                ok -> {ok, [{Format, Out}]};
+                {error, Why} -> {error, {bad_output, filename:dirname(Out), Why}}
+            end;
         none ->
             case filelib:ensure_path(Out) of
                 ok ->

@@ -1,0 +1,104 @@
+%%% Ground truth for time: the root's total against the wall time of the
+%%% call, SLEEP against timer:sleep/1, and GC leaves (dirty schedulers).
+-module(beamspy_time_tests).
+
+-include_lib("eunit/include/eunit.hrl").
+
+-import(bs_test_lib, [profile_ok/2, own_tree/1, nodes_of/2, node_map/1, path/2,
+                      frame_calls/2, processes/1, assert_clean/0]).
+
+-define(MS, 1000000).
+
+setup() ->
+    [{module, M} = code:ensure_loaded(M) || M <- [bs_wl, timer]],
+    ok.
+
+time_test_() ->
+    {setup, fun setup/0, fun(_) -> ok end,
+     [{"root total within 10% of the call's wall time", {timeout, 120, fun wall_time/0}},
+      {"timer:sleep(50) shows ~50 ms of SLEEP under timer:sleep/1", {timeout, 60, fun sleep_50/0}},
+      {"sleep => false: no SLEEP node, sleep time not charged", {timeout, 60, fun sleep_off/0}},
+      {"gc => true: GC leaves of large heaps (dirty schedulers)", {timeout, 120, fun gc_on/0}},
+      {"gc => false (default): no GC node", {timeout, 120, fun gc_off/0}}]}.
+
+%% The workload measures its own wall time inside the traced call; N grows
+%% until that is at least 100 ms so that noise stays small.
+wall_time() ->
+    wall_time(22, 5).
+
+wall_time(N, Tries) ->
+    {{_, Wall}, P} = profile_ok({bs_wl, timed_fib, [N]}, #{}),
+    if
+        Wall < 100 * ?MS, Tries > 0 ->
+            wall_time(N + 1, Tries - 1);
+        true ->
+            ?assert(Wall >= 100 * ?MS),
+            [{0, undefined, _, _, RootTotal, _} | _] = own_tree(P),
+            #{duration_ns := Dur, truncated := false} = P,
+            ?debugFmt("fib(~w): wall ~.1f ms, root total ~.1f ms, session ~.1f ms",
+                      [N, Wall / ?MS, RootTotal / ?MS, Dur / ?MS]),
+            ?assert(abs(RootTotal - Wall) =< 0.10 * Wall),
+            ?assert(RootTotal =< Dur),
+            assert_clean()
+    end.
+
+sleep_50() ->
+    {{napped, ok}, P} = profile_ok({bs_wl, nap, [50]}, #{}),
+    Nodes = own_tree(P),
+    M = node_map(Nodes),
+    Sleeps = [{path(M, Id), S} || {Id, _, <<"SLEEP">>, S, _, _} <- Nodes],
+    Under = [S || {[<<"bs_wl:nap/1">>, <<"timer:sleep/1">>, <<"SLEEP">>], S} <- Sleeps],
+    ?assertMatch([_], Under),
+    Slept = lists:sum(Under),
+    ?debugFmt("SLEEP under timer:sleep/1: ~.1f ms", [Slept / ?MS]),
+    ?assert(Slept >= 45 * ?MS),
+    ?assert(Slept =< 150 * ?MS),
+    ?assert(frame_calls(Nodes, <<"SLEEP">>) >= 1),
+    assert_clean().
+
+sleep_off() ->
+    {{napped, ok}, P} = profile_ok({bs_wl, nap, [50]}, #{sleep => false}),
+    [?assertEqual([], nodes_of(N, <<"SLEEP">>)) || {_, N} <- processes(P)],
+    Nodes = own_tree(P),
+    ?assertEqual(1, frame_calls(Nodes, <<"timer:sleep/1">>)),
+    [{0, undefined, _, _, RootTotal, _} | _] = Nodes,
+    ?assert(RootTotal < 45 * ?MS),
+    assert_clean().
+
+gc_on() ->
+    Words = 1000000,
+    {{{Words, Words}, P}, DirtyGc} = with_msacc(fun() -> profile_ok({bs_wl, big_heap, [Words]}, #{gc => true}) end),
+    ?debugFmt("dirty CPU scheduler GC time during the run: ~w us", [DirtyGc]),
+    %% The workload really collected a large heap on a dirty scheduler.
+    ?assert(DirtyGc > 0),
+    Nodes = own_tree(P),
+    M = node_map(Nodes),
+    Gcs = [{path(M, Id), S, C} || {Id, _, <<"GC">>, S, _, C} <- Nodes],
+    ?assertNotEqual([], Gcs),
+    ?assert(lists:sum([S || {_, S, _} <- Gcs]) > 0),
+    %% The explicit collections are charged below garbage_collect/0.
+    Explicit = [C || {[<<"bs_wl:big_heap/1">>, <<"erlang:garbage_collect/0">>, <<"GC">>], _, C} <- Gcs],
+    ?assertMatch([_], Explicit),
+    ?assert(hd(Explicit) >= 2),
+    ?assertEqual(2, frame_calls(Nodes, <<"erlang:garbage_collect/0">>)),
+    assert_clean().
+
+gc_off() ->
+    Words = 1000000,
+    {{Words, Words}, P} = profile_ok({bs_wl, big_heap, [Words]}, #{}),
+    [?assertEqual([], nodes_of(N, <<"GC">>)) || {_, N} <- processes(P)],
+    ?assertEqual(2, frame_calls(own_tree(P), <<"erlang:garbage_collect/0">>)),
+    assert_clean().
+
+%% Runs Fun with microstate accounting on; returns {Result, Microseconds of
+%% GC on dirty CPU schedulers}.
+with_msacc(Fun) ->
+    Was = erlang:system_flag(microstate_accounting, true),
+    _ = erlang:system_flag(microstate_accounting, reset),
+    R = try Fun()
+        after
+            _ = erlang:system_flag(microstate_accounting, Was)
+        end,
+    Stats = erlang:statistics(microstate_accounting),
+    Ticks = lists:sum([maps:get(gc, Cs, 0) || #{type := dirty_cpu_scheduler, counters := Cs} <- Stats]),
+    {R, erlang:convert_time_unit(Ticks, perf_counter, microsecond)}.

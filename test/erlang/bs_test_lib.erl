@@ -1,0 +1,214 @@
+%%% Helpers shared by the EUnit modules of the Erlang test layer: running a
+%%% profile, reading its call trees, checking that nothing is left traced.
+-module(bs_test_lib).
+
+-include_lib("eunit/include/eunit.hrl").
+
+-export([profile/2, profile_ok/2, processes/1, tree_of/2, own_tree/1, other_trees/1,
+         node_map/1, frame_calls/2, nodes_of/2, depth_counts/2, max_depth/1, path/2,
+         depth/2, frame_paths/1, check_tree/1, check_profile/1, assert_clean/1,
+         assert_clean/0, wait_no_session/0, tmp_dir/0, rm_rf/1, list_dir/1,
+         capture_output/1, flush/0, wait_for/2]).
+
+-define(LOCK, beamspy_active_session).
+
+%% beamspy:profile/2 that must succeed; returns {Outcome, Profile, Files}.
+profile(Target, Opts) ->
+    {ok, #{result := Outcome, profile := P, files := Files}} = beamspy:profile(Target, Opts),
+    ok = check_profile(P),
+    {Outcome, P, Files}.
+
+%% Same, and the call must have returned; returns {Value, Profile}.
+profile_ok(Target, Opts) ->
+    {{return, V}, P, _} = profile(Target, Opts),
+    {V, P}.
+
+processes(#{processes := Ps}) -> Ps.
+
+%% The tree of the process whose label starts with pid_to_list(Pid).
+tree_of(Pid, Profile) ->
+    Prefix = list_to_binary(pid_to_list(Pid)),
+    case [N || {L, N} <- processes(Profile), is_prefix(Prefix, L)] of
+        [Nodes] -> Nodes;
+        Other -> error({no_single_tree_for, Pid, length(Other), [L || {L, _} <- processes(Profile)]})
+    end.
+
+own_tree(Profile) -> tree_of(self(), Profile).
+
+%% [{Label, Nodes}] of every process other than the caller.
+other_trees(Profile) ->
+    Prefix = list_to_binary(pid_to_list(self())),
+    [{L, N} || {L, N} <- processes(Profile), not is_prefix(Prefix, L)].
+
+is_prefix(Prefix, Bin) ->
+    byte_size(Bin) >= byte_size(Prefix) andalso
+        binary:part(Bin, 0, byte_size(Prefix)) =:= Prefix andalso
+        (byte_size(Bin) =:= byte_size(Prefix) orelse binary:at(Bin, byte_size(Prefix)) =:= $\s).
+
+node_map(Nodes) -> maps:from_list([{Id, N} || {Id, _, _, _, _, _} = N <- Nodes]).
+
+nodes_of(Nodes, Frame) -> [N || {_, _, F, _, _, _} = N <- Nodes, F =:= Frame].
+
+%% Calls of Frame summed over every node of the tree.
+frame_calls(Nodes, Frame) -> lists:sum([C || {_, _, _, _, _, C} <- nodes_of(Nodes, Frame)]).
+
+%% #{K => Calls}, K = how many Frame nodes are on the path from the root to a
+%% Frame node (itself included): the recursion depth of Frame.
+depth_counts(Nodes, Frame) ->
+    K = frame_depths(Nodes, Frame),
+    lists:foldl(fun({Id, _, _, _, _, C}, Acc) ->
+                        maps:update_with(maps:get(Id, K), fun(X) -> X + C end, C, Acc)
+                end, #{}, nodes_of(Nodes, Frame)).
+
+%% #{Id => number of Frame nodes from the root to Id}, in one pass (a
+%% parent's id is smaller than its children's).
+frame_depths(Nodes, Frame) ->
+    lists:foldl(fun({Id, undefined, _, _, _, _}, Acc) -> Acc#{Id => 0};
+                   ({Id, P, F, _, _, _}, Acc) ->
+                        Acc#{Id => maps:get(P, Acc) + case F of Frame -> 1; _ -> 0 end}
+                end, #{}, Nodes).
+
+%% Frames from the process root (excluded) down to node Id (included).
+path(M, Id) when is_map(M) -> path(M, Id, []);
+path(Nodes, Id) -> path(node_map(Nodes), Id).
+
+path(M, Id, Acc) ->
+    case maps:get(Id, M) of
+        {_, undefined, _, _, _, _} -> Acc;
+        {_, Parent, F, _, _, _} -> path(M, Parent, [F | Acc])
+    end.
+
+depth(Nodes, Id) -> length(path(Nodes, Id)).
+
+%% Frames on the longest path below the process root.
+max_depth(Nodes) ->
+    Depths = lists:foldl(fun({Id, undefined, _, _, _, _}, Acc) -> Acc#{Id => 0};
+                            ({Id, P, _, _, _, _}, Acc) -> Acc#{Id => maps:get(P, Acc) + 1}
+                         end, #{}, Nodes),
+    lists:max(maps:values(Depths)).
+
+%% The sorted frame paths of a tree's nodes below the root (its shape).
+frame_paths(Nodes) ->
+    M = node_map(Nodes),
+    lists:sort([path(M, Id) || {Id, _, _, _, _, _} <- tl(Nodes)]).
+
+%% Structural invariants of one tree: ids 0..n-1 in order, node 0 is the only
+%% root, parents come before children, a node's total is its self time plus
+%% its children's totals, and only the root has zero calls (pseudo frames
+%% count their entries too).
+check_tree(Nodes) ->
+    Ids = [Id || {Id, _, _, _, _, _} <- Nodes],
+    ?assertEqual(lists:seq(0, length(Nodes) - 1), Ids),
+    [{0, undefined, _, _, _, _} | Rest] = Nodes,
+    [?assert(is_integer(P) andalso P < Id) || {Id, P, _, _, _, _} <- Rest],
+    [?assert(is_binary(F) andalso byte_size(F) > 0) || {_, _, F, _, _, _} <- Nodes],
+    ChildTotals = lists:foldl(fun({_, P, _, _, T, _}, Acc) ->
+                                      maps:update_with(P, fun(X) -> X + T end, T, Acc)
+                              end, #{}, Rest),
+    [?assertEqual({Id, T}, {Id, S + maps:get(Id, ChildTotals, 0)}) || {Id, _, _, S, T, _} <- Nodes],
+    [?assert(C > 0) || {_, _, _, _, _, C} <- Rest],
+    ok.
+
+check_profile(#{processes := Ps, truncated := Tr, events := E, dropped := D,
+                memory_peak := Mem, duration_ns := Dur}) ->
+    ?assert(lists:member(Tr, [false, max_memory, max_processes])),
+    [?assert(is_integer(X) andalso X >= 0) || X <- [E, D, Mem, Dur]],
+    [begin
+         ?assert(is_binary(L)),
+         [{0, undefined, L, _, _, _} | _] = N,
+         check_tree(N)
+     end || {L, N} <- Ps],
+    ok.
+
+%% Nothing left behind by beamspy: the lock is gone, the given processes
+%% (when alive) have no trace flags, no process on the node has beamspy's
+%% tracer, and the local call patterns are removed.
+assert_clean() -> assert_clean([]).
+
+assert_clean(Pids) ->
+    ok = wait_no_session(),
+    [{module, M} = code:ensure_loaded(M) || M <- [bs_wl, bs_cp, lists]],
+    [?assertEqual({P, {flags, []}}, {P, erlang:trace_info(P, flags)})
+     || P <- [self() | Pids], is_process_alive(P)],
+    [?assertEqual({P, ok}, {P, beamspy_tracer_of(P)}) || P <- erlang:processes()],
+    ?assertEqual({traced, false}, erlang:trace_info({bs_wl, fib, 1}, traced)),
+    ?assertEqual({traced, false}, erlang:trace_info({bs_cp, run, 1}, traced)),
+    ?assertEqual({traced, false}, erlang:trace_info({lists, reverse, 1}, traced)),
+    ?assertEqual({traced, false}, erlang:trace_info(on_load, traced)),
+    ok.
+
+beamspy_tracer_of(P) ->
+    case erlang:trace_info(P, tracer) of
+        {tracer, {beamspy_tracer, _} = T} -> {traced_by, T};
+        _ -> ok
+    end.
+
+%% Waits (up to 10 s) until the session owner has gone.
+wait_no_session() ->
+    wait_for(fun() -> whereis(?LOCK) =:= undefined end, 10000).
+
+wait_for(Pred, Ms) when Ms =< 0 ->
+    case Pred() of
+        true -> ok;
+        false -> {error, timeout}
+    end;
+wait_for(Pred, Ms) ->
+    case Pred() of
+        true -> ok;
+        false -> timer:sleep(10), wait_for(Pred, Ms - 10)
+    end.
+
+%% A fresh, not yet existing path under the test tmp directory (which exists).
+tmp_dir() ->
+    Base = case os:getenv("BEAMSPY_TEST_TMP") of
+               false -> filename:join("/tmp", "beamspy-erlang-tests");
+               D -> D
+           end,
+    ok = filelib:ensure_path(Base),
+    filename:join(Base, "t" ++ integer_to_list(erlang:unique_integer([positive]))).
+
+rm_rf(Dir) ->
+    _ = file:del_dir_r(Dir),
+    ok.
+
+list_dir(Dir) ->
+    case file:list_dir_all(Dir) of
+        {ok, L} -> lists:sort(L);
+        {error, enoent} -> []
+    end.
+
+%% Runs Fun with a group leader that records what is printed; returns
+%% {Result, Printed}.
+capture_output(Fun) ->
+    Old = group_leader(),
+    Cap = spawn(fun() -> capture_loop([]) end),
+    group_leader(Cap, self()),
+    try Fun() of
+        R ->
+            group_leader(Old, self()),
+            Cap ! {get, self()},
+            receive {printed, Cap, Text} -> {R, Text} end
+    catch C:E:S ->
+            group_leader(Old, self()),
+            exit(Cap, kill),
+            erlang:raise(C, E, S)
+    end.
+
+capture_loop(Acc) ->
+    receive
+        {io_request, From, ReplyAs, Req} ->
+            From ! {io_reply, ReplyAs, ok},
+            capture_loop([req_text(Req) | Acc]);
+        {get, From} ->
+            From ! {printed, self(), unicode:characters_to_list(lists:reverse(Acc))}
+    end.
+
+req_text({put_chars, _Enc, Chars}) -> Chars;
+req_text({put_chars, Chars}) -> Chars;
+req_text({put_chars, _Enc, M, F, A}) -> erlang:apply(M, F, A);
+req_text({put_chars, M, F, A}) -> erlang:apply(M, F, A);
+req_text({requests, Rs}) -> [req_text(R) || R <- Rs];
+req_text(_) -> [].
+
+flush() ->
+    receive _ -> flush() after 0 -> ok end.

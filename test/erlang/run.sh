@@ -1,0 +1,97 @@
+#!/bin/sh
+# test/erlang/run.sh — the Erlang test layer of beamspy.
+#
+# Compiles the workload and EUnit modules of this folder into build/, runs
+# each *_tests module in a fresh VM (a crash of the NIF then costs one
+# module, not the layer), and ends with
+#   LAYER erlang: <passed> passed, <failed> failed
+# A module whose VM dies or hangs without printing EUnit's summary counts as
+# one failure; so does a build error or cancelled tests. Works from any cwd.
+# Environment: ERL, ERLC (default erl, erlc), MODULE_TIMEOUT (s, default 300),
+# ONLY (space-separated test module names to run a subset).
+set -u
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+BUILD="$HERE/build"
+ERL=${ERL:-erl}
+ERLC=${ERLC:-erlc}
+MODULE_TIMEOUT=${MODULE_TIMEOUT:-300}
+
+passed=0
+failed=0
+start=$(date +%s)
+
+finish() {
+    end=$(date +%s)
+    echo "erlang layer took $((end - start)) s"
+    echo "LAYER erlang: $passed passed, $failed failed"
+    [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+    exit $?
+}
+
+# The product: ebin/ and priv/ (incremental; the Elixir part is not needed).
+if ! make -s -C "$ROOT" erlang nif >"$BUILD.make.log" 2>&1; then
+    cat "$BUILD.make.log"
+    echo "build of beamspy failed"
+    rm -f "$BUILD.make.log"
+    failed=1
+    finish
+fi
+rm -f "$BUILD.make.log"
+
+rm -rf "$BUILD"
+mkdir -p "$BUILD/tmp"
+if ! "$ERLC" +debug_info -o "$BUILD" "$HERE"/*.erl; then
+    echo "compiling the Erlang tests failed"
+    failed=1
+    finish
+fi
+
+if [ -n "${ONLY:-}" ]; then
+    modules=$ONLY
+else
+    modules=$(cd "$HERE" && ls *_tests.erl | sed 's/\.erl$//')
+fi
+
+for mod in $modules; do
+    echo "--- $mod"
+    out="$BUILD/$mod.out"
+    t0=$(date +%s)
+    (cd "$BUILD" && BEAMSPY_TEST_TMP="$BUILD/tmp" timeout -k 10 "$MODULE_TIMEOUT" \
+        "$ERL" -noshell -pa "$ROOT/ebin" -pa "$BUILD" \
+        -eval "R = eunit:test($mod, [verbose]), halt(case R of ok -> 0; _ -> 1 end)." \
+        >"$out" 2>&1)
+    rc=$?
+    cat "$out"
+    t1=$(date +%s)
+    echo "--- $mod: exit $rc, $((t1 - t0)) s"
+    all=$(sed -n 's/^ *All \([0-9][0-9]*\) tests passed\..*/\1/p' "$out" | tail -1)
+    one=$(grep -c '^ *Test passed\.' "$out")
+    summary=$(sed -n 's/^ *Failed: \([0-9][0-9]*\)\. *Skipped: \([0-9][0-9]*\)\. *Passed: \([0-9][0-9]*\)\..*/\1 \3/p' "$out" | tail -1)
+    if [ -n "$all" ]; then
+        passed=$((passed + all))
+    elif [ -n "$summary" ]; then
+        f=${summary% *}
+        p=${summary#* }
+        passed=$((passed + p))
+        failed=$((failed + f))
+    elif [ "$one" -gt 0 ]; then
+        passed=$((passed + 1))
+    else
+        echo "--- $mod: no EUnit summary (VM crashed or timed out): counted as 1 failure"
+        failed=$((failed + 1))
+        continue
+    fi
+    if grep -q 'One or more tests were cancelled' "$out"; then
+        echo "--- $mod: tests were cancelled: counted as 1 failure"
+        failed=$((failed + 1))
+    fi
+    if [ "$rc" -ne 0 ] && [ -n "$all" ]; then
+        echo "--- $mod: VM exited $rc after a clean summary: counted as 1 failure"
+        failed=$((failed + 1))
+    fi
+done
+
+rm -rf "$BUILD/tmp"
+finish
