@@ -15,12 +15,17 @@ int bs_budget_charge(bs_budget *b, size_t n)
 {
     if (!b)
         return 0;
-    size_t now = atomic_fetch_add(&b->used, n) + n;
-    if (b->cap && now > b->cap) {
-        atomic_fetch_sub(&b->used, n);
-        atomic_store(&b->exhausted, 1);
-        return -1;
-    }
+    /* Compare-and-swap so that used never goes above the cap, not even for a
+     * moment (a transient overshoot made other threads' charges fail), and
+     * so that a huge n cannot wrap around the check. */
+    size_t now, cur = atomic_load(&b->used);
+    do {
+        if (b->cap && (n > b->cap || cur > b->cap - n)) {
+            atomic_store(&b->exhausted, 1);
+            return -1;
+        }
+        now = cur + n;
+    } while (!atomic_compare_exchange_weak(&b->used, &cur, now));
     size_t peak = atomic_load(&b->peak);
     while (now > peak && !atomic_compare_exchange_weak(&b->peak, &peak, now))
         ;

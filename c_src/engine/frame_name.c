@@ -95,15 +95,26 @@ size_t bs_sanitize_name(char *dst, size_t cap, const char *src, size_t len)
     return o;
 }
 
-/* Appends text to buf at *o, quoting it as an Erlang atom when needed. */
+/* Appends text to buf at *o, quoting it as an Erlang atom when needed. When
+ * the text does not fit it is cut before a whole UTF-8 sequence, never inside
+ * one (a split character would come out as U+FFFD). */
 static void put_atom(char *buf, size_t cap, size_t *o, const char *s, size_t len, int quote)
 {
     if (quote && *o + 1 < cap)
         buf[(*o)++] = '\'';
-    for (size_t i = 0; i < len && *o + 2 < cap; i++) {
-        if (quote && (s[i] == '\'' || s[i] == '\\'))
+    for (size_t i = 0; i < len;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t want = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1, n = 1;
+        while (n < want && n < len - i && ((unsigned char)s[i + n] & 0xC0) == 0x80)
+            n++; /* a lead byte and its continuation bytes go together */
+        int esc = quote && (c == '\'' || c == '\\');
+        if (*o + (size_t)esc + n + 1 >= cap) /* keep a byte for the closing quote */
+            break;
+        if (esc)
             buf[(*o)++] = '\\';
-        buf[(*o)++] = s[i];
+        memcpy(buf + *o, s + i, n);
+        *o += n;
+        i += n;
     }
     if (quote && *o + 1 < cap)
         buf[(*o)++] = '\'';

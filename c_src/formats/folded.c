@@ -70,13 +70,22 @@ static int write_tree(FILE *out, const bs_profile *p, const bs_ptree *t, const b
     child_index ci = {0};
     uint32_t *stack = NULL;  /* node ids */
     size_t *at = NULL;       /* path length before each node's name */
+    uint64_t *drawn = NULL;  /* time of each node's subtree as written (no SLEEP under drop_sleep) */
     int rc = -1;
     if (index_children(t, &ci) < 0)
         goto out;
     stack = malloc(((size_t)max_depth + 2) * sizeof *stack);
     at = malloc(((size_t)max_depth + 2) * sizeof *at);
-    if (!stack || !at)
+    drawn = malloc(((size_t)t->n_nodes + 1) * sizeof *drawn);
+    if (!stack || !at || !drawn)
         goto out;
+    /* Parents have smaller indices: one backward pass sums the subtrees, so
+     * "[deeper]" leaves neither depend on precomputed totals nor bring back
+     * the SLEEP time drop_sleep leaves out. */
+    for (uint32_t i = 0; i < t->n_nodes; i++)
+        drawn[i] = o->drop_sleep && i > 0 && t->nodes[i].frame == p->sleep_frame ? 0 : t->nodes[i].self_ns;
+    for (uint32_t i = t->n_nodes; i-- > 1;)
+        drawn[t->nodes[i].parent] += drawn[i];
 
     size_t depth = 0;
     stack[0] = 0;
@@ -103,18 +112,19 @@ static int write_tree(FILE *out, const bs_profile *p, const bs_ptree *t, const b
         }
         size_t base = path->len;
         int sep = base > 0;
-        if (depth + 1 > max_depth) {
-            /* Too deep to draw: the whole subtree becomes one leaf. */
-            if (path_put(path, base, "[deeper]", sep) < 0 || emit(out, path, n->total_ns, unit) < 0)
+        if (path_put(path, base, bs_frame_name(&p->frames, n->frame), sep) < 0)
+            goto out;
+        if (emit(out, path, n->self_ns, unit) < 0)
+            goto out;
+        if (depth + 1 >= max_depth) {
+            /* The deepest frame drawn: everything below it becomes one leaf. */
+            if (ci.first[next] != UINT32_MAX &&
+                (path_put(path, path->len, "[deeper]", 1) < 0 || emit(out, path, drawn[next] - n->self_ns, unit) < 0))
                 goto out;
             path->len = base;
             next = ci.next[next];
             continue;
         }
-        if (path_put(path, base, bs_frame_name(&p->frames, n->frame), sep) < 0)
-            goto out;
-        if (emit(out, path, n->self_ns, unit) < 0)
-            goto out;
         depth++;
         stack[depth] = next;
         at[depth] = base;
@@ -126,6 +136,7 @@ out:
     free(ci.next);
     free(stack);
     free(at);
+    free(drawn);
     return rc;
 }
 

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# run.sh — the C unit-test layer (cmocka). Builds test/c/test_*.c against the
+# engine, the format writers and the pid table three ways, and runs every test
+# case in its own process, so a crash, a sanitizer report or a valgrind error
+# fails exactly the case that caused it:
+#   gcc       gcc -std=c11 -Wall -Wextra -Werror -O1 -g
+#   asan      clang -fsanitize=address,undefined (leaks detected, UB halts)
+#   valgrind  the gcc build under valgrind --leak-check=full --error-exitcode=99
+#             (with BS_TEST_SMALL=1: the 100,000-deep and 1,000,000-iteration
+#             cases run at a smaller size there)
+# Works from any directory; build outputs and logs go to test/c/build/.
+# The last line is `LAYER c: <P> passed, <F> failed` (test cases over the
+# three variants); the exit status is non-zero if anything failed.
+set -u
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+cd "$root" || exit 2
+build=test/c/build
+mkdir -p "$build/logs"
+rm -f "$build"/logs/*.log
+
+sources=(c_src/engine/*.c c_src/formats/*.c c_src/nif/pid_table.c)
+tests=()
+for f in test/c/test_*.c; do
+    tests+=("$(basename "$f" .c)")
+done
+common=(-std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -g -Ic_src -Itest/c)
+libs=(-lcmocka -lpthread)
+
+passed=0
+failed=0
+start=$(date +%s)
+
+# Test-case names of one test file, from its cmocka_unit_test() list.
+cases_of() {
+    grep -o 'cmocka_unit_test([A-Za-z0-9_]*)' "test/c/$1.c" | sed 's/cmocka_unit_test(\(.*\))/\1/'
+}
+
+# build VARIANT CC FLAGS...: objects of the sources once, then one binary per
+# test file. A test file that does not build fails all of its cases.
+declare -A built
+build() {
+    local variant=$1 cc=$2
+    shift 2
+    local out="$build/$variant" objs=() ok=1
+    mkdir -p "$out/obj"
+    for s in "${sources[@]}"; do
+        local o="$out/obj/$(echo "$s" | tr '/' '_' | sed 's/\.c$/.o/')"
+        if ! "$cc" "${common[@]}" "$@" -c "$s" -o "$o" 2>>"$build/logs/$variant.build.log"; then
+            ok=0
+        fi
+        objs+=("$o")
+    done
+    for t in "${tests[@]}"; do
+        built[$variant.$t]=0
+        if [ $ok = 1 ] && "$cc" "${common[@]}" "$@" -o "$out/$t" "test/c/$t.c" "${objs[@]}" "${libs[@]}" \
+            2>>"$build/logs/$variant.build.log"; then
+            built[$variant.$t]=1
+        fi
+    done
+    if [ -s "$build/logs/$variant.build.log" ]; then
+        echo "--- $variant: compiler output ($build/logs/$variant.build.log):"
+        head -n 40 "$build/logs/$variant.build.log"
+    fi
+}
+
+# run LABEL VARIANT PREFIX...: every case of every test file built as
+# VARIANT, one process each, started through PREFIX.
+run() {
+    local label=$1 variant=$2
+    shift 2
+    local vp=0 vf=0 t0
+    t0=$(date +%s)
+    for t in "${tests[@]}"; do
+        for c in $(cases_of "$t"); do
+            local log="$build/logs/$label.$t.$c.log"
+            if [ "${built[$variant.$t]}" != 1 ]; then
+                echo "FAIL [$label] $t $c (did not build)"
+                vf=$((vf + 1))
+                continue
+            fi
+            timeout 300 "$@" "$build/$variant/$t" "$c" >"$log" 2>&1
+            local rc=$?
+            if [ $rc = 0 ] && grep -qF "[       OK ] $c" "$log"; then
+                vp=$((vp + 1))
+            else
+                vf=$((vf + 1))
+                echo "FAIL [$label] $t $c (exit $rc), last lines of $log:"
+                tail -n 30 "$log" | sed 's/^/    /'
+            fi
+        done
+    done
+    echo "[$label] $vp passed, $vf failed ($(( $(date +%s) - t0 )) s)"
+    passed=$((passed + vp))
+    failed=$((failed + vf))
+}
+
+build gcc gcc -O1
+build asan clang -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+
+run gcc gcc env
+run asan asan env ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=0 \
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+if command -v valgrind >/dev/null 2>&1; then
+    run valgrind gcc env BS_TEST_SMALL=1 valgrind -q --error-exitcode=99 --leak-check=full \
+        --errors-for-leak-kinds=definite,possible --show-leak-kinds=definite,possible
+else
+    echo "valgrind not installed: the valgrind variant fails"
+    for t in "${tests[@]}"; do
+        failed=$((failed + $(cases_of "$t" | wc -l)))
+    done
+fi
+
+echo "total time $(( $(date +%s) - start )) s"
+echo "LAYER c: $passed passed, $failed failed"
+[ "$failed" = 0 ]
