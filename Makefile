@@ -65,13 +65,17 @@ $(CLI_BIN): $(ENGINE_SRC) $(FORMATS_SRC) $(CLI_SRC) $(C_HEADERS) | bin
 ebin priv bin:
 	mkdir -p $@
 
-demo: deps all
+# deps first, then a fresh make: the variables above need erl to be installed.
+demo: deps
+	@$(MAKE) --no-print-directory all
 	@scripts/demo.sh
 
-test: deps all
+test: deps
+	@$(MAKE) --no-print-directory all
 	@scripts/run_tests.sh
 
-bench: deps all
+bench: deps
+	@$(MAKE) --no-print-directory all
 	@bench/run.sh
 
 fuzz: deps

@@ -5,7 +5,7 @@ set -e
 
 PKGS="erlang-nox erlang-dev erlang-tools erlang-runtime-tools erlang-eunit
 erlang-common-test elixir gcc make libcmocka-dev libclang-rt-14-dev clang valgrind
-chromium nodejs npm tmux"
+rebar3"
 
 missing=""
 for p in $PKGS; do
