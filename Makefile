@@ -56,6 +56,8 @@ nif: $(NIF_SO)
 $(NIF_SO): $(ENGINE_SRC) $(FORMATS_SRC) $(NIF_SRC) $(C_HEADERS) | priv
 	$(CC) $(ALL_CFLAGS) -fPIC -shared -fvisibility=hidden -I$(ERTS_INC) \
 	    -o $@ $(ENGINE_SRC) $(FORMATS_SRC) $(NIF_SRC)
+	@# A missing bs_ function would only show when the VM loads the NIF.
+	@if nm -u $@ | grep -q ' bs_'; then nm -u $@ | grep ' bs_'; rm -f $@; exit 1; fi
 
 cli: $(CLI_BIN)
 

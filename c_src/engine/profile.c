@@ -18,8 +18,10 @@ int bs_profile_init(bs_profile *p)
 
 static void free_trees(bs_ptree *trees, uint32_t n)
 {
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = 0; i < n; i++) {
         free(trees[i].nodes);
+        free(trees[i].spans);
+    }
     free(trees);
 }
 
@@ -111,6 +113,24 @@ int bs_profile_add_proc(bs_profile *p, const bs_proc *proc, const char *label, b
     }
     if (proc->truncated)
         bs_profile_set_truncated(p, "max_memory");
+    const bs_timeline *tl = &proc->timeline;
+    if (tl->quota) {
+        p->has_timeline = 1;
+        if (tl->truncated)
+            p->timeline_truncated = 1;
+        if (tl->n) {
+            t->spans = malloc((size_t)tl->n * sizeof *t->spans);
+            if (!t->spans)
+                return -1;
+            for (uint32_t i = 0; i < tl->n; i++) {
+                t->spans[i].node = tl->spans[i].node;
+                t->spans[i].start_ns = tl->spans[i].start_ns;
+                /* A span still open was cut by the end of recording. */
+                t->spans[i].end_ns = tl->spans[i].end_ns ? tl->spans[i].end_ns : tl->spans[i].start_ns;
+            }
+            t->n_spans = tl->n;
+        }
+    }
     return 0;
 }
 
@@ -172,6 +192,7 @@ int bs_profile_merge_processes(bs_profile *p, const char *label)
         goto out;
     }
     free_trees(old, old_n);
+    p->has_timeline = 0; /* time order has no meaning across merged processes */
     t->events = events;
     t->dropped = dropped;
     for (uint32_t i = 0; i < merged.n_nodes; i++) {
@@ -187,4 +208,46 @@ out:
     free(map);
     bs_call_tree_free(&merged);
     return rc;
+}
+
+int bs_profile_clone(const bs_profile *src, bs_profile *dst)
+{
+    if (bs_profile_init(dst) < 0)
+        return -1;
+    for (uint32_t i = 0; i < src->frames.n; i++) {
+        const char *name = bs_frame_name(&src->frames, i);
+        /* Ids are dense and interning is stable, so ids stay the same. */
+        if (bs_frame_table_intern(&dst->frames, name, strlen(name)) != i)
+            goto fail;
+    }
+    dst->unit = src->unit;
+    dst->meta = src->meta;
+    dst->sleep_frame = src->sleep_frame;
+    dst->gc_frame = src->gc_frame;
+    memcpy(dst->truncated, src->truncated, sizeof dst->truncated);
+    dst->start_ns = src->start_ns;
+    dst->duration_ns = src->duration_ns;
+    dst->has_timeline = src->has_timeline;
+    dst->timeline_truncated = src->timeline_truncated;
+    for (uint32_t ti = 0; ti < src->n_trees; ti++) {
+        const bs_ptree *s = &src->trees[ti];
+        bs_ptree *d = new_tree(dst, s->n_nodes);
+        if (!d)
+            goto fail;
+        memcpy(d->nodes, s->nodes, (size_t)s->n_nodes * sizeof *d->nodes);
+        d->synthetic_root = s->synthetic_root;
+        d->events = s->events;
+        d->dropped = s->dropped;
+        if (s->n_spans) {
+            d->spans = malloc((size_t)s->n_spans * sizeof *d->spans);
+            if (!d->spans)
+                goto fail;
+            memcpy(d->spans, s->spans, (size_t)s->n_spans * sizeof *d->spans);
+            d->n_spans = s->n_spans;
+        }
+    }
+    return 0;
+fail:
+    bs_profile_free(dst);
+    return -1;
 }

@@ -22,20 +22,52 @@ typedef struct bs_pnode {
     uint64_t calls;
 } bs_pnode;
 
+/* One entry into a frame, for time-ordered views. Within a tree, spans are
+ * sorted by (start, depth) and properly nested. */
+typedef struct bs_pspan {
+    uint32_t node;
+    uint64_t start_ns;
+    uint64_t end_ns;
+} bs_pspan;
+
 typedef struct bs_ptree {
     bs_pnode *nodes;
     uint32_t n_nodes;
+    int synthetic_root;/* node 0 is not a frame (folded input without a process
+                          frame): writers start stacks at its children */
+    bs_pspan *spans;   /* NULL when no timeline was kept */
+    uint32_t n_spans;
     uint64_t events;
     uint64_t dropped;
 } bs_ptree;
 
+/* What the numbers in self_ns/total_ns are. */
+typedef enum bs_unit {
+    BS_UNIT_NS = 0,   /* recorded time in nanoseconds */
+    BS_UNIT_COUNT     /* unitless weights (samples), e.g. read from folded input */
+} bs_unit;
+
+/* Where and how a profile was taken; kept by the .bspy format. */
+typedef struct bs_profile_meta {
+    char node[256];          /* Erlang node name, "" if unknown */
+    char otp_release[32];    /* e.g. "25" */
+    char source[256];        /* what was profiled: "beamspy:apply(...)", input file... */
+    char options[512];       /* options it was taken with, as text */
+    int64_t start_unix_us;   /* wall-clock start, microseconds since the epoch; 0 unknown */
+} bs_profile_meta;
+
 typedef struct bs_profile {
     bs_frame_table frames;
+    bs_unit unit;
+    bs_profile_meta meta;
     bs_ptree *trees;
     uint32_t n_trees, cap_trees;
     uint32_t sleep_frame, gc_frame; /* ids of the pseudo frames */
     char truncated[128];            /* "" or why recording stopped early */
+    uint64_t start_ns;              /* session start (same clock as spans) */
     uint64_t duration_ns;
+    int has_timeline;               /* spans were recorded */
+    int timeline_truncated;         /* some calls are not in the timeline */
 } bs_profile;
 
 /* Turns a recording key into text; returns the length written (< cap) or -1. */
@@ -59,5 +91,8 @@ void bs_profile_compute_totals(bs_profile *p);
 int bs_profile_merge_processes(bs_profile *p, const char *label);
 
 void bs_profile_set_truncated(bs_profile *p, const char *reason);
+
+/* Deep copy (frames, trees, spans, metadata). Returns 0 or -1. */
+int bs_profile_clone(const bs_profile *src, bs_profile *dst);
 
 #endif

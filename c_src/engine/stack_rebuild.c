@@ -13,10 +13,34 @@ int bs_proc_init(bs_proc *p, bs_budget *budget, uint64_t start_ns, int charge_sl
     p->state = BS_RUNNING;
     p->charge_sleep = charge_sleep ? 1 : 0;
     p->charge_gc = charge_gc ? 1 : 0;
+    bs_timeline_init(&p->timeline, NULL, budget);
     return 0;
 }
 
-void bs_proc_free(bs_proc *p) { bs_call_tree_free(&p->tree); }
+void bs_proc_enable_timeline(bs_proc *p, bs_span_quota *quota)
+{
+    p->timeline.quota = quota;
+}
+
+void bs_proc_free(bs_proc *p)
+{
+    bs_timeline_free(&p->timeline);
+    bs_call_tree_free(&p->tree);
+}
+
+/* The timeline follows the stack that is running (or the SLEEP/GC leaf
+ * under it while scheduled out or collecting). */
+static void timeline_to(bs_proc *p, uint32_t node, uint64_t t)
+{
+    if (p->timeline.quota)
+        bs_timeline_move(&p->timeline, &p->tree, node, t);
+}
+
+static void set_current(bs_proc *p, uint32_t node, uint64_t t)
+{
+    p->current = node;
+    timeline_to(p, node, t);
+}
 
 static int drop(bs_proc *p)
 {
@@ -56,13 +80,14 @@ static int charge(bs_proc *p, uint64_t t)
 }
 
 /* Count one entry into the pseudo leaf of the current stack. */
-static int count_pseudo(bs_proc *p, enum bs_pseudo_frame which)
+static int count_pseudo(bs_proc *p, enum bs_pseudo_frame which, uint64_t t)
 {
     bs_key k = bs_key_pseudo(which);
     uint32_t n = bs_call_tree_child(&p->tree, p->current, &k);
     if (n == BS_NO_NODE)
         return drop(p);
     p->tree.nodes[n].calls++;
+    timeline_to(p, n, t);
     return 0;
 }
 
@@ -81,18 +106,21 @@ int bs_proc_call(bs_proc *p, const bs_key *callee, bs_caller_kind kind, const bs
         return 0;
     if (charge(p, t) < 0)
         return -1;
+    uint32_t at = p->current;
     if (kind == BS_CALLER_ROOT) {
-        p->current = 0;
+        at = 0;
     } else if (kind == BS_CALLER_FRAME) {
-        uint32_t at = find_up(p, p->current, caller);
-        if (at != BS_NO_NODE)
-            p->current = at;
+        uint32_t found = find_up(p, p->current, caller);
+        if (found != BS_NO_NODE)
+            at = found;
     }
-    uint32_t n = bs_call_tree_child(&p->tree, p->current, callee);
-    if (n == BS_NO_NODE)
+    uint32_t n = bs_call_tree_child(&p->tree, at, callee);
+    if (n == BS_NO_NODE) {
+        set_current(p, at, t);
         return drop(p);
+    }
     p->tree.nodes[n].calls++;
-    p->current = n;
+    set_current(p, n, t);
     return 0;
 }
 
@@ -104,7 +132,7 @@ int bs_proc_return_to(bs_proc *p, const bs_key *to, uint64_t t)
     if (charge(p, t) < 0)
         return -1;
     if (!to) {
-        p->current = 0;
+        set_current(p, 0, t);
         return 0;
     }
     /* Pop the returning frame first: in recursion it has the same MFA as the
@@ -112,17 +140,17 @@ int bs_proc_return_to(bs_proc *p, const bs_key *to, uint64_t t)
     uint32_t from = p->current ? p->tree.nodes[p->current].parent : 0;
     uint32_t at = find_up(p, from, to);
     if (at != BS_NO_NODE) {
-        p->current = at;
+        set_current(p, at, t);
         return 0;
     }
     /* Returned into a frame never seen (entered before tracing began, or its
      * call was lost): it becomes a root frame of this process. */
     uint32_t n = bs_call_tree_child(&p->tree, 0, to);
     if (n == BS_NO_NODE) {
-        p->current = 0;
+        set_current(p, 0, t);
         return drop(p);
     }
-    p->current = n;
+    set_current(p, n, t);
     return 0;
 }
 
@@ -134,7 +162,7 @@ int bs_proc_sched_out(bs_proc *p, uint64_t t)
     if (charge(p, t) < 0)
         return -1;
     p->state = BS_SCHEDULED_OUT;
-    return p->charge_sleep ? count_pseudo(p, BS_PSEUDO_SLEEP) : 0;
+    return p->charge_sleep ? count_pseudo(p, BS_PSEUDO_SLEEP, t) : 0;
 }
 
 int bs_proc_sched_in(bs_proc *p, uint64_t t)
@@ -144,6 +172,7 @@ int bs_proc_sched_in(bs_proc *p, uint64_t t)
         return 0;
     int rc = charge(p, t);
     p->state = BS_RUNNING;
+    timeline_to(p, p->current, t);
     return rc;
 }
 
@@ -156,7 +185,7 @@ int bs_proc_gc_start(bs_proc *p, uint64_t t)
         return -1;
     p->state_before_gc = p->state;
     p->state = BS_IN_GC;
-    return p->charge_gc ? count_pseudo(p, BS_PSEUDO_GC) : 0;
+    return p->charge_gc ? count_pseudo(p, BS_PSEUDO_GC, t) : 0;
 }
 
 int bs_proc_gc_end(bs_proc *p, uint64_t t)
@@ -166,6 +195,14 @@ int bs_proc_gc_end(bs_proc *p, uint64_t t)
         return 0;
     int rc = charge(p, t);
     p->state = p->state_before_gc;
+    if (p->state == BS_RUNNING)
+        timeline_to(p, p->current, t);
+    else if (p->state == BS_SCHEDULED_OUT && p->charge_sleep) {
+        bs_key k = bs_key_pseudo(BS_PSEUDO_SLEEP);
+        uint32_t n = bs_call_tree_child(&p->tree, p->current, &k);
+        if (n != BS_NO_NODE)
+            timeline_to(p, n, t);
+    }
     return rc;
 }
 
@@ -176,13 +213,14 @@ void bs_proc_exit(bs_proc *p, uint64_t t)
         return;
     (void)charge(p, t);
     p->state = BS_EXITED;
-    p->current = 0;
+    set_current(p, 0, t);
 }
 
 void bs_proc_flush(bs_proc *p, uint64_t t)
 {
     if (p->state != BS_EXITED)
         (void)charge(p, t);
+    timeline_to(p, 0, t); /* close every open span */
 }
 
 int bs_proc_seed(bs_proc *p, const bs_key *frames, uint32_t n, uint64_t t)
@@ -196,6 +234,6 @@ int bs_proc_seed(bs_proc *p, const bs_key *frames, uint32_t n, uint64_t t)
             return drop(p);
         at = c;
     }
-    p->current = at;
+    set_current(p, at, t);
     return 0;
 }

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "call_tree.h"
+#include "timeline.h"
 
 typedef enum bs_caller_kind {
     BS_CALLER_UNKNOWN,   /* no {caller} match spec: keep the stack */
@@ -41,12 +42,15 @@ typedef struct bs_proc {
     unsigned truncated : 1;  /* an event was dropped for lack of memory */
     uint64_t events;
     uint64_t dropped;
+    bs_timeline timeline;    /* kept only after bs_proc_enable_timeline */
 } bs_proc;
 
 /* start_ns: when recording of this process began (time before its first event
  * is charged to the root). Returns 0 or -1 (budget refused). */
 int bs_proc_init(bs_proc *p, bs_budget *budget, uint64_t start_ns, int charge_sleep, int charge_gc);
 void bs_proc_free(bs_proc *p);
+/* Also keep a timeline of spans, drawing on the session's quota. */
+void bs_proc_enable_timeline(bs_proc *p, bs_span_quota *quota);
 
 /* Each event returns 0, or -1 when it was dropped because the budget is
  * exhausted (the process is then marked truncated). */

@@ -90,9 +90,9 @@ static int write_tree(FILE *out, const bs_profile *p, const bs_ptree *t, const b
     size_t depth = 0;
     stack[0] = 0;
     at[0] = 0;
-    if (path_put(path, 0, o->omit_process_root ? "" : bs_frame_name(&p->frames, t->nodes[0].frame), 0) < 0)
+    if (path_put(path, 0, (o->omit_process_root || t->synthetic_root) ? "" : bs_frame_name(&p->frames, t->nodes[0].frame), 0) < 0)
         goto out;
-    if (!o->omit_process_root && emit(out, path, t->nodes[0].self_ns, unit) < 0)
+    if (!(o->omit_process_root || t->synthetic_root) && emit(out, path, t->nodes[0].self_ns, unit) < 0)
         goto out;
     uint32_t next = ci.first[0];
     for (;;) {

@@ -1,0 +1,131 @@
+/* filter.c — profile filters (see filter.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "filter.h"
+
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Per frame id: 1 if the name matches re. */
+static unsigned char *match_frames(const bs_profile *p, const regex_t *re)
+{
+    unsigned char *m = malloc(p->frames.n ? p->frames.n : 1);
+    if (!m)
+        return NULL;
+    for (uint32_t i = 0; i < p->frames.n; i++)
+        m[i] = regexec(re, bs_frame_name(&p->frames, i), 0, NULL, 0) == 0;
+    return m;
+}
+
+/* Keeps only the time of nodes for which keep[i] is set, then drops nodes
+ * with nothing left in their subtree (roots stay). */
+static int compact_tree(bs_ptree *t, const unsigned char *keep_self)
+{
+    uint32_t n = t->n_nodes;
+    uint64_t *sub = calloc(n ? n : 1, sizeof *sub);
+    uint32_t *remap = malloc((n ? n : 1) * sizeof *remap);
+    if (!sub || !remap) {
+        free(sub);
+        free(remap);
+        return -1;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        if (!keep_self[i])
+            t->nodes[i].self_ns = 0;
+        sub[i] = t->nodes[i].self_ns;
+    }
+    for (uint32_t i = n; i-- > 1;)
+        sub[t->nodes[i].parent] += sub[i];
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (i == 0 || sub[i] > 0) {
+            remap[i] = k;
+            bs_pnode node = t->nodes[i];
+            if (i > 0)
+                node.parent = remap[node.parent];
+            t->nodes[k++] = node;
+        } else {
+            remap[i] = UINT32_MAX;
+        }
+    }
+    t->n_nodes = k;
+    uint32_t s = 0;
+    for (uint32_t i = 0; i < t->n_spans; i++) {
+        if (remap[t->spans[i].node] == UINT32_MAX)
+            continue;
+        t->spans[s] = t->spans[i];
+        t->spans[s].node = remap[t->spans[i].node];
+        s++;
+    }
+    t->n_spans = s;
+    free(sub);
+    free(remap);
+    return 0;
+}
+
+static int apply_filters(bs_profile *p, const bs_filter *f, const unsigned char *inc, const unsigned char *exc)
+{
+    for (uint32_t ti = 0; ti < p->n_trees; ti++) {
+        bs_ptree *t = &p->trees[ti];
+        uint32_t n = t->n_nodes;
+        unsigned char *keep = malloc(n ? n : 1);
+        unsigned char *path_inc = malloc(n ? n : 1);
+        unsigned char *path_exc = malloc(n ? n : 1);
+        if (!keep || !path_inc || !path_exc) {
+            free(keep), free(path_inc), free(path_exc);
+            return -1;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t fr = t->nodes[i].frame;
+            int real_frame = i > 0 || !t->synthetic_root;
+            int hit_inc = inc && real_frame && inc[fr];
+            int hit_exc = exc && real_frame && exc[fr];
+            path_inc[i] = (unsigned char)(hit_inc || (i > 0 && path_inc[t->nodes[i].parent]));
+            path_exc[i] = (unsigned char)(hit_exc || (i > 0 && path_exc[t->nodes[i].parent]));
+            keep[i] = (unsigned char)((!inc || path_inc[i]) && (!exc || !path_exc[i]) &&
+                                      !(f->drop_sleep && i > 0 && fr == p->sleep_frame));
+        }
+        int rc = compact_tree(t, keep);
+        free(keep), free(path_inc), free(path_exc);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int bs_profile_filter(bs_profile *p, const bs_filter *f)
+{
+    regex_t inc_re, exc_re;
+    int have_inc = f->include_re && *f->include_re, have_exc = f->exclude_re && *f->exclude_re;
+    if (have_inc && regcomp(&inc_re, f->include_re, REG_EXTENDED | REG_NOSUB) != 0)
+        return -1;
+    if (have_exc && regcomp(&exc_re, f->exclude_re, REG_EXTENDED | REG_NOSUB) != 0) {
+        if (have_inc)
+            regfree(&inc_re);
+        return -1;
+    }
+    int rc = 0;
+    if (have_inc || have_exc || f->drop_sleep) {
+        unsigned char *inc = have_inc ? match_frames(p, &inc_re) : NULL;
+        unsigned char *exc = have_exc ? match_frames(p, &exc_re) : NULL;
+        if ((have_inc && !inc) || (have_exc && !exc))
+            rc = -1;
+        else
+            rc = apply_filters(p, f, inc, exc);
+        free(inc);
+        free(exc);
+    }
+    if (have_inc)
+        regfree(&inc_re);
+    if (have_exc)
+        regfree(&exc_re);
+    if (rc == 0) {
+        bs_profile_compute_totals(p);
+        if (f->merge_processes && p->n_trees > 0) {
+            if (bs_profile_merge_processes(p, "all") < 0)
+                return -1;
+            p->trees[0].synthetic_root = 1;
+        }
+    }
+    return rc;
+}

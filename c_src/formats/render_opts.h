@@ -1,0 +1,30 @@
+/* render_opts.h — every option a writer understands, in one place.
+ *
+ * Front ends (the NIF, the CLI) only fill this in; writers only read it.
+ * Zero-initialised means "all defaults", documented at each field. */
+#ifndef BS_RENDER_OPTS_H
+#define BS_RENDER_OPTS_H
+
+typedef enum bs_palette {
+    BS_PALETTE_HOT = 0,  /* default: warm reds/oranges/yellows, hue from the name */
+    BS_PALETTE_BEAM      /* OTP apps, Elixir stdlib, user code, SLEEP/GC in distinct hues */
+} bs_palette;
+
+typedef struct bs_render_opts {
+    const char *title;        /* SVG/HTML heading; NULL: "Flame Graph" (or "Flame Chart") */
+    const char *subtitle;     /* NULL: none */
+    const char *count_name;   /* unit shown in tooltips; NULL: "µs" for recorded
+                                 profiles, "samples" for folded input */
+    unsigned width;           /* SVG width in px; 0: 1200 */
+    double min_width;         /* SVG: frames narrower than this many px are pruned; 0: 0.1 */
+    int inverted;             /* SVG: icicle graph (root at the top) */
+    int flamechart;           /* SVG: x is time (needs a timeline), not alphabetical merge */
+    bs_palette palette;
+    int drop_sleep;           /* leave SLEEP frames out (all writers) */
+    int merge_processes;      /* one tree for all processes (applied before writing) */
+    const char *include_re;   /* keep only stacks with a frame matching (POSIX ERE); NULL: all */
+    const char *exclude_re;   /* drop stacks with a frame matching (POSIX ERE); NULL: none */
+    unsigned folded_max_depth;/* folded: deeper frames summed into "[deeper]"; 0: 4096 */
+} bs_render_opts;
+
+#endif

@@ -1,0 +1,136 @@
+/* writers.c — format names and extensions, and bs_write_file: filters, then
+ * the writer of the format, into a file that appears atomically.
+ *
+ * Each writer lives in its own file (folded.c, svg.c, ...); adding a format
+ * means one line in the table below and one case in write_format(). */
+#include "writers.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "../engine/filter.h"
+#include "atomic_file.h"
+#include "folded.h"
+
+typedef struct format_info {
+    bs_format format;
+    const char *name;
+    const char *extension;
+} format_info;
+
+/* Longer extensions first: ".speedscope.json" must win over ".json". */
+static const format_info FORMATS[] = {
+    {BS_FORMAT_SPEEDSCOPE, "speedscope", ".speedscope.json"},
+    {BS_FORMAT_CHROME, "chrome", ".trace.json"},
+    {BS_FORMAT_PERF, "perf", ".perf.txt"},
+    {BS_FORMAT_FOLDED, "folded", ".folded"},
+    {BS_FORMAT_SVG, "svg", ".svg"},
+    {BS_FORMAT_HTML, "html", ".html"},
+    {BS_FORMAT_BSPY, "bspy", ".bspy"},
+};
+#define N_FORMATS (sizeof FORMATS / sizeof FORMATS[0])
+
+bs_format bs_format_from_name(const char *name)
+{
+    for (size_t i = 0; i < N_FORMATS; i++)
+        if (strcmp(FORMATS[i].name, name) == 0)
+            return FORMATS[i].format;
+    return BS_FORMAT_UNKNOWN;
+}
+
+static int ends_with_nocase(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    if (m > n)
+        return 0;
+    for (size_t i = 0; i < m; i++) {
+        char a = s[n - m + i], b = suffix[i];
+        if (a >= 'A' && a <= 'Z')
+            a = (char)(a - 'A' + 'a');
+        if (a != b)
+            return 0;
+    }
+    return 1;
+}
+
+bs_format bs_format_from_path(const char *path)
+{
+    for (size_t i = 0; i < N_FORMATS; i++)
+        if (ends_with_nocase(path, FORMATS[i].extension))
+            return FORMATS[i].format;
+    return BS_FORMAT_UNKNOWN;
+}
+
+const char *bs_format_name(bs_format f)
+{
+    for (size_t i = 0; i < N_FORMATS; i++)
+        if (FORMATS[i].format == f)
+            return FORMATS[i].name;
+    return "unknown";
+}
+
+const char *bs_format_extension(bs_format f)
+{
+    for (size_t i = 0; i < N_FORMATS; i++)
+        if (FORMATS[i].format == f)
+            return FORMATS[i].extension;
+    return "";
+}
+
+int bs_write_folded_opts(FILE *out, const bs_profile *p, const bs_render_opts *o)
+{
+    bs_folded_opts fo = {0};
+    fo.drop_sleep = o->drop_sleep;
+    fo.max_depth = o->folded_max_depth;
+    fo.ns_per_unit = p->unit == BS_UNIT_NS ? 1000 : 1;
+    return bs_write_folded(out, p, &fo);
+}
+
+static int write_format(FILE *out, bs_format f, const bs_profile *p, const bs_render_opts *o)
+{
+    switch (f) {
+    case BS_FORMAT_FOLDED: return bs_write_folded_opts(out, p, o);
+    default: errno = EINVAL; return -1;
+    }
+}
+
+int bs_write_file(const char *path, bs_format f, const bs_profile *p, const bs_render_opts *opts)
+{
+    bs_render_opts o = opts ? *opts : (bs_render_opts){0};
+    if (f == BS_FORMAT_UNKNOWN)
+        f = bs_format_from_path(path);
+    if (f == BS_FORMAT_UNKNOWN) {
+        errno = EINVAL;
+        return -1;
+    }
+    /* Filters work on a copy: the caller's profile may be written again
+     * in another format with other options. */
+    bs_profile filtered;
+    if (bs_profile_clone(p, &filtered) < 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int rc = bs_profile_filter(&filtered, &(bs_filter){.drop_sleep = o.drop_sleep,
+                                                        .merge_processes = o.merge_processes,
+                                                        .include_re = o.include_re,
+                                                        .exclude_re = o.exclude_re});
+    if (rc < 0) {
+        bs_profile_free(&filtered);
+        errno = EINVAL;
+        return -1;
+    }
+    bs_atomic_file af;
+    if (bs_atomic_open(&af, path) < 0) {
+        bs_profile_free(&filtered);
+        return -1;
+    }
+    rc = write_format(af.fp, f, &filtered, &o);
+    bs_profile_free(&filtered);
+    if (rc < 0) {
+        int e = errno ? errno : EIO;
+        bs_atomic_abort(&af);
+        errno = e;
+        return -1;
+    }
+    return bs_atomic_commit(&af);
+}
