@@ -42,7 +42,7 @@
 
 -export([apply/1, apply/2, profile/2, check/2, format_error/1]).
 
--type format() :: folded.
+-type format() :: folded | svg | html | speedscope | chrome | perf | bspy.
 -type target() :: beamspy_opts:target().
 -type outcome() :: {return, term()} | {raise, error | exit | throw, term(), list()}.
 -type profile() :: #{processes := [{binary(), [tree_node()]}],
@@ -199,8 +199,13 @@ not_traced(Pid) ->
     end.
 
 traced_call(Fun, Args, Opts, Outputs, Finish) ->
-    NifOpts = maps:with([max_memory, max_processes, sleep, gc], Opts),
-    WriteOpts = #{names => maps:get(names, Opts)},
+    NifOpts = beamspy_opts:nif_options(Opts, Outputs),
+    WriteOpts = (beamspy_opts:write_options(Opts))#{
+                  node => atom_to_binary(node()),
+                  otp_release => list_to_binary(erlang:system_info(otp_release)),
+                  source => unicode:characters_to_binary(["beamspy:apply(", describe(Fun), ")"]),
+                  options_text => unicode:characters_to_binary(io_lib:format("~0tp", [maps:remove(output_given, Opts)])),
+                  start_unix_us => os:system_time(microsecond)},
     case beamspy_session:start(self(), #{nif => NifOpts, outputs => Outputs, write => WriteOpts}) of
         {ok, Owner, Session} ->
             Outcome = call_traced(Fun, Args, Session, Owner, Opts),
@@ -241,6 +246,12 @@ call_traced(Fun, Args, Session, Owner, Opts) ->
             false -> beamspy_session:cleanup(Session)
         end
     end.
+
+describe(Fun) ->
+    {module, M} = erlang:fun_info(Fun, module),
+    {name, F} = erlang:fun_info(Fun, name),
+    {arity, A} = erlang:fun_info(Fun, arity),
+    io_lib:format("~tw:~tw/~w", [M, F, A]).
 
 return({return, Value}) -> Value;
 return({raise, Class, Reason, Stack}) -> erlang:raise(Class, Reason, Stack).

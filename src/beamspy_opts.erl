@@ -5,7 +5,8 @@
 %%% effects except looking at the file system to tell a directory from a file.
 -module(beamspy_opts).
 
--export([target/1, options/1, outputs/2, defaults/0]).
+-export([target/1, options/1, outputs/2, defaults/0, formats/0,
+         nif_options/2, write_options/1]).
 
 -type target() :: fun(() -> term())
                 | {fun(), [term()]}
@@ -19,15 +20,33 @@
                      max_processes := pos_integer(),
                      names := erlang | elixir,
                      quiet := boolean(),
+                     timeline := auto | false | pos_integer(),
+                     title => unicode:chardata(),
+                     subtitle => unicode:chardata(),
+                     width => pos_integer(),
+                     min_width => number(),
+                     inverted := boolean(),
+                     flamechart := boolean(),
+                     palette := hot | beam,
+                     drop_sleep := boolean(),
+                     merge := boolean(),
+                     include => unicode:chardata(),
+                     exclude => unicode:chardata(),
                      output_given := boolean()}.
 -export_type([target/0, options/0]).
 
--define(FORMATS, [folded]).
+-define(FORMATS, [folded, svg, html, speedscope, chrome, perf, bspy]).
+%% Formats that show time order: asking for one keeps a timeline.
+-define(TIMELINE_FORMATS, [speedscope, chrome, bspy]).
+-define(DEFAULT_TIMELINE_SPANS, 1000000).
 %% The process table is allocated up front (32 bytes per process), outside
 %% max_memory: keep it at most 32 MiB.
 -define(MAX_PROCESSES, 1048576).
 -define(MAX_MEMORY, (1 bsl 50)).
--define(EXTENSIONS, [{".folded", folded}]).
+%% Longest first: ".speedscope.json" before anything shorter.
+-define(EXTENSIONS, [{".speedscope.json", speedscope}, {".trace.json", chrome},
+                     {".perf.txt", perf}, {".folded", folded}, {".svg", svg},
+                     {".html", html}, {".bspy", bspy}]).
 
 %% @doc The default value of every option.
 -spec defaults() -> options().
@@ -41,7 +60,17 @@ defaults() ->
       max_processes => 10000,
       names => erlang,
       quiet => false,
+      timeline => auto,
+      inverted => false,
+      flamechart => false,
+      palette => hot,
+      drop_sleep => false,
+      merge => false,
       output_given => false}.
+
+%% @doc Every output format beamspy writes.
+-spec formats() -> [beamspy:format()].
+formats() -> ?FORMATS.
 
 %% @doc Checks a call target; returns the fun and its arguments.
 -spec target(term()) -> {ok, fun(), [term()]} | {error, term()}.
@@ -112,7 +141,8 @@ check({formats, V}, Acc) when is_list(V), V =/= [] ->
         _ -> bad(formats, V, "a non-empty list of " ++ lists:join(", ", [atom_to_list(F) || F <- ?FORMATS]))
     end;
 check({formats, V}, _) -> bad(formats, V, "a non-empty list of formats");
-check({K, V}, Acc) when K =:= children; K =:= sleep; K =:= gc; K =:= quiet ->
+check({K, V}, Acc) when K =:= children; K =:= sleep; K =:= gc; K =:= quiet;
+                        K =:= inverted; K =:= flamechart; K =:= drop_sleep; K =:= merge ->
     case is_boolean(V) of
         true -> Acc#{K => V};
         false -> bad(K, V, "true or false")
@@ -128,7 +158,60 @@ check({K, V}, Acc) when K =:= max_memory; K =:= max_processes ->
     end;
 check({names, V}, Acc) when V =:= erlang; V =:= elixir -> Acc#{names => V};
 check({names, V}, _) -> bad(names, V, "erlang or elixir");
+check({timeline, V}, Acc) when V =:= false; V =:= auto -> Acc#{timeline => V};
+check({timeline, true}, Acc) -> Acc#{timeline => ?DEFAULT_TIMELINE_SPANS};
+check({timeline, V}, Acc) when is_integer(V), V > 0, V =< 1 bsl 32 -> Acc#{timeline => V};
+check({timeline, V}, _) -> bad(timeline, V, "false, true or the most calls to keep in time order (a positive integer)");
+check({K, V}, Acc) when K =:= title; K =:= subtitle ->
+    case text(V) of
+        {ok, T} -> Acc#{K => T};
+        error -> bad(K, V, "a string")
+    end;
+check({K, V}, Acc) when K =:= include; K =:= exclude ->
+    case text(V) of
+        {ok, T} ->
+            case re:compile(T, [unicode]) of
+                {ok, _} -> Acc#{K => T};
+                {error, _} -> bad(K, V, "a regular expression")
+            end;
+        error -> bad(K, V, "a regular expression (string)")
+    end;
+check({width, V}, Acc) when is_integer(V), V >= 100, V =< 100000 -> Acc#{width => V};
+check({width, V}, _) -> bad(width, V, "an integer between 100 and 100000 (pixels)");
+check({min_width, V}, Acc) when is_number(V), V >= 0, V =< 1000 -> Acc#{min_width => V};
+check({min_width, V}, _) -> bad(min_width, V, "a number of pixels between 0 and 1000");
+check({palette, V}, Acc) when V =:= hot; V =:= beam -> Acc#{palette => V};
+check({palette, V}, _) -> bad(palette, V, "hot or beam");
 check({K, V}, _) -> throw({error, {unknown_option, K, V}}).
+
+text(V) when is_binary(V); is_list(V) ->
+    case unicode:characters_to_binary(V) of
+        B when is_binary(B) -> {ok, B};
+        _ -> error
+    end;
+text(_) -> error.
+
+%% @doc What the NIF session needs from the options, given the outputs.
+-spec nif_options(options(), [{beamspy:format(), string()}]) -> map().
+nif_options(Opts, Outputs) ->
+    Timeline = case maps:get(timeline, Opts) of
+                   false -> 0;
+                   N when is_integer(N) -> N;
+                   auto ->
+                       Wanted = [F || {F, _} <- Outputs, lists:member(F, ?TIMELINE_FORMATS)],
+                       case Wanted =/= [] orelse maps:get(flamechart, Opts) of
+                           true -> ?DEFAULT_TIMELINE_SPANS;
+                           false -> 0
+                       end
+               end,
+    (maps:with([max_memory, max_processes, sleep, gc], Opts))#{timeline => Timeline}.
+
+%% @doc The rendering options the writers take (see c_src/nif/write_request.h).
+-spec write_options(options()) -> map().
+write_options(Opts) ->
+    Render = maps:with([names, title, subtitle, width, min_width, inverted, flamechart,
+                        palette, drop_sleep, include, exclude], Opts),
+    Render#{merge_processes => maps:get(merge, Opts)}.
 
 bad(Key, Value, Expected) ->
     throw({error, {bad_option, Key, Value, Expected}}).

@@ -6,12 +6,13 @@
 #include <errno.h>
 #include <string.h>
 
-#include "../formats/atomic_file.h"
-#include "../formats/folded.h"
+#include "../engine/filter.h"
+#include "../formats/writers.h"
 #include "nif_atoms.h"
 #include "profile_export.h"
 #include "session.h"
 #include "tracer_callbacks.h"
+#include "write_request.h"
 
 static void session_dtor(ErlNifEnv *env, void *obj)
 {
@@ -99,8 +100,9 @@ static ERL_NIF_TERM session_new(ErlNifEnv *env, int argc, const ERL_NIF_TERM arg
 {
     (void)argc;
     const bs_atoms *a = &bs_priv_of(env)->atoms;
-    ErlNifUInt64 max_memory = 256u << 20, max_procs = 10000;
+    ErlNifUInt64 max_memory = 256u << 20, max_procs = 10000, max_spans = 0;
     if (!enif_is_map(env, argv[0]) || !opt_u64(env, argv[0], a->max_memory, &max_memory) ||
+        !opt_u64(env, argv[0], enif_make_atom(env, "timeline"), &max_spans) ||
         !opt_u64(env, argv[0], a->max_processes, &max_procs) || max_procs == 0 || max_procs > (1u << 24))
         return enif_make_badarg(env);
     bs_session *s = enif_alloc_resource(bs_priv_of(env)->session_type, sizeof *s);
@@ -114,6 +116,8 @@ static ERL_NIF_TERM session_new(ErlNifEnv *env, int argc, const ERL_NIF_TERM arg
     s->charge_sleep = opt_bool(env, argv[0], a->sleep, 1);
     s->charge_gc = opt_bool(env, argv[0], a->gc, 0);
     s->use_caller = opt_bool(env, argv[0], a->caller, 1);
+    s->keep_timeline = max_spans > 0;
+    bs_span_quota_init(&s->span_quota, max_spans);
     ERL_NIF_TERM excl, head;
     if (enif_get_map_value(env, argv[0], a->exclude, &excl)) {
         while (enif_get_list_cell(env, excl, &head, &excl) && s->n_excluded < BS_MAX_EXCLUDED)
@@ -213,79 +217,74 @@ static ERL_NIF_TERM session_info(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
     return map;
 }
 
-static int export_with(ErlNifEnv *env, bs_session *s, ERL_NIF_TERM opts, bs_profile *p)
+static int export_with(ErlNifEnv *env, bs_session *s, const bs_write_request *req, bs_profile *p)
 {
-    const bs_atoms *a = &bs_priv_of(env)->atoms;
-    ERL_NIF_TERM v, labels = enif_make_new_map(env);
-    bs_name_style style = BS_NAMES_ERLANG;
-    if (enif_get_map_value(env, opts, a->names, &v) && v == a->elixir)
-        style = BS_NAMES_ELIXIR;
-    (void)enif_get_map_value(env, opts, a->labels, &labels);
-    if (bs_export_profile(env, s, style, labels, p) < 0)
+    if (bs_export_profile(env, s, req->names, req->labels, p) < 0)
         return -1;
-    if (opt_bool(env, opts, a->merge_processes, 0) && bs_profile_merge_processes(p, "all") < 0)
-        return -1;
+    p->meta = req->meta;
     return 0;
 }
 
-/* session_profile(Session, Opts) -> map (see beamspy:profile/2). */
+/* session_profile(Session, Opts) -> map (see beamspy:profile/2). Filters
+ * of Opts (drop_sleep, merge_processes, include, exclude) apply. */
 static ERL_NIF_TERM session_profile(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
     (void)argc;
     bs_session *s = get_session(env, argv[0]);
-    if (!s || !enif_is_map(env, argv[1]))
+    bs_write_request req;
+    if (!s || bs_write_request_decode(env, argv[1], &req) < 0)
         return enif_make_badarg(env);
     if (atomic_load(&s->recording))
         return error_tuple(env, "not_stopped");
     bs_profile p;
-    if (export_with(env, s, argv[1], &p) < 0) {
+    if (export_with(env, s, &req, &p) < 0) {
         bs_profile_free(&p);
         return error_tuple(env, "enomem");
+    }
+    bs_filter f = {req.render.drop_sleep, req.render.merge_processes, req.render.include_re, req.render.exclude_re};
+    if (bs_profile_filter(&p, &f) < 0) {
+        bs_profile_free(&p);
+        return error_tuple(env, "bad_filter");
     }
     ERL_NIF_TERM t = bs_profile_to_term(env, s, &p);
     bs_profile_free(&p);
     return t;
 }
 
-/* session_write(Session, Format, Path, Opts) -> ok | {error, Reason} */
+/* session_write(Session, Format, Path, Opts) -> ok | {error, Reason}.
+ * Format is one of writers.h's names; Opts carries rendering options and
+ * metadata (see write_request.h). The file appears atomically or not at all. */
 static ERL_NIF_TERM session_write(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
     (void)argc;
-    const bs_atoms *a = &bs_priv_of(env)->atoms;
     bs_session *s = get_session(env, argv[0]);
     ErlNifBinary path_bin;
-    char path[4096];
-    if (!s || !enif_is_atom(env, argv[1]) || !enif_inspect_iolist_as_binary(env, argv[2], &path_bin) ||
-        path_bin.size == 0 || path_bin.size >= sizeof path || memchr(path_bin.data, 0, path_bin.size) ||
-        !enif_is_map(env, argv[3]))
+    char path[4096], format_name[32];
+    bs_write_request req;
+    if (!s || enif_get_atom(env, argv[1], format_name, sizeof format_name, ERL_NIF_LATIN1) <= 0 ||
+        !enif_inspect_iolist_as_binary(env, argv[2], &path_bin) || path_bin.size == 0 ||
+        path_bin.size >= sizeof path || memchr(path_bin.data, 0, path_bin.size) ||
+        bs_write_request_decode(env, argv[3], &req) < 0)
         return enif_make_badarg(env);
     memcpy(path, path_bin.data, path_bin.size);
     path[path_bin.size] = '\0';
     if (atomic_load(&s->recording))
         return error_tuple(env, "not_stopped");
-    if (argv[1] != a->folded)
+    bs_format format = bs_format_from_name(format_name);
+    if (format == BS_FORMAT_UNKNOWN)
         return error_tuple(env, "unknown_format");
     bs_profile p;
-    if (export_with(env, s, argv[3], &p) < 0) {
+    if (export_with(env, s, &req, &p) < 0) {
         bs_profile_free(&p);
         return error_tuple(env, "enomem");
     }
-    bs_folded_opts fo = {0};
-    fo.drop_sleep = opt_bool(env, argv[3], a->drop_sleep, 0);
-    bs_atomic_file af;
-    if (bs_atomic_open(&af, path) < 0) {
-        bs_profile_free(&p);
-        return enif_make_tuple2(env, a->error, errno_atom(env, errno));
-    }
-    int rc = bs_write_folded(af.fp, &p, &fo);
+    errno = 0;
+    int rc = bs_write_file(path, format, &p, &req.render);
+    int e = errno;
     bs_profile_free(&p);
-    if (rc < 0) {
-        bs_atomic_abort(&af);
-        return error_tuple(env, "write_failed");
-    }
-    if (bs_atomic_commit(&af) < 0)
-        return enif_make_tuple2(env, a->error, errno_atom(env, errno));
-    return a->ok;
+    if (rc < 0)
+        return e == EINVAL ? error_tuple(env, "bad_filter_or_format") : enif_make_tuple2(env, bs_priv_of(env)->atoms.error, errno_atom(env, e));
+    return bs_priv_of(env)->atoms.ok;
 }
 
 static ErlNifFunc nif_funcs[] = {

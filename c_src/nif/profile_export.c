@@ -87,6 +87,8 @@ int bs_export_profile(ErlNifEnv *env, bs_session *s, bs_name_style style, ERL_NI
     if (reason == BS_STOP_MAX_MEMORY || reason == BS_STOP_MAX_PROCESSES)
         bs_profile_set_truncated(out, bs_stop_reason_name(reason));
     out->duration_ns = (s->stop_ns ? s->stop_ns : bs_now_ns()) - s->start_ns;
+    out->start_ns = s->start_ns;
+    out->has_timeline = s->keep_timeline;
     bs_profile_compute_totals(out);
     return 0;
 }
@@ -126,11 +128,14 @@ ERL_NIF_TERM bs_profile_to_term(ErlNifEnv *env, const bs_session *s, const bs_pr
         procs = enif_make_list_cell(env, enif_make_tuple2(env, names[t->nodes[0].frame], nodes), procs);
     }
     enif_free(names);
-    ERL_NIF_TERM keys[] = {a->processes, a->truncated, a->events, a->dropped, a->memory_peak, a->duration_ns};
+    ERL_NIF_TERM keys[] = {a->processes, a->truncated, a->events, a->dropped, a->memory_peak, a->duration_ns,
+                           enif_make_atom(env, "timeline"), enif_make_atom(env, "timeline_truncated")};
     ERL_NIF_TERM vals[] = {procs, p->truncated[0] ? enif_make_atom(env, p->truncated) : a->false,
                            enif_make_uint64(env, events), enif_make_uint64(env, dropped),
                            enif_make_uint64(env, atomic_load(&((bs_session *)s)->budget.peak)),
-                           enif_make_uint64(env, p->duration_ns)};
+                           enif_make_uint64(env, p->duration_ns),
+                           p->has_timeline ? a->true : a->false,
+                           p->timeline_truncated ? a->true : a->false};
     ERL_NIF_TERM map;
     if (!enif_make_map_from_arrays(env, keys, vals, sizeof keys / sizeof keys[0], &map))
         return enif_make_tuple2(env, a->error, a->badarg);

@@ -96,6 +96,8 @@ bs_traced_proc *bs_session_proc(bs_session *s, uint64_t pid, uint64_t now)
             r = NULL;
         }
         if (r) {
+            if (s->keep_timeline)
+                bs_proc_enable_timeline(&r->proc, &s->span_quota);
             r->pid = pid;
             atomic_init(&r->busy, 0);
             if (!bs_pid_table_insert(&s->pids, pid, r)) {

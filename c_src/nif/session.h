@@ -25,7 +25,8 @@ typedef struct bs_session {
     ErlNifMutex *insert_lock;        /* new processes and stop are serialised */
     uint64_t start_ns;
     uint64_t stop_ns;
-    int charge_sleep, charge_gc, use_caller;
+    int charge_sleep, charge_gc, use_caller, keep_timeline;
+    bs_span_quota span_quota;        /* spans left for the timeline */
     ERL_NIF_TERM excluded[BS_MAX_EXCLUDED]; /* atoms: modules treated as untraced */
     int n_excluded;
     _Atomic uint64_t lost_processes; /* events of processes refused by max_processes */

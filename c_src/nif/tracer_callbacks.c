@@ -47,6 +47,18 @@ static int get_mfa(ErlNifEnv *env, ERL_NIF_TERM t, bs_key *k)
     return 1;
 }
 
+/* {cp, undefined}: the callee will return to no function at all, i.e. to
+ * the bottom of the process (a spawned fun tail-calling its loop, the usual
+ * `spawn(fun() -> loop(S) end)`), so the stack below it is empty. Keeping the
+ * stack instead would grow it by one frame per iteration of such a loop.
+ * The exception are BIFs, for which the VM sometimes cannot tell the caller
+ * ("technically built-in functions", erlang:trace/3 docs): they stay on the
+ * current stack. */
+static bs_caller_kind undefined_caller(const bs_atoms *a, const bs_key *callee)
+{
+    return (ERL_NIF_TERM)callee->module == a->erlang ? BS_CALLER_UNDEFINED : BS_CALLER_ROOT;
+}
+
 static int on_call(ErlNifEnv *env, const bs_atoms *a, bs_session *s, bs_proc *p,
                    ERL_NIF_TERM term, ERL_NIF_TERM opts, uint64_t t)
 {
@@ -62,7 +74,7 @@ static int on_call(ErlNifEnv *env, const bs_atoms *a, bs_session *s, bs_proc *p,
             if (get_mfa(env, e[1], &caller))
                 kind = bs_session_is_excluded(s, (ERL_NIF_TERM)caller.module) ? BS_CALLER_ROOT : BS_CALLER_FRAME;
             else
-                kind = BS_CALLER_UNDEFINED;
+                kind = undefined_caller(a, &callee);
         }
     }
     return bs_proc_call(p, &callee, kind, &caller, t);

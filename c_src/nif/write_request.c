@@ -1,0 +1,109 @@
+/* write_request.c — decoding of session_write's options (see write_request.h). */
+#include "write_request.h"
+
+#include <string.h>
+
+#include "nif_atoms.h"
+
+/* Copies an iolist/binary value of key into buf; 1 if absent, 1 if copied,
+ * 0 on a bad value. */
+static int get_text(ErlNifEnv *env, ERL_NIF_TERM map, const char *key, char *buf, size_t cap, int *present)
+{
+    ERL_NIF_TERM v;
+    ErlNifBinary bin;
+    *present = 0;
+    if (!enif_get_map_value(env, map, enif_make_atom(env, key), &v))
+        return 1;
+    if (!enif_inspect_iolist_as_binary(env, v, &bin))
+        return 0;
+    size_t n = bin.size < cap - 1 ? bin.size : cap - 1;
+    memcpy(buf, bin.data, n);
+    buf[n] = '\0';
+    if (memchr(buf, '\0', n))
+        return 0;
+    *present = 1;
+    return 1;
+}
+
+static int get_flag(ErlNifEnv *env, ERL_NIF_TERM map, const char *key, int *out)
+{
+    ERL_NIF_TERM v;
+    if (!enif_get_map_value(env, map, enif_make_atom(env, key), &v))
+        return 1;
+    const bs_atoms *a = &bs_priv_of(env)->atoms;
+    if (v != a->true && v != a->false)
+        return 0;
+    *out = v == a->true;
+    return 1;
+}
+
+static int get_number(ErlNifEnv *env, ERL_NIF_TERM map, const char *key, double *out)
+{
+    ERL_NIF_TERM v;
+    long l;
+    if (!enif_get_map_value(env, map, enif_make_atom(env, key), &v))
+        return 1;
+    if (enif_get_double(env, v, out))
+        return 1;
+    if (enif_get_long(env, v, &l)) {
+        *out = (double)l;
+        return 1;
+    }
+    return 0;
+}
+
+int bs_write_request_decode(ErlNifEnv *env, ERL_NIF_TERM map, bs_write_request *req)
+{
+    const bs_atoms *a = &bs_priv_of(env)->atoms;
+    memset(req, 0, sizeof *req);
+    if (!enif_is_map(env, map))
+        return -1;
+    ERL_NIF_TERM v;
+    req->names = BS_NAMES_ERLANG;
+    if (enif_get_map_value(env, map, a->names, &v) && v == a->elixir)
+        req->names = BS_NAMES_ELIXIR;
+    req->labels = enif_make_new_map(env);
+    if (enif_get_map_value(env, map, a->labels, &v) && enif_is_map(env, v))
+        req->labels = v;
+
+    int ok = 1, present;
+    bs_render_opts *r = &req->render;
+    ok &= get_text(env, map, "title", req->title, sizeof req->title, &present);
+    r->title = present ? req->title : NULL;
+    ok &= get_text(env, map, "subtitle", req->subtitle, sizeof req->subtitle, &present);
+    r->subtitle = present ? req->subtitle : NULL;
+    ok &= get_text(env, map, "count_name", req->count_name, sizeof req->count_name, &present);
+    r->count_name = present ? req->count_name : NULL;
+    ok &= get_text(env, map, "include", req->include_re, sizeof req->include_re, &present);
+    r->include_re = present ? req->include_re : NULL;
+    ok &= get_text(env, map, "exclude", req->exclude_re, sizeof req->exclude_re, &present);
+    r->exclude_re = present ? req->exclude_re : NULL;
+    ok &= get_flag(env, map, "inverted", &r->inverted);
+    ok &= get_flag(env, map, "flamechart", &r->flamechart);
+    ok &= get_flag(env, map, "drop_sleep", &r->drop_sleep);
+    ok &= get_flag(env, map, "merge_processes", &r->merge_processes);
+    double width = 0, min_width = 0;
+    ok &= get_number(env, map, "width", &width);
+    ok &= get_number(env, map, "min_width", &min_width);
+    if (width < 0 || width > 100000 || min_width < 0 || min_width > 100000)
+        return -1;
+    r->width = (unsigned)width;
+    r->min_width = min_width;
+    if (enif_get_map_value(env, map, enif_make_atom(env, "palette"), &v)) {
+        if (v == enif_make_atom(env, "beam"))
+            r->palette = BS_PALETTE_BEAM;
+        else if (v != enif_make_atom(env, "hot"))
+            return -1;
+    }
+
+    bs_profile_meta *m = &req->meta;
+    ok &= get_text(env, map, "node", m->node, sizeof m->node, &present);
+    ok &= get_text(env, map, "otp_release", m->otp_release, sizeof m->otp_release, &present);
+    ok &= get_text(env, map, "source", m->source, sizeof m->source, &present);
+    ok &= get_text(env, map, "options_text", m->options, sizeof m->options, &present);
+    ErlNifSInt64 start = 0;
+    if (enif_get_map_value(env, map, enif_make_atom(env, "start_unix_us"), &v) && !enif_get_int64(env, v, &start))
+        return -1;
+    m->start_unix_us = start;
+    return ok ? 0 : -1;
+}

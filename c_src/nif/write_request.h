@@ -1,0 +1,28 @@
+/* write_request.h — an Erlang options map turned into what writers need.
+ *
+ * beamspy_tracer:session_write/4 and session_profile/2 take a map of
+ * rendering options and metadata from the Erlang side; this decodes it into
+ * C structures, copying every string (the request outlives no term). */
+#ifndef BS_WRITE_REQUEST_H
+#define BS_WRITE_REQUEST_H
+
+#include <erl_nif.h>
+
+#include "../engine/frame_name.h"
+#include "../engine/profile.h"
+#include "../formats/render_opts.h"
+
+typedef struct bs_write_request {
+    bs_render_opts render;
+    bs_name_style names;
+    bs_profile_meta meta;
+    ERL_NIF_TERM labels;   /* map pid => label, or an empty map */
+    char title[512], subtitle[512], count_name[64];
+    char include_re[1024], exclude_re[1024];
+} bs_write_request;
+
+/* Returns 0, or -1 if a key has a value of the wrong type. Unknown keys are
+ * ignored (the Erlang side validates options). */
+int bs_write_request_decode(ErlNifEnv *env, ERL_NIF_TERM map, bs_write_request *req);
+
+#endif
