@@ -66,7 +66,7 @@ for mod in $modules; do
     cat "$out"
     t1=$(date +%s)
     echo "--- $mod: exit $rc, $((t1 - t0)) s"
-    all=$(sed -n 's/^ *All \([0-9][0-9]*\) tests passed\..*/\1/p' "$out" | tail -1)
+    all=$(sed -n 's/^ *\(All \)\{0,1\}\([0-9][0-9]*\) tests passed\..*/\2/p' "$out" | tail -1)
     one=$(grep -c '^ *Test passed\.' "$out")
     summary=$(sed -n 's/^ *Failed: \([0-9][0-9]*\)\. *Skipped: \([0-9][0-9]*\)\. *Passed: \([0-9][0-9]*\)\..*/\1 \3/p' "$out" | tail -1)
     if [ -n "$all" ]; then
