@@ -75,8 +75,9 @@ apply(Target) ->
 -spec apply(target(), map() | list()) -> term().
 apply(Target, Opts) ->
     case run(Target, Opts, #{}) of
-        {ok, Outcome, #{files := Files, errors := Errors}, Settings} ->
+        {ok, Outcome, #{files := Files, errors := Errors} = Reply, Settings} ->
             report(Files, Errors, Settings),
+            report_truncated(maps:get(truncated, Reply, false), Settings),
             return(Outcome);
         {error, Reason} ->
             erlang:error({beamspy, Reason}, [Target, Opts])
@@ -206,7 +207,9 @@ traced_call(Fun, Args, Opts, Outputs, Finish) ->
                   source => unicode:characters_to_binary(["beamspy:apply(", describe(Fun), ")"]),
                   options_text => unicode:characters_to_binary(io_lib:format("~0tp", [maps:remove(output_given, Opts)])),
                   start_unix_us => os:system_time(microsecond)},
-    case beamspy_session:start(self(), #{nif => NifOpts, outputs => Outputs, write => WriteOpts}) of
+    StartOpts = #{nif => NifOpts, outputs => Outputs, write => WriteOpts,
+                  max_duration => maps:get(max_duration, Opts)},
+    case beamspy_session:start(self(), StartOpts) of
         {ok, Owner, Session} ->
             Outcome = call_traced(Fun, Args, Session, Owner, Opts),
             %% The outcome is never lost: if the owner failed while writing,
@@ -260,6 +263,12 @@ report(Files, Errors, #{quiet := Quiet}) ->
     _ = [io:format("beamspy: wrote ~ts~n", [F]) || not Quiet, F <- Files],
     _ = [io:format(standard_error, "beamspy: could not write ~ts: ~tp~n", [P, E]) || {P, E} <- Errors],
     ok.
+
+report_truncated(false, _) -> ok;
+report_truncated(Reason, #{quiet := true}) when is_atom(Reason) -> ok;
+report_truncated(Reason, _) ->
+    io:format("beamspy: recording stopped early (~w reached); the profile covers the call up to then~n",
+              [Reason]).
 
 label(Fun) ->
     case erlang:fun_info(Fun, type) of

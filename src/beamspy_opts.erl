@@ -18,6 +18,8 @@
                      gc := boolean(),
                      max_memory := pos_integer(),
                      max_processes := pos_integer(),
+                     max_events := infinity | pos_integer(),
+                     max_duration := infinity | pos_integer(),
                      names := erlang | elixir,
                      quiet := boolean(),
                      timeline := auto | false | pos_integer(),
@@ -58,6 +60,8 @@ defaults() ->
       gc => false,
       max_memory => 256 * 1024 * 1024,
       max_processes => 10000,
+      max_events => infinity,
+      max_duration => infinity,
       names => erlang,
       quiet => false,
       timeline => auto,
@@ -147,6 +151,12 @@ check({K, V}, Acc) when K =:= children; K =:= sleep; K =:= gc; K =:= quiet;
         true -> Acc#{K => V};
         false -> bad(K, V, "true or false")
     end;
+check({max_events, V}, Acc) when V =:= infinity -> Acc#{max_events => V};
+check({max_events, V}, Acc) when is_integer(V), V > 0, V < 1 bsl 62 -> Acc#{max_events => V};
+check({max_events, V}, _) -> bad(max_events, V, "infinity or a positive integer");
+check({max_duration, V}, Acc) when V =:= infinity -> Acc#{max_duration => V};
+check({max_duration, V}, Acc) when is_integer(V), V > 0, V < 1 bsl 32 -> Acc#{max_duration => V};
+check({max_duration, V}, _) -> bad(max_duration, V, "infinity or a positive number of milliseconds");
 check({K, V}, Acc) when K =:= max_memory; K =:= max_processes ->
     case is_integer(V) andalso V > 0 of
         true when K =:= max_processes, V > ?MAX_PROCESSES ->
@@ -204,7 +214,12 @@ nif_options(Opts, Outputs) ->
                            false -> 0
                        end
                end,
-    (maps:with([max_memory, max_processes, sleep, gc], Opts))#{timeline => Timeline}.
+    Events = case maps:get(max_events, Opts) of
+                 infinity -> 0;
+                 E -> E
+             end,
+    (maps:with([max_memory, max_processes, sleep, gc], Opts))#{timeline => Timeline,
+                                                               max_events => Events}.
 
 %% @doc The rendering options the writers take (see c_src/nif/write_request.h).
 -spec write_options(options()) -> map().

@@ -22,7 +22,8 @@
 -define(LOCK, beamspy_active_session).
 -define(CALLER_MS, [{'_', [], [{message, {{cp, {caller}}}}]}]).
 
--type start_opts() :: #{nif := map(), outputs := [{atom(), string()}], write := map()}.
+-type start_opts() :: #{nif := map(), outputs := [{atom(), string()}], write := map(),
+                        max_duration => infinity | pos_integer()}.
 
 %% @doc Starts an owner for Caller. Returns the owner and the NIF session to
 %% use as tracer state.
@@ -65,12 +66,17 @@ excluded_modules() ->
 init(Parent, Ref, Caller, Opts) ->
     case catch register(?LOCK, self()) of
         true ->
-            case beamspy_tracer:session_new((maps:get(nif, Opts))#{exclude => excluded_modules()}) of
+            NifOpts = (maps:get(nif, Opts))#{exclude => excluded_modules(), owner => self()},
+            case beamspy_tracer:session_new(NifOpts) of
                 {error, _} = Error ->
                     Parent ! {Ref, Error};
                 Session ->
                     Mon = erlang:monitor(process, Caller),
                     set_patterns(),
+                    _ = case maps:get(max_duration, Opts, infinity) of
+                            infinity -> ok;
+                            Ms -> erlang:send_after(Ms, self(), {beamspy_limit, max_duration})
+                        end,
                     Parent ! {Ref, {ok, Session}},
                     loop(Session, Caller, Mon, Opts)
             end;
@@ -78,8 +84,18 @@ init(Parent, Ref, Caller, Opts) ->
             Parent ! {Ref, {error, {busy, whereis(?LOCK)}}}
     end.
 
+%% A limit (from the NIF: max_memory, max_events, max_processes; or the
+%% max_duration timer) switches tracing off at once; the caller's call goes
+%% on untraced and the files are written when it finishes.
 loop(Session, Caller, Mon, Opts) ->
     receive
+        {beamspy_limit, max_duration} ->
+            ok = beamspy_tracer:session_stop(Session, max_duration),
+            ok = cleanup(Session),
+            loop(Session, Caller, Mon, Opts);
+        {beamspy_limit, _Reason} ->
+            ok = cleanup(Session),
+            loop(Session, Caller, Mon, Opts);
         {finish, From, Tag, FinishOpts} ->
             Reply = stop_and_write(Session, Opts, FinishOpts),
             From ! {Tag, Reply};
@@ -93,7 +109,8 @@ stop_and_write(Session, #{outputs := Outputs, write := Write}, FinishOpts) ->
     Results = [{Path, beamspy_tracer:session_write(Session, Format, Path, WriteOpts)}
                || {Format, Path} <- Outputs],
     Reply = #{files => [P || {P, ok} <- Results],
-              errors => [{P, E} || {P, {error, E}} <- Results]},
+              errors => [{P, E} || {P, {error, E}} <- Results],
+              truncated => maps:get(truncated, beamspy_tracer:session_info(Session))},
     case maps:get(profile, FinishOpts, false) of
         true -> {ok, Reply#{profile => beamspy_tracer:session_profile(Session, WriteOpts)}};
         false -> {ok, Reply}

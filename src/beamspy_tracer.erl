@@ -9,7 +9,7 @@
 -module(beamspy_tracer).
 
 -export([enabled/3, trace/5]).
--export([session_new/1, session_seed/3, session_stop/1, session_pids/1,
+-export([session_new/1, session_seed/3, session_stop/1, session_stop/2, session_pids/1,
          session_info/1, session_profile/2, session_write/4]).
 
 -on_load(init/0).
@@ -17,7 +17,7 @@
 -type session() :: reference().
 -export_type([session/0]).
 
--nifs([enabled/3, trace/5, session_new/1, session_seed/3, session_stop/1,
+-nifs([enabled/3, trace/5, session_new/1, session_seed/3, session_stop/1, session_stop/2,
        session_pids/1, session_info/1, session_profile/2, session_write/4]).
 
 init() ->
@@ -44,7 +44,9 @@ enabled(_Tag, _Session, _Tracee) -> erlang:nif_error(not_loaded).
 trace(_Tag, _Session, _Tracee, _Term, _Opts) -> erlang:nif_error(not_loaded).
 
 %% @doc Creates a session. Keys: `max_memory' (bytes), `max_processes',
-%% `sleep', `gc', `caller' (booleans), `exclude' (modules treated as untraced).
+%% `max_events', `timeline' (spans kept, 0 = none), `sleep', `gc', `caller'
+%% (booleans), `exclude' (modules treated as untraced), `owner' (a pid told
+%% `{beamspy_limit, Reason}' when a limit stops recording).
 -spec session_new(map()) -> session() | {error, enomem}.
 session_new(_Opts) -> erlang:nif_error(not_loaded).
 
@@ -55,6 +57,10 @@ session_seed(_Session, _Pid, _Frames) -> erlang:nif_error(not_loaded).
 %% @doc Stops recording; returns once no callback is recording any more.
 -spec session_stop(session()) -> ok.
 session_stop(_Session) -> erlang:nif_error(not_loaded).
+
+%% @doc Stops recording for a reason the profile reports as `truncated'.
+-spec session_stop(session(), requested | max_duration) -> ok.
+session_stop(_Session, _Reason) -> erlang:nif_error(not_loaded).
 
 %% @doc Every process the session has seen.
 -spec session_pids(session()) -> [pid()].

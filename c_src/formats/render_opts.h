@@ -24,7 +24,7 @@ typedef struct bs_render_opts {
     int merge_processes;      /* one tree for all processes (applied before writing) */
     const char *include_re;   /* keep only stacks with a frame matching (POSIX ERE); NULL: all */
     const char *exclude_re;   /* drop stacks with a frame matching (POSIX ERE); NULL: none */
-    unsigned folded_max_depth;/* folded: deeper frames summed into "[deeper]"; 0: 4096 */
+    unsigned folded_max_depth;/* folded: deeper frames summed into "[deeper]"; 0: 1024 */
 } bs_render_opts;
 
 #endif

@@ -100,9 +100,10 @@ static ERL_NIF_TERM session_new(ErlNifEnv *env, int argc, const ERL_NIF_TERM arg
 {
     (void)argc;
     const bs_atoms *a = &bs_priv_of(env)->atoms;
-    ErlNifUInt64 max_memory = 256u << 20, max_procs = 10000, max_spans = 0;
+    ErlNifUInt64 max_memory = 256u << 20, max_procs = 10000, max_spans = 0, max_events = 0;
     if (!enif_is_map(env, argv[0]) || !opt_u64(env, argv[0], a->max_memory, &max_memory) ||
         !opt_u64(env, argv[0], enif_make_atom(env, "timeline"), &max_spans) ||
+        !opt_u64(env, argv[0], enif_make_atom(env, "max_events"), &max_events) ||
         !opt_u64(env, argv[0], a->max_processes, &max_procs) || max_procs == 0 || max_procs > (1u << 24))
         return enif_make_badarg(env);
     bs_session *s = enif_alloc_resource(bs_priv_of(env)->session_type, sizeof *s);
@@ -117,6 +118,15 @@ static ERL_NIF_TERM session_new(ErlNifEnv *env, int argc, const ERL_NIF_TERM arg
     s->charge_gc = opt_bool(env, argv[0], a->gc, 0);
     s->use_caller = opt_bool(env, argv[0], a->caller, 1);
     s->keep_timeline = max_spans > 0;
+    s->max_events = max_events;
+    ERL_NIF_TERM owner;
+    if (enif_get_map_value(env, argv[0], enif_make_atom(env, "owner"), &owner)) {
+        if (!enif_get_local_pid(env, owner, &s->owner)) {
+            enif_release_resource(s);
+            return enif_make_badarg(env);
+        }
+        s->has_owner = 1;
+    }
     bs_span_quota_init(&s->span_quota, max_spans);
     ERL_NIF_TERM excl, head;
     if (enif_get_map_value(env, argv[0], a->exclude, &excl)) {
@@ -156,7 +166,7 @@ static ERL_NIF_TERM session_seed(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
         n++;
     }
     uint64_t t = bs_now_ns();
-    bs_traced_proc *r = bs_session_proc(s, (uint64_t)enif_make_pid(env, &pid), t);
+    bs_traced_proc *r = bs_session_proc(env, s, (uint64_t)enif_make_pid(env, &pid), t);
     if (!r)
         return error_tuple(env, "stopped");
     atomic_store(&r->busy, 1);
@@ -165,13 +175,21 @@ static ERL_NIF_TERM session_seed(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
     return rc < 0 ? error_tuple(env, "stopped") : bs_priv_of(env)->atoms.ok;
 }
 
+/* session_stop(Session) or session_stop(Session, max_duration): the reason
+ * (first one wins) shows as the profile's `truncated`. */
 static ERL_NIF_TERM session_stop(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
-    (void)argc;
     bs_session *s = get_session(env, argv[0]);
     if (!s)
         return enif_make_badarg(env);
-    bs_session_stop(s, BS_STOP_REQUESTED, 1);
+    int reason = BS_STOP_REQUESTED;
+    if (argc == 2) {
+        if (argv[1] == enif_make_atom(env, "max_duration"))
+            reason = BS_STOP_MAX_DURATION;
+        else if (argv[1] != enif_make_atom(env, "requested"))
+            return enif_make_badarg(env);
+    }
+    bs_session_stop(s, reason, 1);
     uint64_t t = s->stop_ns;
     for (uint32_t i = 0; i < s->pids.cap; i++) {
         bs_traced_proc *r = atomic_load(&s->pids.slots[i].record);
@@ -206,14 +224,16 @@ static ERL_NIF_TERM session_info(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
         return enif_make_badarg(env);
     int reason = atomic_load(&s->stop_reason);
     const char *why = bs_stop_reason_name(reason);
-    ERL_NIF_TERM keys[] = {a->recording, a->memory, a->memory_peak, a->truncated, a->processes};
+    uint64_t events = atomic_load(&s->events_counted);
+    ERL_NIF_TERM keys[] = {a->recording, a->memory, a->memory_peak, a->truncated, a->processes, a->events};
     ERL_NIF_TERM vals[] = {atomic_load(&s->recording) ? a->true : a->false,
                            enif_make_uint64(env, atomic_load(&s->budget.used)),
                            enif_make_uint64(env, atomic_load(&s->budget.peak)),
                            why[0] ? enif_make_atom(env, why) : a->false,
-                           enif_make_uint(env, atomic_load(&s->pids.count))};
+                           enif_make_uint(env, atomic_load(&s->pids.count)),
+                           enif_make_uint64(env, events)};
     ERL_NIF_TERM map;
-    enif_make_map_from_arrays(env, keys, vals, 5, &map);
+    enif_make_map_from_arrays(env, keys, vals, sizeof keys / sizeof keys[0], &map);
     return map;
 }
 
@@ -293,6 +313,7 @@ static ErlNifFunc nif_funcs[] = {
     {"session_new", 1, session_new, 0},
     {"session_seed", 3, session_seed, 0},
     {"session_stop", 1, session_stop, 0},
+    {"session_stop", 2, session_stop, 0},
     {"session_pids", 1, session_pids, 0},
     {"session_info", 1, session_info, 0},
     {"session_profile", 2, session_profile, ERL_NIF_DIRTY_JOB_CPU_BOUND},

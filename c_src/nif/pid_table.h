@@ -17,6 +17,7 @@
 typedef struct bs_traced_proc {
     uint64_t pid;         /* the local pid term (an immediate) */
     _Atomic int busy;     /* a callback is using this record (see session.c) */
+    uint32_t uncounted;   /* events not yet added to the session's count */
     bs_proc proc;
 } bs_traced_proc;
 

@@ -84,7 +84,7 @@ int bs_export_profile(ErlNifEnv *env, bs_session *s, bs_name_style style, ERL_NI
             return -1;
     }
     int reason = atomic_load(&s->stop_reason);
-    if (reason == BS_STOP_MAX_MEMORY || reason == BS_STOP_MAX_PROCESSES)
+    if (reason != BS_STOP_NONE && reason != BS_STOP_REQUESTED)
         bs_profile_set_truncated(out, bs_stop_reason_name(reason));
     out->duration_ns = (s->stop_ns ? s->stop_ns : bs_now_ns()) - s->start_ns;
     out->start_ns = s->start_ns;

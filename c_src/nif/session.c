@@ -27,6 +27,8 @@ const char *bs_stop_reason_name(int reason)
     switch (reason) {
     case BS_STOP_MAX_MEMORY: return "max_memory";
     case BS_STOP_MAX_PROCESSES: return "max_processes";
+    case BS_STOP_MAX_EVENTS: return "max_events";
+    case BS_STOP_MAX_DURATION: return "max_duration";
     default: return "";
     }
 }
@@ -45,6 +47,7 @@ int bs_session_init(bs_session *s, size_t max_memory, uint32_t max_procs)
     atomic_init(&s->recording, 1);
     atomic_init(&s->stop_reason, BS_STOP_NONE);
     atomic_init(&s->lost_processes, 0);
+    atomic_init(&s->events_counted, 0);
     s->start_ns = bs_now_ns();
     return 0;
 }
@@ -55,6 +58,22 @@ void bs_session_destroy(bs_session *s)
     if (s->insert_lock)
         enif_mutex_destroy(s->insert_lock);
     s->insert_lock = NULL;
+}
+
+void bs_session_stop_for_limit(ErlNifEnv *env, bs_session *s, int reason)
+{
+    int none = BS_STOP_NONE;
+    int first = atomic_compare_exchange_strong(&s->stop_reason, &none, reason);
+    bs_session_stop(s, reason, 0);
+    if (!first || !s->has_owner)
+        return;
+    ErlNifEnv *msg_env = enif_alloc_env();
+    if (!msg_env)
+        return;
+    ERL_NIF_TERM msg = enif_make_tuple2(msg_env, enif_make_atom(msg_env, "beamspy_limit"),
+                                        enif_make_atom(msg_env, bs_stop_reason_name(reason)));
+    (void)enif_send(env, &s->owner, msg_env, msg);
+    enif_free_env(msg_env);
 }
 
 void bs_session_stop(bs_session *s, int reason, int wait)
@@ -82,7 +101,7 @@ int bs_session_is_excluded(const bs_session *s, ERL_NIF_TERM module)
     return 0;
 }
 
-bs_traced_proc *bs_session_proc(bs_session *s, uint64_t pid, uint64_t now)
+bs_traced_proc *bs_session_proc(ErlNifEnv *env, bs_session *s, uint64_t pid, uint64_t now)
 {
     bs_traced_proc *r = bs_pid_table_find(&s->pids, pid);
     if (r)
@@ -99,6 +118,7 @@ bs_traced_proc *bs_session_proc(bs_session *s, uint64_t pid, uint64_t now)
             if (s->keep_timeline)
                 bs_proc_enable_timeline(&r->proc, &s->span_quota);
             r->pid = pid;
+            r->uncounted = 0;
             atomic_init(&r->busy, 0);
             if (!bs_pid_table_insert(&s->pids, pid, r)) {
                 bs_proc_free(&r->proc);
@@ -106,12 +126,12 @@ bs_traced_proc *bs_session_proc(bs_session *s, uint64_t pid, uint64_t now)
                 r = NULL;
                 atomic_fetch_add(&s->lost_processes, 1);
                 enif_mutex_unlock(s->insert_lock);
-                bs_session_stop(s, BS_STOP_MAX_PROCESSES, 0);
+                bs_session_stop_for_limit(env, s, BS_STOP_MAX_PROCESSES);
                 return NULL;
             }
         } else {
             enif_mutex_unlock(s->insert_lock);
-            bs_session_stop(s, BS_STOP_MAX_MEMORY, 0);
+            bs_session_stop_for_limit(env, s, BS_STOP_MAX_MEMORY);
             return NULL;
         }
     }

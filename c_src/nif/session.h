@@ -30,10 +30,15 @@ typedef struct bs_session {
     ERL_NIF_TERM excluded[BS_MAX_EXCLUDED]; /* atoms: modules treated as untraced */
     int n_excluded;
     _Atomic uint64_t lost_processes; /* events of processes refused by max_processes */
+    uint64_t max_events;             /* 0: no limit */
+    _Atomic uint64_t events_counted; /* events seen, counted in batches (see tracer_callbacks.c) */
+    ErlNifPid owner;                 /* told with {beamspy_limit, Reason} when a limit stops recording */
+    int has_owner;
 } bs_session;
 
 typedef enum bs_stop_reason {
-    BS_STOP_NONE, BS_STOP_REQUESTED, BS_STOP_MAX_MEMORY, BS_STOP_MAX_PROCESSES
+    BS_STOP_NONE, BS_STOP_REQUESTED, BS_STOP_MAX_MEMORY, BS_STOP_MAX_PROCESSES, BS_STOP_MAX_EVENTS,
+    BS_STOP_MAX_DURATION
 } bs_stop_reason;
 
 uint64_t bs_now_ns(void);
@@ -41,12 +46,15 @@ const char *bs_stop_reason_name(int reason);
 
 int bs_session_init(bs_session *s, size_t max_memory, uint32_t max_procs);
 void bs_session_destroy(bs_session *s);
-/* Stops recording (first reason wins) and waits until no callback is inside a
- * process record. Safe to call many times and from a callback. */
+/* Stops recording (first reason wins) and, if wait, waits until no callback
+ * is inside a process record. Safe to call many times and from a callback.
+ * The first stop for a limit tells the owner: env is the calling NIF's
+ * environment (callbacks run on scheduler threads, where enif_send needs it). */
 void bs_session_stop(bs_session *s, int reason, int wait);
+void bs_session_stop_for_limit(ErlNifEnv *env, bs_session *s, int reason);
 int bs_session_is_excluded(const bs_session *s, ERL_NIF_TERM module);
 
 /* The record of pid, created if new; NULL if recording stopped or a cap was hit. */
-bs_traced_proc *bs_session_proc(bs_session *s, uint64_t pid, uint64_t now);
+bs_traced_proc *bs_session_proc(ErlNifEnv *env, bs_session *s, uint64_t pid, uint64_t now);
 
 #endif

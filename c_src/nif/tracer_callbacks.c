@@ -110,6 +110,21 @@ static int dispatch(ErlNifEnv *env, const bs_atoms *a, bs_session *s, bs_proc *p
     return 0;
 }
 
+/* The session-wide event count is updated every 64 events of a process, so
+ * the hot path does not bounce a shared cache line between schedulers;
+ * max_events may therefore be passed by up to 64 events per process. */
+#define EVENT_BATCH 64u
+
+static void count_event(ErlNifEnv *env, bs_session *s, bs_traced_proc *r)
+{
+    if (++r->uncounted < EVENT_BATCH)
+        return;
+    uint64_t total = atomic_fetch_add(&s->events_counted, r->uncounted) + r->uncounted;
+    r->uncounted = 0;
+    if (s->max_events && total >= s->max_events)
+        bs_session_stop_for_limit(env, s, BS_STOP_MAX_EVENTS);
+}
+
 ERL_NIF_TERM bs_nif_trace(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
     (void)argc;
@@ -120,14 +135,15 @@ ERL_NIF_TERM bs_nif_trace(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
     if (!s || !atomic_load_explicit(&s->recording, memory_order_relaxed) || !enif_get_local_pid(env, argv[2], &pid))
         return a->ok;
     uint64_t key = (uint64_t)enif_make_pid(env, &pid);
-    bs_traced_proc *r = bs_session_proc(s, key, t);
+    bs_traced_proc *r = bs_session_proc(env, s, key, t);
     if (!r)
         return a->ok;
     /* The stop protocol of session.c: announce, then re-check. */
     atomic_store(&r->busy, 1);
     if (atomic_load(&s->recording)) {
         if (dispatch(env, a, s, &r->proc, argv[0], argv[3], argv[4], t) < 0 && bs_budget_is_exhausted(&s->budget))
-            bs_session_stop(s, BS_STOP_MAX_MEMORY, 0);
+            bs_session_stop_for_limit(env, s, BS_STOP_MAX_MEMORY);
+        count_event(env, s, r);
     }
     atomic_store(&r->busy, 0);
     return a->ok;
