@@ -20,6 +20,11 @@ FORMATS_SRC := $(wildcard c_src/formats/*.c)
 NIF_SRC     := $(wildcard c_src/nif/*.c)
 CLI_SRC     := $(wildcard c_src/cli/*.c)
 C_HEADERS   := $(wildcard c_src/*/*.h)
+# JavaScript/CSS the writers put into their output, kept as their own files and
+# embedded as C string constants (scripts/embed_text.sh): x.js -> x.js.h.
+# The generated headers are committed, so builds that skip make still work.
+ASSETS      := $(wildcard c_src/formats/assets/*.js c_src/formats/assets/*.css)
+ASSET_HDRS  := $(addsuffix .h,$(ASSETS))
 
 ERL_SRC     := $(wildcard src/*.erl)
 ERL_BEAMS   := $(patsubst src/%.erl,ebin/%.beam,$(ERL_SRC))
@@ -28,7 +33,7 @@ EX_SRC      := $(wildcard lib/*.ex)
 NIF_SO      := priv/beamspy_nif.so
 CLI_BIN     := bin/beamspy
 
-.PHONY: all deps erlang elixir nif cli demo test bench clean fuzz
+.PHONY: all deps erlang elixir nif cli assets demo test bench clean fuzz
 
 all: erlang elixir ebin/beamspy.app nif cli
 
@@ -51,9 +56,14 @@ ebin/.elixir-stamp: $(EX_SRC) $(ERL_BEAMS) | ebin
 	@if [ -n "$(EX_SRC)" ]; then rm -f ebin/Elixir.*.beam && elixirc --warnings-as-errors -pa ebin -o ebin $(EX_SRC) >/dev/null; fi
 	@touch $@
 
+assets: $(ASSET_HDRS)
+
+c_src/formats/assets/%.h: c_src/formats/assets/% scripts/embed_text.sh
+	scripts/embed_text.sh $< $@
+
 nif: $(NIF_SO)
 
-$(NIF_SO): $(ENGINE_SRC) $(FORMATS_SRC) $(NIF_SRC) $(C_HEADERS) | priv
+$(NIF_SO): $(ENGINE_SRC) $(FORMATS_SRC) $(NIF_SRC) $(C_HEADERS) $(ASSET_HDRS) | priv
 	$(CC) $(ALL_CFLAGS) -fPIC -shared -fvisibility=hidden -I$(ERTS_INC) \
 	    -o $@ $(ENGINE_SRC) $(FORMATS_SRC) $(NIF_SRC)
 	@# A missing bs_ function would only show when the VM loads the NIF.
@@ -61,7 +71,7 @@ $(NIF_SO): $(ENGINE_SRC) $(FORMATS_SRC) $(NIF_SRC) $(C_HEADERS) | priv
 
 cli: $(CLI_BIN)
 
-$(CLI_BIN): $(ENGINE_SRC) $(FORMATS_SRC) $(CLI_SRC) $(C_HEADERS) | bin
+$(CLI_BIN): $(ENGINE_SRC) $(FORMATS_SRC) $(CLI_SRC) $(C_HEADERS) $(ASSET_HDRS) | bin
 	$(CC) $(ALL_CFLAGS) -I$(ERTS_INC) -o $@ $(ENGINE_SRC) $(FORMATS_SRC) $(CLI_SRC) -L$(EI_LIB) -lei -lpthread
 
 ebin priv bin:

@@ -128,6 +128,16 @@ defmodule BeamSpy do
           required(:duration_ns) => non_neg_integer()
         }
 
+  @typedoc """
+  What a live session records: a pid, a registered name, a list of them,
+  `:existing` (every process running now), `:new` (every process spawned
+  from now on) or `:all` (both).
+  """
+  @type live_target :: pid() | atom() | [pid() | atom()] | :all | :existing | :new
+
+  @typedoc "A running live session, as returned by `start/2` (opaque)."
+  @type session :: :beamspy.session()
+
   # Modules that run the caller's code without being the caller: skipped
   # when looking for the module of a {:function, args} target.
   @plumbing_modules [
@@ -215,7 +225,110 @@ defmodule BeamSpy do
     :beamspy.profile(target, options)
   end
 
+  @doc """
+  Starts recording processes that are already running, and returns
+  `{:ok, session}` as soon as their tracing is on (nothing is lost at the
+  start). Stop it with `stop/1`, which writes the files.
+
+  `targets` is a pid, a registered name, a list of them, `:existing`,
+  `:new` or `:all` (see `t:live_target/0`); BeamSpy's own processes are
+  never traced. The options are those of `run/2`, with safer defaults
+  for a live system: `:max_duration` 60000 ms, `:max_events` 10_000_000,
+  `:max_memory` 256 MiB, `:max_processes` 10000, and `:children` `false`.
+
+  When a limit trips, tracing stops at once, the files are written (the
+  profile marked truncated) and the calling process receives
+  `{:beamspy, session, {:stopped, reason, files}}`, `reason` being
+  `:max_duration`, `:max_events`, `:max_memory` or `:max_processes`.
+  If the calling process dies, the session stops and writes its files too.
+
+      iex> {:ok, agent} = Agent.start_link(fn -> 0 end)
+      iex> path = Path.join(System.tmp_dir!(), "beamspy_doc_agent.folded")
+      iex> {:ok, session} = BeamSpy.start(agent, output: path)
+      iex> Agent.update(agent, &(&1 + 1))
+      :ok
+      iex> BeamSpy.stop(session) == {:ok, [String.to_charlist(path)]}
+      true
+
+  Returns `{:error, reason}` if the recording cannot start (another one
+  is running, a target is traced by another tracer or is not alive;
+  `:beamspy.format_error/1` explains `reason`). Bad options or targets
+  raise an `ArgumentError`.
+  """
+  @spec start(live_target()) :: {:ok, session()} | {:error, term()}
+  @spec start(live_target(), options()) :: {:ok, session()} | {:error, term()}
+  def start(targets, options \\ []) do
+    options = validate_live!(targets, options)
+    :beamspy.start(targets, options)
+  end
+
+  @doc """
+  Stops a session started by `start/2`: tracing is switched off everywhere,
+  every trace pattern removed, and the files written. Returns
+  `{:ok, files}`; after a limit tripped, the files written then.
+
+  With `profile: true`, returns `{:ok, %{files: files, profile: profile,
+  truncated: false | reason, ...}}` instead (see `profile/2` for the
+  profile); files are then written only if `:output` or `:formats` was
+  given to `start/2`.
+
+      iex> {:ok, session} = BeamSpy.start(self())
+      iex> Enum.sort([3, 1, 2])
+      [1, 2, 3]
+      iex> {:ok, %{profile: profile, truncated: false}} = BeamSpy.stop(session, profile: true)
+      iex> [{_self, _tree}] = profile.processes
+  """
+  @spec stop(session()) :: {:ok, [charlist()]} | {:error, term()}
+  @spec stop(session(), profile: boolean()) :: {:ok, [charlist()] | map()} | {:error, term()}
+  def stop(session, options \\ [])
+
+  def stop(session, []), do: :beamspy.stop(session)
+
+  def stop(session, options) when is_list(options) do
+    case Keyword.keys(options) -- [:profile] do
+      [] -> :beamspy.stop(session, Map.new(options))
+      [key | _] -> raise ArgumentError, "beamspy: unknown option #{inspect(key)} for stop"
+    end
+  end
+
+  @doc """
+  Records `targets` for `duration` milliseconds: `start/2`, wait, `stop/1`.
+  Returns `{:ok, files}`, early if a limit trips.
+
+      iex> {:ok, agent} = Agent.start_link(fn -> 0 end)
+      iex> path = Path.join(System.tmp_dir!(), "beamspy_doc_trace.folded")
+      iex> BeamSpy.trace(agent, 50, output: path) == {:ok, [String.to_charlist(path)]}
+      true
+  """
+  @spec trace(live_target(), pos_integer()) :: {:ok, [charlist()]} | {:error, term()}
+  @spec trace(live_target(), pos_integer(), options()) :: {:ok, [charlist()]} | {:error, term()}
+  def trace(targets, duration, options \\ []) do
+    options = validate_live!(targets, options)
+    :beamspy.trace(targets, duration, options)
+  end
+
+  @doc """
+  What BeamSpy is recording on this node right now: one map per session
+  (owner, caller, targets, start time, limits, events so far, memory).
+
+      iex> BeamSpy.sessions()
+      []
+  """
+  @spec sessions() :: [map()]
+  def sessions, do: :beamspy.sessions()
+
   ## Validation, done before anything runs
+
+  defp validate_live!(targets, options) do
+    options = erlang_options!(options)
+
+    with {:ok, _} <- :beamspy_opts.live_targets(targets),
+         {:ok, _} <- :beamspy_opts.options(options, :live) do
+      options
+    else
+      {:error, reason} -> raise ArgumentError, message(reason)
+    end
+  end
 
   defp validate!(target, options) do
     options = erlang_options!(options)

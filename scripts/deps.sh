@@ -5,7 +5,7 @@ set -e
 
 PKGS="erlang-nox erlang-dev erlang-tools erlang-runtime-tools erlang-eunit
 erlang-common-test elixir gcc make libcmocka-dev libclang-rt-14-dev clang valgrind
-rebar3"
+rebar3 chromium python3 libxml2-utils"
 
 missing=""
 for p in $PKGS; do
@@ -13,6 +13,12 @@ for p in $PKGS; do
         missing="$missing $p"
     fi
 done
+
+# Node.js and npm (browser tests) may come from another vendor than Debian
+# (nodesource bundles npm and conflicts with Debian's npm): ask for them only
+# when the commands are missing.
+command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
 
 if [ -z "$missing" ]; then
     exit 0

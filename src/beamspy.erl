@@ -34,19 +34,117 @@
 %%% <li>`max_memory' — bytes the recording may use; when reached, recording
 %%%   stops and the profile is marked truncated. Default 256 MiB.</li>
 %%% <li>`max_processes' — processes recorded at most. Default 10000.</li>
+%%% <li>`max_events' — events (calls, returns, reschedules) recorded at most.
+%%%   Default `infinity' for `apply', 10000000 for a live session.</li>
+%%% <li>`max_duration' — milliseconds of recording at most. Default
+%%%   `infinity' for `apply', 60000 for a live session.</li>
 %%% <li>`names' — `erlang' (`mod:fun/1') or `elixir' (`Mod.fun/1'). Default
 %%%   `erlang'.</li>
 %%% <li>`quiet' — do not print where files were written. Default `false'.</li>
 %%% </ul>
+%%%
+%%% == Live sessions: profiling a running system ==
+%%% {@link start/2} records processes that are already running, for as long
+%%% as you like, and {@link stop/1} writes the files; {@link trace/3} does
+%%% both for a given time; {@link sessions/0} shows what is being recorded.
+%%%
+%%% ```
+%%% 1> {ok, S} = beamspy:start(my_server, #{output => "/tmp/my_server.svg"}).
+%%% {ok,{beamspy_session,<0.95.0>,#Ref<0.1164725045.3523215361.81455>}}
+%%% 2> beamspy:sessions().
+%%% [#{caller => <0.88.0>,events => 48211,kind => live,memory => 7744,
+%%%    targets => my_server,recording => true,truncated => false, ...}]
+%%% 3> beamspy:stop(S).
+%%% {ok,["/tmp/my_server.svg"]}
+%%% 4> beamspy:trace(all, 5000, #{output => "/tmp/node", formats => [folded, html]}).
+%%% {ok,["/tmp/node/beamspy-20250101-120000-all-17.folded",
+%%%      "/tmp/node/beamspy-20250101-120000-all-17.html"]}
+%%% '''
+%%%
+%%% Targets are those of `erlang:trace/3': a pid, a registered name, a list
+%%% of them, `existing' (every process running now), `new' (every process
+%%% spawned from now on) or `all' (both). beamspy's own processes are never
+%%% traced. With `children => true' (default `false' here) the processes a
+%%% target spawns are recorded too. Each process appears under its own pid
+%%% and registered name (`<0.95.0> my_server').
+%%%
+%%% No event is lost at the start: when `start' returns, tracing is on for
+%%% every target. A process that is already running is suspended for the
+%%% few microseconds it takes to read its stack (`current_stacktrace', up to
+%%% 64 frames: the `backtrace_depth' system flag is raised to 64 meanwhile),
+%%% give that stack to the recorder and switch its tracing on, so that its
+%%% first recorded frames are the ones it really has.
+%%%
+%%% === Limits ===
+%%% A live session is bounded by default, in the way of `recon_trace':
+%%% `max_duration' 60000 ms, `max_events' 10000000, `max_memory' 256 MiB,
+%%% `max_processes' 10000 (a process table of 32 bytes per process is
+%%% allocated up front). When one trips, tracing is switched off at once for
+%%% every process and every trace pattern is removed; the files are written,
+%%% with the profile marked truncated with the reason (SVG and HTML say
+%%% "recording stopped early"; {@link stop/2} returns `truncated'); and the
+%%% process that called `start' receives
+%%% ```
+%%% {beamspy, Session, {stopped, Reason, Files}}
+%%% '''
+%%% with Reason one of `max_duration', `max_events', `max_memory',
+%%% `max_processes'. A later `stop(Session)' returns the same files. More
+%%% existing processes than `max_processes' is refused up front with
+%%% `{error, {too_many_processes, N, Max}}'.
+%%%
+%%% === Structure: why it is safe in production ===
+%%% Each session is owned by a process of its own (see {@link
+%%% beamspy_session}) that is never traced and that monitors the process
+%%% that called `start'. Whatever ends the session — `stop', a limit, or the
+%%% death of that process (a shell that goes away, a crashed caller) — the
+%%% owner switches tracing off for every process the session traced
+%%% (children included), resets the flags of `new' processes, removes every
+%%% trace pattern (`on_load' included) and writes the files. The recording
+%%% itself lives in the NIF and is freed when the owner is gone; nothing is
+%%% sent as a message per event, so no mailbox grows.
+%%%
+%%% While a session runs, every function has a local call breakpoint (the
+%%% way the VM traces calls), and each traced process pays for each call,
+%%% return and reschedule it makes (about half a microsecond to a
+%%% microsecond). Measured here on a 2-core VM running 10,000 processes
+%%% that chat with each other: `start(all)' took 0.5-1.3 s, stopping took
+%%% 0.1-0.8 s plus the time to write the files, and a process pinging
+%%% another kept round trips far below 100 ms throughout.
+%%%
+%%% === Other tracers ===
+%%% On OTP 25 and 26 a process has one tracer and trace patterns are
+%%% node-wide, so, checked before anything is switched on:
+%%% <ul>
+%%% <li>a target traced by someone else (dbg, recon, a pid tracer) is
+%%%   refused with `{error, {already_traced, Pid, Tracer}}'; for `all' and
+%%%   `existing' any such process is, and the first one is named;</li>
+%%% <li>`new' (or `all') is refused with `{error, {already_traced, new,
+%%%   Tracer}}' when new processes already get another tracer;</li>
+%%% <li>any process call-traced by another tracer is refused with `{error,
+%%%   {call_traced, Pid, Tracer}}' (beamspy's patterns would change what that
+%%%   tracer receives); `apply' refuses it too;</li>
+%%% <li>only one beamspy recording runs at a time: `{error, {busy,
+%%%   Owner}}'.</li>
+%%% </ul>
+%%% Nothing of the other tracer is touched. Beware only that beamspy sets,
+%%% and at the end removes, the local call pattern of every function: local
+%%% patterns someone set while no process was call-traced are gone
+%%% afterwards. On OTP 27 and later a
+%%% live session uses a dynamic trace session of its own
+%%% (`trace:session_create/3'), so it coexists with other tracers and with
+%%% other beamspy sessions; that path is not exercised by beamspy's test
+%%% suite yet.
 -module(beamspy).
 
 -export([apply/1, apply/2, profile/2, check/2, format_error/1]).
+-export([capture/3, capture_async/3]).
+-export([start/2, stop/1, stop/2, trace/3, sessions/0]).
 
 -type format() :: folded | svg | html | speedscope | chrome | perf | bspy.
 -type target() :: beamspy_opts:target().
 -type outcome() :: {return, term()} | {raise, error | exit | throw, term(), list()}.
 -type profile() :: #{processes := [{binary(), [tree_node()]}],
-                     truncated := false | max_memory | max_processes,
+                     truncated := false | max_memory | max_processes | max_events | max_duration,
                      events := non_neg_integer(),
                      dropped := non_neg_integer(),
                      memory_peak := non_neg_integer(),
@@ -54,7 +152,9 @@
 -type tree_node() :: {Id :: non_neg_integer(), Parent :: non_neg_integer() | undefined,
                       Frame :: binary(), SelfNs :: non_neg_integer(),
                       TotalNs :: non_neg_integer(), Calls :: non_neg_integer()}.
--export_type([format/0, target/0, outcome/0, profile/0, tree_node/0]).
+-type live_target() :: pid() | atom() | [pid() | atom()] | all | existing | new.
+-type session() :: beamspy_session:handle().
+-export_type([format/0, target/0, outcome/0, profile/0, tree_node/0, live_target/0, session/0]).
 
 %% @equiv apply(Target, #{})
 -spec apply(target()) -> term().
@@ -119,8 +219,103 @@ check(Target, Opts) ->
         {error, _} = Error -> Error
     end.
 
+%% @doc Profiles the next `N' calls of `M:F/Arity', made by any process
+%% (or only by the processes in option `pids'), each from the moment of the
+%% call to its return. Nothing is recompiled or mocked: a meta trace pattern
+%% switches tracing on in exactly the calling process at exactly that call,
+%% and off again when the call returns.
+%%
+%% Options are those of {@link apply/2}, plus `timeout' (milliseconds to
+%% wait for the N calls; default 30000; then what was captured is written),
+%% `merge' (`false': one profile per call; `true': one profile of all calls
+%% merged; default `both'), and `pids'. Files are named `<name>-call<K>.<ext>'
+%% and `<name>-merged.<ext>'. Returns once N calls were captured or the
+%% timeout passed. A function that does not exist, or whose module cannot be
+%% loaded, is an error before anything is traced.
+%%
+%% ```
+%% 1> {ok, Files} = beamspy:capture({my_server, handle_call, 3}, 3, #{output => "/tmp/calls"}).
+%% '''
+-spec capture(mfa(), pos_integer(), map() | list()) -> {ok, [string()]} | {error, term()}.
+capture(MFA, N, Opts) ->
+    case capture_async(MFA, N, Opts) of
+        {ok, Ref} ->
+            receive
+                {beamspy_capture, Ref, Result} -> Result
+            end;
+        {error, _} = Error ->
+            Error
+    end.
+
+%% @doc Like {@link capture/3} but returns `{ok, Ref}' as soon as tracing is
+%% on; the caller later receives `{beamspy_capture, Ref, {ok, Files} |
+%% {error, Reason}}'.
+-spec capture_async(mfa(), pos_integer(), map() | list()) -> {ok, reference()} | {error, term()}.
+capture_async(MFA, N, Opts0) when is_integer(N), N > 0 ->
+    Defaults = #{timeout => 30000, merge => both},
+    case {beamspy_capture:check_function(MFA), beamspy_opts:options(Opts0)} of
+        {ok, {ok, Opts1}} ->
+            Opts = maps:merge(Defaults, maps:filter(fun(K, _) -> maps:is_key(K, given(Opts0)) end, Opts1)),
+            Full = maps:merge(Opts1, Opts),
+            {M, F, A} = MFA,
+            Label = lists:flatten(io_lib:format("~tw_~tw_~w", [M, F, A])),
+            case beamspy_opts:outputs(Full, Label) of
+                {ok, Outputs} ->
+                    Start = #{nif => beamspy_opts:nif_options(Full, Outputs),
+                              outputs => Outputs,
+                              write => write_meta(Full, io_lib:format("beamspy:capture(~tw:~tw/~w)", [M, F, A])),
+                              timeout => maps:get(timeout, Full), merge => maps:get(merge, Full),
+                              children => maps:get(children, Full), gc => maps:get(gc, Full),
+                              pids => maps:get(pids, Full, all)},
+                    case beamspy_capture:start(self(), MFA, N, Start) of
+                        {ok, Ref, Owner} ->
+                            %% If the owner dies, the caller still hears back.
+                            Caller = self(),
+                            _ = spawn(fun() -> watch_owner(Owner, Caller, Ref) end),
+                            {ok, Ref};
+                        {error, _} = Error -> Error
+                    end;
+                {error, _} = Error ->
+                    Error
+            end;
+        {{error, _} = Error, _} -> Error;
+        {ok, {error, _} = Error} -> Error
+    end;
+capture_async(_MFA, N, _Opts) ->
+    {error, {bad_option, calls, N, "a positive integer"}}.
+
+watch_owner(Owner, Caller, Ref) ->
+    Mon = erlang:monitor(process, Owner),
+    CallerMon = erlang:monitor(process, Caller),
+    receive
+        {'DOWN', Mon, process, Owner, normal} -> ok;
+        {'DOWN', Mon, process, Owner, Why} -> Caller ! {beamspy_capture, Ref, {error, {session_failed, Why}}};
+        {'DOWN', CallerMon, process, Caller, _} -> ok
+    end.
+
+given(Opts) when is_map(Opts) -> Opts;
+given(Opts) when is_list(Opts) -> maps:from_list([case E of {K, V} -> {K, V}; K -> {K, true} end || E <- Opts]).
+
+write_meta(Opts, Source) ->
+    (beamspy_opts:write_options(Opts))#{
+      node => atom_to_binary(node()),
+      otp_release => list_to_binary(erlang:system_info(otp_release)),
+      source => unicode:characters_to_binary(Source),
+      options_text => unicode:characters_to_binary(io_lib:format("~0tp", [maps:remove(output_given, Opts)])),
+      start_unix_us => os:system_time(microsecond)}.
+
 %% @doc A sentence for every reason beamspy raises or returns.
 -spec format_error(term()) -> string().
+format_error({bad_function, {undef, {M, F, A}}}) ->
+    flat("~ts does not exist", [mfa_text(M, F, A)]);
+format_error({bad_function, {not_loaded, M, Why}}) ->
+    flat("module ~tw is not loaded and cannot be loaded (~tw)", [M, Why]);
+format_error({bad_function, Other}) ->
+    flat("~tw is not a function: use {Module, Function, Arity}", [Other]);
+format_error({no_calls_captured, timeout}) ->
+    "no call was captured before the timeout";
+format_error({no_calls_captured, Why}) ->
+    flat("no call was captured (~tw)", [Why]);
 format_error({bad_target, {wrong_arity, N, Got}}) ->
     flat("the target fun takes ~w argument~s but ~w ~s given",
          [N, plural(N), Got, case Got of 1 -> "was"; _ -> "were" end]);
@@ -139,8 +334,30 @@ format_error({bad_output, Out, Why}) ->
 format_error({busy, Owner}) ->
     flat("another beamspy recording (owner ~w) is running; on this OTP release trace "
          "patterns are node-wide, so only one can run at a time", [Owner]);
+format_error({already_traced, new, Tracer}) ->
+    flat("processes spawned from now on (new) are already traced by ~tw; beamspy does not "
+         "take over another tracer", [Tracer]);
 format_error({already_traced, Pid, Tracer}) ->
     flat("~w is already traced by ~tw; beamspy does not take over another tracer", [Pid, Tracer]);
+format_error({call_traced, Pid, Tracer}) ->
+    flat("~w is call-traced by ~tw; on this OTP release trace patterns are node-wide, so "
+         "beamspy would change what that tracer receives: stop it first", [Pid, Tracer]);
+format_error({bad_targets, T}) ->
+    flat("~tw is not something to trace: use a local pid, a registered name, a list of "
+         "them, all, existing or new", [T]);
+format_error({noproc, T}) when is_atom(T) ->
+    flat("no process is registered as ~tw", [T]);
+format_error({noproc, T}) ->
+    flat("process ~tw is not alive", [T]);
+format_error({too_many_processes, N, Max}) ->
+    flat("~w processes to trace but max_processes is ~w: raise max_processes or trace fewer",
+         [N, Max]);
+format_error(too_many_sessions) ->
+    "too many beamspy sessions are waiting to be stopped: stop some first";
+format_error({no_session, Session}) ->
+    flat("~tw is not running any more (stopped already, or its caller died)", [Session]);
+format_error({write_failed, Errors}) ->
+    flat("could not write ~ts", [lists:join(", ", [flat("~ts (~tw)", [P, E]) || {P, E} <- Errors])]);
 format_error({session_failed, Why}) ->
     flat("the beamspy session process failed: ~tw", [Why]);
 format_error(Other) ->
@@ -195,20 +412,15 @@ maybe_run({ok, Fun, Args, Opts}, Finish) ->
 not_traced(Pid) ->
     case {whereis(beamspy_active_session), erlang:trace_info(Pid, tracer)} of
         {Owner, _} when is_pid(Owner) -> {error, {busy, Owner}};
-        {undefined, {tracer, []}} -> ok;
+        {undefined, {tracer, []}} -> beamspy_backend:conflicts(legacy, [Pid], false);
         {undefined, {tracer, Tracer}} -> {error, {already_traced, Pid, Tracer}}
     end.
 
 traced_call(Fun, Args, Opts, Outputs, Finish) ->
     NifOpts = beamspy_opts:nif_options(Opts, Outputs),
-    WriteOpts = (beamspy_opts:write_options(Opts))#{
-                  node => atom_to_binary(node()),
-                  otp_release => list_to_binary(erlang:system_info(otp_release)),
-                  source => unicode:characters_to_binary(["beamspy:apply(", describe(Fun), ")"]),
-                  options_text => unicode:characters_to_binary(io_lib:format("~0tp", [maps:remove(output_given, Opts)])),
-                  start_unix_us => os:system_time(microsecond)},
+    WriteOpts = write_meta(Opts, ["beamspy:apply(", describe(Fun), ")"]),
     StartOpts = #{nif => NifOpts, outputs => Outputs, write => WriteOpts,
-                  max_duration => maps:get(max_duration, Opts)},
+                  max_duration => maps:get(max_duration, Opts), limits => limits(Opts)},
     case beamspy_session:start(self(), StartOpts) of
         {ok, Owner, Session} ->
             Outcome = call_traced(Fun, Args, Session, Owner, Opts),
@@ -233,7 +445,7 @@ traced_call(Fun, Args, Opts, Outputs, Finish) ->
 %% dictionary and the mailbox are the caller's. Our own frames are not
 %% traced (the session excludes this module), so the profile starts at Fun.
 call_traced(Fun, Args, Session, Owner, Opts) ->
-    Flags = [call, arity, return_to, running]
+    Flags = [call, arity, return_to, running, exiting]
         ++ [set_on_spawn || maps:get(children, Opts)]
         ++ [garbage_collection || maps:get(gc, Opts)],
     try
@@ -280,3 +492,168 @@ label(Fun) ->
             {module, M} = erlang:fun_info(Fun, module),
             atom_to_list(M)
     end.
+
+%%% ---------------------------------------------------------------------
+%%% Live sessions: processes that are already running
+%%% ---------------------------------------------------------------------
+
+%% @doc Starts recording processes that are already running (or about to
+%% be spawned), and returns as soon as their tracing is on. Targets: a pid,
+%% a registered name, a list of them, `all' (every process but beamspy's
+%% own, and every process spawned from now on), `existing' or `new'
+%% (`erlang:trace/3' semantics). Options are those of {@link apply/2} with
+%% safer defaults: `max_duration' 60000 ms, `max_events' 10000000,
+%% `max_memory' 256 MiB, `max_processes' 10000, `children' `false'. See the
+%% module documentation ("Live sessions") for the limits, the message sent
+%% when one trips, and what is refused.
+%%
+%% ```
+%% 1> {ok, S} = beamspy:start(my_server, #{output => "/tmp/my_server.svg"}).
+%% {ok,{beamspy_session,<0.91.0>,#Ref<0.1.2.3>}}
+%% 2> beamspy:stop(S).
+%% {ok,["/tmp/my_server.svg"]}
+%% '''
+-spec start(live_target(), map() | list()) -> {ok, session()} | {error, term()}.
+start(Targets, Opts0) ->
+    case {beamspy_opts:live_targets(Targets), beamspy_opts:options(Opts0, live)} of
+        {{ok, Norm}, {ok, Opts}} ->
+            case beamspy_opts:outputs(Opts, live_label(Targets)) of
+                {ok, Outputs} -> start_live(Targets, Norm, Opts, Outputs, explicit_output(Opts0));
+                {error, _} = Error -> Error
+            end;
+        {{error, _} = Error, _} -> Error;
+        {_, {error, _} = Error} -> Error
+    end.
+
+%% @doc Stops a session started by {@link start/2}: switches tracing off for
+%% every traced process, removes every trace pattern, writes the files and
+%% returns their paths. After a limit tripped, returns the files written
+%% then. `{error, {no_session, Session}}' if it has already ended.
+%%
+%% ```
+%% 1> {ok, S} = beamspy:start(all, #{output => "/tmp/node", formats => [folded, html]}).
+%% 2> timer:sleep(1000), beamspy:stop(S).
+%% {ok,["/tmp/node/beamspy-20250101-120000-all-42.folded",
+%%      "/tmp/node/beamspy-20250101-120000-all-42.html"]}
+%% '''
+-spec stop(session()) -> {ok, [string()]} | {error, term()}.
+stop(Session) ->
+    case stop(Session, #{}) of
+        {ok, #{files := Files, errors := []}} -> {ok, Files};
+        {ok, #{errors := Errors}} -> {error, {write_failed, Errors}};
+        {error, _} = Error -> Error
+    end.
+
+%% @doc Like {@link stop/1}, but returns everything: `files', `errors'
+%% (`[{Path, Reason}]'), `truncated' (`false' or the limit that tripped),
+%% `cleanup_ms' and `write_ms' (how long switching tracing off everywhere
+%% and writing the files took) and, with `#{profile => true}', `profile'
+%% (the term {@link profile/2} returns). With `profile => true' files are only written if `output' or
+%% `formats' was given to {@link start/2}.
+%%
+%% ```
+%% 1> {ok, S} = beamspy:start(self(), #{}).
+%% 2> lists:sort([3, 1, 2]).
+%% 3> {ok, #{profile := #{processes := [{_Self, _Tree}]}}} = beamspy:stop(S, #{profile => true}).
+%% '''
+-spec stop(session(), #{profile => boolean()}) ->
+          {ok, #{files := [string()], errors := [{string(), term()}],
+                 truncated := false | atom(), cleanup_ms := non_neg_integer(),
+                 write_ms := non_neg_integer(), profile => profile()}} | {error, term()}.
+stop({beamspy_session, Owner, _} = Session, Opts) when is_pid(Owner), is_map(Opts) ->
+    case maps:get(profile, Opts, false) of
+        Profile when is_boolean(Profile) ->
+            case beamspy_session:finish(Owner, #{profile => Profile}) of
+                {error, {session_failed, noproc}} -> {error, {no_session, Session}};
+                Reply -> Reply
+            end;
+        Other ->
+            {error, {bad_option, profile, Other, "true or false"}}
+    end;
+stop(Session, Opts) when is_map(Opts) ->
+    {error, {no_session, Session}};
+stop(_, Opts) ->
+    {error, {bad_options, Opts}}.
+
+%% @doc Records Targets for Duration milliseconds: {@link start/2}, wait,
+%% {@link stop/1}. Returns early, with the files written then, if a limit
+%% trips. Unless `max_duration' is given, it is Duration plus one second (a
+%% safety net should the caller be held up).
+%%
+%% ```
+%% 1> beamspy:trace(my_server, 5000, #{output => "/tmp/my_server.html"}).
+%% {ok,["/tmp/my_server.html"]}
+%% '''
+-spec trace(live_target(), pos_integer(), map() | list()) -> {ok, [string()]} | {error, term()}.
+trace(Targets, Duration, Opts0) when is_integer(Duration), Duration > 0, Duration < 1 bsl 31 ->
+    Opts = case is_given(max_duration, Opts0) of
+               true -> Opts0;
+               false -> put_option(max_duration, Duration + 1000, Opts0)
+           end,
+    case start(Targets, Opts) of
+        {ok, Session} ->
+            receive {beamspy, Session, {stopped, _, _}} -> ok after Duration -> ok end,
+            Result = stop(Session),
+            receive {beamspy, Session, {stopped, _, _}} -> ok after 0 -> ok end,
+            Result;
+        {error, _} = Error ->
+            Error
+    end;
+trace(_, Duration, _) ->
+    {error, {bad_option, duration, Duration, "a positive number of milliseconds"}}.
+
+%% @doc What beamspy is recording on this node right now, one map per
+%% session (an `apply' in progress included): `session' (the handle, or
+%% `undefined' for `apply'), `kind', `owner', `caller', `targets',
+%% `start_time' (µs since the epoch), `running_ms', `limits', `recording'
+%% (false once stopped), `events', `memory' and `memory_peak' (bytes),
+%% `processes', `truncated', `files'.
+%%
+%% ```
+%% 1> {ok, S} = beamspy:start(my_server, #{}).
+%% 2> [#{targets := my_server, recording := true, events := _}] = beamspy:sessions().
+%% '''
+-spec sessions() -> [map()].
+sessions() ->
+    lists:filtermap(fun(Owner) ->
+                            case beamspy_session:info(Owner) of
+                                {ok, Info} -> {true, Info};
+                                {error, _} -> false
+                            end
+                    end, beamspy_session:owners()).
+
+start_live(Targets, Norm, Opts, Outputs, Explicit) ->
+    Start = #{nif => beamspy_opts:nif_options(Opts, Outputs),
+              outputs => Outputs,
+              write => write_meta(Opts, io_lib:format("beamspy:start(~0tp)", [Targets])),
+              max_duration => maps:get(max_duration, Opts),
+              limits => limits(Opts),
+              targets => Norm,
+              flags => trace_flags(Opts),
+              explicit_output => Explicit,
+              description => Targets},
+    beamspy_session:start_live(self(), Start).
+
+trace_flags(Opts) ->
+    [call, arity, return_to, running]
+        ++ [set_on_spawn || maps:get(children, Opts)]
+        ++ [garbage_collection || maps:get(gc, Opts)].
+
+limits(Opts) ->
+    maps:with([max_duration, max_events, max_memory, max_processes], Opts).
+
+explicit_output(Opts) ->
+    is_given(output, Opts) orelse is_given(formats, Opts).
+
+is_given(Key, Opts) when is_map(Opts) -> maps:is_key(Key, Opts);
+is_given(Key, Opts) when is_list(Opts) -> lists:any(fun({K, _}) -> K =:= Key; (K) -> K =:= Key end, Opts);
+is_given(_, _) -> false.
+
+put_option(Key, Value, Opts) when is_map(Opts) -> Opts#{Key => Value};
+put_option(Key, Value, Opts) when is_list(Opts) -> Opts ++ [{Key, Value}];
+put_option(_, _, Opts) -> Opts.
+
+live_label(Targets) when is_atom(Targets) -> atom_to_list(Targets);
+live_label(Targets) when is_pid(Targets) -> pid_to_list(Targets);
+live_label([T]) -> live_label(T);
+live_label(_) -> "processes".

@@ -5,8 +5,8 @@
 %%% effects except looking at the file system to tell a directory from a file.
 -module(beamspy_opts).
 
--export([target/1, options/1, outputs/2, defaults/0, formats/0,
-         nif_options/2, write_options/1]).
+-export([target/1, options/1, options/2, outputs/2, defaults/0, defaults/1, formats/0,
+         live_targets/1, nif_options/2, write_options/1]).
 
 -type target() :: fun(() -> term())
                 | {fun(), [term()]}
@@ -35,7 +35,12 @@
                      include => unicode:chardata(),
                      exclude => unicode:chardata(),
                      output_given := boolean()}.
--export_type([target/0, options/0]).
+-type live_target() :: pid() | atom() | [pid() | atom()].
+%% Live targets once checked: `all' existing processes or a list of pids and
+%% registered names (resolved by the session owner), and whether processes
+%% spawned from now on are traced too.
+-type live_targets() :: #{existing := all | [pid() | atom()], new := boolean()}.
+-export_type([target/0, options/0, live_target/0, live_targets/0]).
 
 -define(FORMATS, [folded, svg, html, speedscope, chrome, perf, bspy]).
 %% Formats that show time order: asking for one keeps a timeline.
@@ -71,6 +76,13 @@ defaults() ->
       drop_sleep => false,
       merge => false,
       output_given => false}.
+
+%% @doc The defaults of a call (`apply') or of a live session (`start',
+%% `trace'): a live session is bounded by default (60 s, 10 million events)
+%% and does not follow children unless asked.
+-spec defaults(apply | live) -> options().
+defaults(apply) -> defaults();
+defaults(live) -> (defaults())#{children => false, max_duration => 60000, max_events => 10000000}.
 
 %% @doc Every output format beamspy writes.
 -spec formats() -> [beamspy:format()].
@@ -115,20 +127,48 @@ target_proper(Other) ->
 
 %% @doc Checks options given as a map or a proplist; fills in defaults.
 -spec options(map() | list()) -> {ok, options()} | {error, term()}.
-options(List) when is_list(List) ->
+options(Opts) -> options(Opts, apply).
+
+%% @doc Same, with the defaults of a call (`apply') or a live session (`live').
+-spec options(map() | list(), apply | live) -> {ok, options()} | {error, term()}.
+options(List, Kind) when is_list(List) ->
     %% proplists convention: the first occurrence of a key wins.
     try maps:from_list(lists:reverse([opt_pair(E) || E <- List])) of
-        Map -> options(Map)
+        Map -> options(Map, Kind)
     catch throw:Error -> Error
     end;
-options(Map) when is_map(Map) ->
+options(Map, Kind) when is_map(Map) ->
     Given = maps:to_list(Map),
-    try lists:foldl(fun check/2, (defaults())#{output_given => maps:is_key(output, Map)}, Given) of
+    try lists:foldl(fun check/2, (defaults(Kind))#{output_given => maps:is_key(output, Map)}, Given) of
         Opts -> {ok, Opts}
     catch throw:Error -> Error
     end;
-options(Other) ->
+options(Other, _) ->
     {error, {bad_options, Other}}.
+
+%% @doc Checks what a live session traces: a pid, a registered name, a
+%% non-empty list of them, `all' (existing and new processes), `existing'
+%% or `new' (processes spawned from now on), as in erlang:trace/3.
+-spec live_targets(term()) -> {ok, live_targets()} | {error, term()}.
+live_targets(all) -> {ok, #{existing => all, new => true}};
+live_targets(existing) -> {ok, #{existing => all, new => false}};
+live_targets(new) -> {ok, #{existing => [], new => true}};
+live_targets(T) when is_pid(T); is_atom(T) ->
+    case live_targets([T]) of
+        {ok, _} = Ok -> Ok;
+        {error, _} -> {error, {bad_targets, T}}
+    end;
+live_targets(L) when is_list(L), L =/= [] ->
+    Good = fun(P) when is_pid(P) -> node(P) =:= node();
+              (N) when is_atom(N) -> not lists:member(N, [all, existing, new, undefined]);
+              (_) -> false
+           end,
+    case is_proper_list(L) andalso lists:all(Good, L) of
+        true -> {ok, #{existing => lists:usort(L), new => false}};
+        false -> {error, {bad_targets, L}}
+    end;
+live_targets(Other) ->
+    {error, {bad_targets, Other}}.
 
 opt_pair({K, V}) -> {K, V};
 opt_pair(K) when is_atom(K) -> {K, true};
@@ -168,6 +208,16 @@ check({K, V}, Acc) when K =:= max_memory; K =:= max_processes ->
     end;
 check({names, V}, Acc) when V =:= erlang; V =:= elixir -> Acc#{names => V};
 check({names, V}, _) -> bad(names, V, "erlang or elixir");
+check({merge, both}, Acc) -> Acc#{merge => both};
+check({timeout, infinity}, Acc) -> Acc#{timeout => infinity};
+check({timeout, V}, Acc) when is_integer(V), V > 0, V < 1 bsl 32 -> Acc#{timeout => V};
+check({timeout, V}, _) -> bad(timeout, V, "infinity or a positive number of milliseconds");
+check({pids, V}, Acc) when is_list(V), V =/= [] ->
+    case lists:all(fun(P) -> is_pid(P) andalso node(P) =:= node() end, V) of
+        true -> Acc#{pids => V};
+        false -> bad(pids, V, "a non-empty list of local pids")
+    end;
+check({pids, V}, _) -> bad(pids, V, "a non-empty list of local pids");
 check({timeline, V}, Acc) when V =:= false; V =:= auto -> Acc#{timeline => V};
 check({timeline, true}, Acc) -> Acc#{timeline => ?DEFAULT_TIMELINE_SPANS};
 check({timeline, V}, Acc) when is_integer(V), V > 0, V =< 1 bsl 32 -> Acc#{timeline => V};
@@ -226,7 +276,7 @@ nif_options(Opts, Outputs) ->
 write_options(Opts) ->
     Render = maps:with([names, title, subtitle, width, min_width, inverted, flamechart,
                         palette, drop_sleep, include, exclude], Opts),
-    Render#{merge_processes => maps:get(merge, Opts)}.
+    Render#{merge_processes => maps:get(merge, Opts) =:= true}.
 
 bad(Key, Value, Expected) ->
     throw({error, {bad_option, Key, Value, Expected}}).

@@ -1,41 +1,87 @@
 %%% @doc The process that owns a trace and guarantees its cleanup.
 %%%
+%%% Every recording, `apply' or live, has one owner process:
+%%%
 %%% ```
-%%%   caller ──start──► owner (registered beamspy_active_session)
+%%%   caller ──start──► owner (registered beamspy_active_session on OTP < 27)
 %%%     │                 │ creates the NIF session, sets the trace patterns,
-%%%     │                 │ monitors the caller
-%%%     ├─ traces itself, runs the call
-%%%     └──finish────────►│ stops the session, switches tracing off for every
+%%%     │                 │ monitors the caller; for a live session it also
+%%%     │                 │ seeds the stacks of the target processes and
+%%%     │                 │ switches their tracing on before start returns
+%%%     ├─ apply: traces itself, runs the call
+%%%     ├─ live: goes on with its work
+%%%     └──finish/stop───►│ stops the session, switches tracing off for every
 %%%                       │ process it touched, removes the patterns, writes
 %%%                       ▼ the files, replies, exits
 %%% '''
 %%%
-%%% If the caller dies first, the owner cleans up the same way (and still
-%%% writes the files). If the owner dies, the caller's `after' clause
-%%% (see {@link beamspy}) cleans up instead. On OTP 25 trace patterns are
-%%% node-wide, so only one session may run at a time: the registered name is
-%%% the lock, and a second start fails with `{error, {busy, Owner}}'.
+%%% The owner is never traced itself and never a target. It ends a recording
+%%% in every case:
+%%% <ul>
+%%% <li>finish (apply) or {@link beamspy:stop/1} (live);</li>
+%%% <li>the caller dies: the owner cleans up, writes the files, exits;</li>
+%%% <li>a limit trips (the NIF sends `{beamspy_limit, Reason}' for
+%%%   max_memory, max_events, max_processes; a timer for max_duration):
+%%%   tracing is switched off at once. An `apply' goes on untraced and its
+%%%   files are written when the call returns. A live session writes its
+%%%   files right away, tells the caller `{beamspy, Session, {stopped,
+%%%   Reason, Files}}', releases the lock and waits for `stop' (which returns
+%%%   the same files) or the caller's death;</li>
+%%% <li>the owner dies: `apply''s caller cleans up in its `after' clause
+%%%   (see {@link beamspy}); a live session's trace flags and patterns stay
+%%%   until the NIF session, which no longer records anything, is dropped by
+%%%   every process that had it (`enabled/3' answers `remove').</li>
+%%% </ul>
+%%% On OTP 25/26 trace patterns are node-wide, so only one session may run
+%%% at a time: the registered name is the lock, and a second start fails with
+%%% `{error, {busy, Owner}}'. On OTP 27+ live sessions use dynamic trace
+%%% sessions (see {@link beamspy_backend}) and need no lock.
 -module(beamspy_session).
 
 -export([start/2, finish/2, cleanup/1, seed/2, excluded_modules/0, labels/1]).
+-export([start_live/2, info/1, owners/0]).
+-export([init/4]).
 
 -define(LOCK, beamspy_active_session).
--define(CALLER_MS, [{'_', [], [{message, {{cp, {caller}}}}]}]).
+-define(SEED_DEPTH, 64).
+%% Owners not holding the lock register as beamspy_session_1..?SLOTS.
+-define(SLOTS, 64).
 
 -type start_opts() :: #{nif := map(), outputs := [{atom(), string()}], write := map(),
                         max_duration => infinity | pos_integer()}.
+-type live_opts() :: #{nif := map(), outputs := [{atom(), string()}], write := map(),
+                       max_duration := infinity | pos_integer(),
+                       targets := beamspy_opts:live_targets(), flags := [atom()],
+                       limits := map(), explicit_output := boolean(), description := term()}.
+-opaque handle() :: {beamspy_session, pid(), reference()}.
+-export_type([handle/0]).
 
-%% @doc Starts an owner for Caller. Returns the owner and the NIF session to
-%% use as tracer state.
+%%% ---------------------------------------------------------------------
+%%% API
+%%% ---------------------------------------------------------------------
+
+%% @doc Starts an owner for a call made by Caller (`apply'). Returns the
+%% owner and the NIF session to use as tracer state.
 -spec start(pid(), start_opts()) -> {ok, pid(), beamspy_tracer:session()} | {error, term()}.
 start(Caller, Opts) ->
-    Parent = self(),
+    spawn_owner(Caller, Opts#{kind => apply}).
+
+%% @doc Starts an owner that traces the targets of Opts for Caller (a live
+%% session). When it returns `{ok, Handle}', tracing is on for every target.
+-spec start_live(pid(), live_opts()) -> {ok, handle()} | {error, term()}.
+start_live(Caller, Opts) ->
+    case spawn_owner(Caller, Opts#{kind => live}) of
+        {ok, _Owner, Handle} -> {ok, Handle};
+        {error, _} = Error -> Error
+    end.
+
+spawn_owner(Caller, Opts) ->
     Ref = make_ref(),
-    {Owner, Mon} = spawn_monitor(fun() -> init(Parent, Ref, Caller, Opts) end),
+    {Owner, Mon} = spawn_opt(?MODULE, init, [self(), Ref, Caller, Opts], [monitor]),
     receive
-        {Ref, {ok, Session}} ->
+        {Ref, {ok, Reply}} ->
             erlang:demonitor(Mon, [flush]),
-            {ok, Owner, Session};
+            {ok, Owner, Reply};
         {Ref, {error, _} = Error} ->
             erlang:demonitor(Mon, [flush]),
             Error;
@@ -45,97 +91,448 @@ start(Caller, Opts) ->
 
 %% @doc Stops the session of Owner, cleans up and writes the outputs.
 %% Returns the written files and, if `profile' was asked, the profile term.
--spec finish(pid(), #{profile => boolean()}) ->
-          {ok, #{files := [string()], errors := list(), profile => map()}} | {error, term()}.
+%% Used for `apply' and for {@link beamspy:stop/2}; `write => false' skips
+%% the files of a live session that were not asked for explicitly.
+-spec finish(pid(), #{profile => boolean(), write => boolean()}) ->
+          {ok, #{files := [string()], errors := list(), truncated := atom(),
+                 profile => map()}} | {error, term()}.
 finish(Owner, Opts) ->
+    call(Owner, {finish, Opts}, infinity).
+
+%% @doc What the owner is recording right now (see {@link beamspy:sessions/0}).
+-spec info(pid()) -> {ok, map()} | {error, term()}.
+info(Owner) ->
+    case call(Owner, info, 5000) of
+        {error, _} = Error -> Error;
+        Info -> {ok, Info}
+    end.
+
+call(Owner, Request, Timeout) ->
     Mon = erlang:monitor(process, Owner),
-    Owner ! {finish, self(), Mon, Opts},
+    Owner ! {Request, self(), Mon},
     receive
         {Mon, Reply} ->
             erlang:demonitor(Mon, [flush]),
             Reply;
         {'DOWN', Mon, process, Owner, Why} ->
             {error, {session_failed, Why}}
+    after Timeout ->
+            erlang:demonitor(Mon, [flush]),
+            {error, timeout}
     end.
+
+%% @doc Every session owner on this node. Owners are found by their
+%% registered names (the lock, or one of ?SLOTS slot names), so listing them
+%% sends nothing to any other process; a busy node answers at once.
+-spec owners() -> [pid()].
+owners() ->
+    Locked = case whereis(?LOCK) of
+                 undefined -> [];
+                 P -> [P || is_owner(P)]
+             end,
+    Locked ++ [P || I <- lists:seq(1, ?SLOTS), P <- [whereis(slot_name(I))], is_pid(P)].
+
+%% The lock may be held by another beamspy process (beamspy_capture).
+is_owner(P) ->
+    erlang:process_info(P, initial_call) =:= {initial_call, {?MODULE, init, 4}}.
+
+slot_name(I) ->
+    list_to_atom("beamspy_session_" ++ integer_to_list(I)).
 
 %% @doc Modules whose calls beamspy never records (its own).
 -spec excluded_modules() -> [module()].
 excluded_modules() ->
-    [beamspy, beamspy_session, beamspy_tracer, beamspy_opts, 'Elixir.BeamSpy'].
+    [beamspy, beamspy_session, beamspy_tracer, beamspy_opts, beamspy_backend, 'Elixir.BeamSpy'].
 
-init(Parent, Ref, Caller, Opts) ->
+%%% ---------------------------------------------------------------------
+%%% The owner: setting up
+%%% ---------------------------------------------------------------------
+
+%% @private
+init(Parent, Ref, Caller, #{kind := Kind} = Opts) ->
+    %% Spawned by a caller traced with set_on_spawn, the owner would be
+    %% traced too: it never is.
+    _ = case erlang:trace_info(self(), flags) of
+            {flags, []} -> ok;
+            _ -> erlang:trace(self(), false, [all])
+        end,
+    BackendKind = case Kind of
+                      apply -> legacy;
+                      live -> auto
+                  end,
+    NeedsLock = BackendKind =:= legacy orelse not beamspy_backend:sessions_supported(),
+    case lock(NeedsLock) of
+        ok when Kind =:= apply -> init_apply(Parent, Ref, Caller, Opts);
+        ok -> init_live(Parent, Ref, Caller, Opts, BackendKind);
+        {error, _} = Error -> Parent ! {Ref, Error}
+    end.
+
+%% The owner's registered name: the lock when trace patterns are node-wide,
+%% else a free slot name (so that owners/0 finds it).
+lock(false) ->
+    take_slot(1);
+lock(true) ->
     case catch register(?LOCK, self()) of
+        true -> ok;
+        _ -> {error, {busy, whereis(?LOCK)}}
+    end.
+
+take_slot(I) when I > ?SLOTS ->
+    {error, too_many_sessions};
+take_slot(I) ->
+    case catch register(slot_name(I), self()) of
+        true -> ok;
+        _ -> take_slot(I + 1)
+    end.
+
+release_name() ->
+    case erlang:process_info(self(), registered_name) of
+        {registered_name, Name} -> unregister(Name);
+        _ -> true
+    end.
+
+%% Releases the lock (tracing is off); the owner stays listed under a slot.
+unlock() ->
+    case whereis(?LOCK) =:= self() of
         true ->
-            NifOpts = (maps:get(nif, Opts))#{exclude => excluded_modules(), owner => self()},
-            case beamspy_tracer:session_new(NifOpts) of
-                {error, _} = Error ->
-                    Parent ! {Ref, Error};
-                Session ->
-                    Mon = erlang:monitor(process, Caller),
-                    set_patterns(),
-                    _ = case maps:get(max_duration, Opts, infinity) of
-                            infinity -> ok;
-                            Ms -> erlang:send_after(Ms, self(), {beamspy_limit, max_duration})
-                        end,
-                    Parent ! {Ref, {ok, Session}},
-                    loop(Session, Caller, Mon, Opts)
+            unregister(?LOCK),
+            _ = take_slot(1),
+            ok;
+        false ->
+            ok
+    end.
+
+new_session(Opts) ->
+    NifOpts = (maps:get(nif, Opts))#{exclude => excluded_modules(), owner => self()},
+    beamspy_tracer:session_new(NifOpts).
+
+init_apply(Parent, Ref, Caller, Opts) ->
+    case new_session(Opts) of
+        {error, _} = Error ->
+            Parent ! {Ref, Error};
+        Session ->
+            Mon = erlang:monitor(process, Caller),
+            Backend = beamspy_backend:open(Session, legacy),
+            ok = beamspy_backend:set_patterns(Backend),
+            Timer = start_timer(Opts),
+            Parent ! {Ref, {ok, Session}},
+            loop(state(apply, Session, Backend, Caller, Mon, Timer, undefined, Opts))
+    end.
+
+init_live(Parent, Ref, Caller, Opts, BackendKind) ->
+    Mon = erlang:monitor(process, Caller),
+    Handle = {beamspy_session, self(), Ref},
+    case setup_live(Opts, BackendKind) of
+        {ok, Session, Backend} ->
+            Timer = start_timer(Opts),
+            Parent ! {Ref, {ok, Handle}},
+            loop(state(live, Session, Backend, Caller, Mon, Timer, Handle, Opts));
+        {error, _} = Error ->
+            Parent ! {Ref, Error}
+    end.
+
+start_timer(Opts) ->
+    case maps:get(max_duration, Opts, infinity) of
+        infinity -> undefined;
+        Ms -> erlang:send_after(Ms, self(), {beamspy_limit, max_duration})
+    end.
+
+state(Kind, Session, Backend, Caller, Mon, Timer, Handle, Opts) ->
+    #{kind => Kind, session => Session, backend => Backend, caller => Caller, mon => Mon,
+      timer => Timer, handle => Handle, opts => Opts, stopped => false,
+      started => os:system_time(microsecond), started_mono => erlang:monotonic_time(millisecond)}.
+
+%% Checks, then switches on in this order: patterns, `new' processes, then
+%% each existing target (suspended while its stack is seeded and its flags
+%% are set, so its first recorded frames are right). `new' goes first so that
+%% no process spawned meanwhile is missed; those are then skipped.
+setup_live(#{targets := #{existing := Existing, new := New}} = Opts, BackendKind) ->
+    Max = maps:get(max_processes, maps:get(nif, Opts)),
+    steps([fun() -> resolve(Existing) end,
+           fun(Pids) -> too_many(Pids, Max) end,
+           fun(Pids) ->
+                   Legacy = BackendKind =:= legacy orelse not beamspy_backend:sessions_supported(),
+                   case Legacy andalso beamspy_backend:conflicts(legacy, Pids, New) of
+                       false -> {ok, Pids};
+                       ok -> {ok, Pids};
+                       Error -> Error
+                   end
+           end,
+           fun(Pids) ->
+                   case new_session(Opts) of
+                       {error, _} = Error -> Error;
+                       Session -> {ok, {Pids, Session}}
+                   end
+           end,
+           fun({Pids, Session}) ->
+                   Backend = beamspy_backend:open(Session, BackendKind),
+                   case switch_on(Backend, Pids, Existing, New, maps:get(flags, Opts)) of
+                       ok ->
+                           {ok, {Session, Backend}};
+                       {error, _} = Error ->
+                           ok = beamspy_backend:close(Backend),
+                           Error
+                   end
+           end],
+          undefined).
+
+%% Runs each step on what the previous one gave, until one fails.
+steps([], {Session, Backend}) ->
+    {ok, Session, Backend};
+steps([F | Fs], Acc) ->
+    R = case erlang:fun_info(F, arity) of
+            {arity, 0} -> F();
+            {arity, 1} -> F(Acc)
+        end,
+    case R of
+        {ok, Next} -> steps(Fs, Next);
+        {error, _} = Error -> Error
+    end.
+
+%% Registered names become pids; `all' becomes every process but beamspy's.
+resolve(all) ->
+    {ok, existing_pids()};
+resolve(Targets) ->
+    Owners = owners(),
+    resolve(Targets, Owners, []).
+
+resolve([], _, Acc) ->
+    {ok, lists:usort(Acc)};
+resolve([T | Ts], Owners, Acc) ->
+    Pid = case T of
+              Name when is_atom(Name) -> whereis(Name);
+              P -> P
+          end,
+    case is_pid(Pid) andalso is_process_alive(Pid) of
+        false -> {error, {noproc, T}};
+        true ->
+            case lists:member(Pid, Owners) of
+                true -> {error, {bad_targets, {beamspy_process, Pid}}};
+                false -> resolve(Ts, Owners, [Pid | Acc])
+            end
+    end.
+
+existing_pids() ->
+    Owners = owners(),
+    erlang:processes() -- Owners.
+
+too_many(Pids, Max) when length(Pids) > Max ->
+    {error, {too_many_processes, length(Pids), Max}};
+too_many(Pids, _) ->
+    {ok, Pids}.
+
+switch_on(Backend, Pids0, Existing, New, Flags) ->
+    ok = beamspy_backend:set_patterns(Backend),
+    NewOn = not New orelse beamspy_backend:process(Backend, new, true, Flags),
+    Pids = case Existing of
+               all -> existing_pids();
+               _ -> Pids0
+           end,
+    case NewOn of
+        true ->
+            %% current_stacktrace keeps backtrace_depth frames (8 by
+            %% default), innermost first: raised to the VM's maximum while
+            %% seeding, so that seeded stacks reach down to the process's
+            %% first frame unless they are deeper than that.
+            Depth = erlang:system_flag(backtrace_depth, ?SEED_DEPTH),
+            try switch_on_each(Backend, Pids, Flags)
+            after erlang:system_flag(backtrace_depth, Depth)
+            end;
+        false ->
+            {error, {session_failed, new}}
+    end.
+
+switch_on_each(_, [], _) ->
+    ok;
+switch_on_each(Backend, [P | Ps], Flags) ->
+    case switch_on_one(Backend, P, Flags) of
+        ok -> switch_on_each(Backend, Ps, Flags);
+        %% A limit tripped while switching on: the limit message is in our
+        %% mailbox and the loop handles it like any other.
+        stopped -> ok;
+        {error, _} = Error -> Error
+    end.
+
+%% Suspended, the process cannot run between the stack we read and the
+%% flags we set. Nothing called while it is suspended waits for another
+%% process (no code loading, no I/O): every function here is loaded.
+switch_on_one(Backend, P, Flags) ->
+    {_, Session} = backend_session(Backend),
+    case catch erlang:suspend_process(P) of
+        true ->
+            try
+                case beamspy_backend:tracer_of(Backend, P) of
+                    ours ->
+                        ok;
+                    {foreign, T} ->
+                        {error, {already_traced, P, T}};
+                    none ->
+                        case seed(Session, P) of
+                            ok ->
+                                _ = beamspy_backend:process(Backend, P, true, Flags),
+                                ok;
+                            {error, stopped} -> stopped;
+                            {error, {noproc, _}} -> ok
+                        end
+                end
+            after
+                catch erlang:resume_process(P)
             end;
         _ ->
-            Parent ! {Ref, {error, {busy, whereis(?LOCK)}}}
+            ok %% gone meanwhile
     end.
 
-%% A limit (from the NIF: max_memory, max_events, max_processes; or the
-%% max_duration timer) switches tracing off at once; the caller's call goes
-%% on untraced and the files are written when it finishes.
-loop(Session, Caller, Mon, Opts) ->
+backend_session({legacy, S}) -> {legacy, S};
+backend_session({session, S, _}) -> {session, S}.
+
+%%% ---------------------------------------------------------------------
+%%% The owner: running and stopping
+%%% ---------------------------------------------------------------------
+
+loop(#{caller := Caller, mon := Mon} = S) ->
     receive
-        {beamspy_limit, max_duration} ->
-            ok = beamspy_tracer:session_stop(Session, max_duration),
-            ok = cleanup(Session),
-            loop(Session, Caller, Mon, Opts);
-        {beamspy_limit, _Reason} ->
-            ok = cleanup(Session),
-            loop(Session, Caller, Mon, Opts);
-        {finish, From, Tag, FinishOpts} ->
-            Reply = stop_and_write(Session, Opts, FinishOpts),
+        {beamspy_limit, Reason} ->
+            loop(limit(Reason, S));
+        {{finish, FinishOpts}, From, Tag} ->
+            Reply = finish_reply(S, FinishOpts),
+            %% Released before replying: the caller may start again at once.
+            _ = release_name(),
             From ! {Tag, Reply};
+        {info, From, Tag} ->
+            From ! {Tag, info_map(S)},
+            loop(S);
         {'DOWN', Mon, process, Caller, _} ->
-            _ = stop_and_write(Session, Opts, #{})
+            case S of
+                #{stopped := false} -> _ = stop_and_write(S, #{});
+                _ -> ok
+            end;
+        _Other ->
+            loop(S)
     end.
 
-stop_and_write(Session, #{outputs := Outputs, write := Write}, FinishOpts) ->
-    ok = cleanup(Session),
+%% A limit switches tracing off at once (the NIF has already stopped
+%% recording when its message arrives).
+limit(_, #{stopped := Reply} = S) when Reply =/= false ->
+    S;
+limit(_, #{limit := _} = S) ->
+    S;
+limit(Reason, #{kind := apply, session := Session, backend := Backend} = S) ->
+    _ = process_flag(priority, high),
+    stop_nif(Session, Reason),
+    ok = beamspy_backend:close(Backend),
+    S#{limit => Reason};
+limit(Reason, #{kind := live, session := Session, backend := Backend, caller := Caller,
+                handle := Handle} = S) ->
+    _ = process_flag(priority, high),
+    T0 = erlang:monotonic_time(millisecond),
+    stop_nif(Session, Reason),
+    ok = beamspy_backend:close(Backend),
+    _ = unlock(),
+    Reply = write(S, #{}, T0),
+    Truncated = case maps:get(truncated, Reply, false) of
+                    false -> Reason;
+                    T -> T
+                end,
+    Caller ! {beamspy, Handle, {stopped, Truncated, maps:get(files, Reply)}},
+    S#{stopped => Reply}.
+
+%% A live session asked for its profile term writes files only if they were
+%% asked for explicitly (as beamspy:profile/2 does).
+with_write(#{kind := live, opts := Opts}, #{profile := true} = FinishOpts) ->
+    FinishOpts#{write => maps:get(explicit_output, Opts, true)};
+with_write(_, FinishOpts) ->
+    FinishOpts.
+
+stop_nif(Session, max_duration) -> ok = beamspy_tracer:session_stop(Session, max_duration);
+stop_nif(Session, _) -> ok = beamspy_tracer:session_stop(Session).
+
+finish_reply(#{stopped := false} = S, FinishOpts) ->
+    {ok, stop_and_write(S, with_write(S, FinishOpts))};
+finish_reply(#{stopped := Reply, session := Session, opts := #{write := Write}}, FinishOpts) ->
+    case maps:get(profile, FinishOpts, false) of
+        true ->
+            WriteOpts = Write#{labels => labels(beamspy_tracer:session_pids(Session))},
+            {ok, Reply#{profile => beamspy_tracer:session_profile(Session, WriteOpts)}};
+        false ->
+            {ok, Reply}
+    end.
+
+stop_and_write(#{backend := Backend} = S, FinishOpts) ->
+    _ = process_flag(priority, high),
+    T0 = erlang:monotonic_time(millisecond),
+    ok = beamspy_backend:close(Backend),
+    write(S, FinishOpts, T0).
+
+%% T0: when stopping began; the reply tells how long switching tracing off
+%% everywhere (cleanup_ms) and writing the files (write_ms) took.
+write(#{session := Session, opts := Opts}, FinishOpts, T0) ->
+    T1 = erlang:monotonic_time(millisecond),
+    #{outputs := Outputs0, write := Write} = Opts,
+    Outputs = case maps:get(write, FinishOpts, true) of
+                  true -> Outputs0;
+                  false -> []
+              end,
     WriteOpts = Write#{labels => labels(beamspy_tracer:session_pids(Session))},
     Results = [{Path, beamspy_tracer:session_write(Session, Format, Path, WriteOpts)}
                || {Format, Path} <- Outputs],
     Reply = #{files => [P || {P, ok} <- Results],
               errors => [{P, E} || {P, {error, E}} <- Results],
-              truncated => maps:get(truncated, beamspy_tracer:session_info(Session))},
+              truncated => maps:get(truncated, beamspy_tracer:session_info(Session)),
+              cleanup_ms => T1 - T0,
+              write_ms => erlang:monotonic_time(millisecond) - T1},
     case maps:get(profile, FinishOpts, false) of
-        true -> {ok, Reply#{profile => beamspy_tracer:session_profile(Session, WriteOpts)}};
-        false -> {ok, Reply}
+        true -> Reply#{profile => beamspy_tracer:session_profile(Session, WriteOpts)};
+        false -> Reply
     end.
 
-set_patterns() ->
-    _ = erlang:trace_pattern({'_', '_', '_'}, ?CALLER_MS, [local]),
-    _ = erlang:trace_pattern(on_load, ?CALLER_MS, [local]),
-    [erlang:trace_pattern({M, '_', '_'}, false, [local]) || M <- excluded_modules()],
-    ok.
+info_map(#{kind := Kind, session := Session, caller := Caller, handle := Handle,
+           opts := Opts, started := Started, started_mono := Mono, stopped := Stopped}) ->
+    Nif = beamspy_tracer:session_info(Session),
+    #{kind => Kind,
+      session => Handle,
+      owner => self(),
+      caller => Caller,
+      targets => maps:get(description, Opts, call),
+      start_time => Started,
+      running_ms => erlang:monotonic_time(millisecond) - Mono,
+      limits => maps:get(limits, Opts, #{}),
+      recording => maps:get(recording, Nif),
+      events => maps:get(events, Nif),
+      memory => maps:get(memory, Nif),
+      memory_peak => maps:get(memory_peak, Nif),
+      processes => maps:get(processes, Nif),
+      truncated => maps:get(truncated, Nif),
+      files => case Stopped of
+                   false -> [];
+                   #{files := Fs} -> Fs
+               end}.
+
+%%% ---------------------------------------------------------------------
+%%% Cleanup, seeding, labels
+%%% ---------------------------------------------------------------------
 
 %% @doc Stops recording and removes every trace flag and pattern the session
-%% set: flags of every process whose tracer is this session (children that
-%% never ran included), then the local call patterns.
+%% set with `erlang:trace/3' and `erlang:trace_pattern/3': the default flags
+%% of `new' processes if they are the session's (first, so that no process
+%% spawned meanwhile gets them), the flags of every process whose tracer is
+%% this session (children that never ran included; two passes, for children
+%% that traced processes spawned during the first), then the local call
+%% patterns, on_load's too.
 -spec cleanup(beamspy_tracer:session()) -> ok.
 cleanup(Session) ->
-    ok = beamspy_tracer:session_stop(Session),
     Tracer = {beamspy_tracer, Session},
+    _ = case erlang:trace_info(new, tracer) of
+            {tracer, Tracer} -> erlang:trace(new, false, [all]);
+            _ -> ok
+        end,
+    ok = beamspy_tracer:session_stop(Session),
     Untrace = fun(P) ->
                       case erlang:trace_info(P, tracer) of
                           {tracer, Tracer} -> catch erlang:trace(P, false, [all]);
                           _ -> ok
                       end
               end,
-    lists:foreach(Untrace, beamspy_tracer:session_pids(Session)),
+    lists:foreach(Untrace, erlang:processes()),
     lists:foreach(Untrace, erlang:processes()),
     _ = erlang:trace_pattern({'_', '_', '_'}, false, [local]),
     _ = erlang:trace_pattern(on_load, false, [local]),
@@ -143,11 +540,14 @@ cleanup(Session) ->
 
 %% @doc Seeds the stack of an already running process from its
 %% `current_stacktrace' (at most 64 frames, recursion collapsed by the VM).
+%% Frames of beamspy's own modules are left out, as their calls are.
 -spec seed(beamspy_tracer:session(), pid()) -> ok | {error, term()}.
 seed(Session, Pid) ->
     case erlang:process_info(Pid, current_stacktrace) of
         {current_stacktrace, Stack} ->
-            Frames = [{M, F, arity(A)} || {M, F, A, _} <- lists:reverse(Stack)],
+            Excluded = excluded_modules(),
+            Frames = [{M, F, arity(A)} || {M, F, A, _} <- lists:reverse(Stack),
+                                          not lists:member(M, Excluded)],
             beamspy_tracer:session_seed(Session, Pid, Frames);
         undefined ->
             {error, {noproc, Pid}}

@@ -10,6 +10,7 @@
 
 -export([enabled/3, trace/5]).
 -export([session_new/1, session_seed/3, session_stop/1, session_stop/2, session_pids/1,
+         session_capturing/2,
          session_info/1, session_profile/2, session_write/4]).
 
 -on_load(init/0).
@@ -18,6 +19,7 @@
 -export_type([session/0]).
 
 -nifs([enabled/3, trace/5, session_new/1, session_seed/3, session_stop/1, session_stop/2,
+       session_capturing/2,
        session_pids/1, session_info/1, session_profile/2, session_write/4]).
 
 init() ->
@@ -61,6 +63,10 @@ session_stop(_Session) -> erlang:nif_error(not_loaded).
 %% @doc Stops recording for a reason the profile reports as `truncated'.
 -spec session_stop(session(), requested | max_duration) -> ok.
 session_stop(_Session, _Reason) -> erlang:nif_error(not_loaded).
+
+%% @doc Capture mode: whether a captured call is running in Pid.
+-spec session_capturing(session(), pid()) -> boolean().
+session_capturing(_Session, _Pid) -> erlang:nif_error(not_loaded).
 
 %% @doc Every process the session has seen.
 -spec session_pids(session()) -> [pid()].

@@ -56,6 +56,27 @@ static size_t utf8_seq_len(const unsigned char *s, size_t n)
     return len;
 }
 
+/* A name ending in a blank and a number ("f 12", "f 1.5") would be read back
+ * from folded text as a count column (flamegraph.pl's differential input),
+ * so that blank becomes '_' too. */
+static void hide_trailing_count(char *s, size_t n)
+{
+    size_t i = n;
+    while (i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9')
+        i--;
+    if (i > 0 && s[i - 1] == '.') {
+        size_t dot = --i;
+        while (i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9')
+            i--;
+        if (i == dot)
+            return;
+    } else if (i == n) {
+        return;
+    }
+    if (i > 0 && s[i - 1] == ' ')
+        s[i - 1] = '_';
+}
+
 size_t bs_sanitize_name(char *dst, size_t cap, const char *src, size_t len)
 {
     const unsigned char *s = (const unsigned char *)src;
@@ -91,6 +112,7 @@ size_t bs_sanitize_name(char *dst, size_t cap, const char *src, size_t len)
     }
     if (o > 0 && (dst[o - 1] == ' ' || dst[o - 1] == '\t'))
         dst[o - 1] = '_'; /* a trailing blank would be eaten by folded readers */
+    hide_trailing_count(dst, o);
     dst[o] = '\0';
     return o;
 }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int bs_atomic_open(bs_atomic_file *af, const char *path)
@@ -20,6 +21,10 @@ int bs_atomic_open(bs_atomic_file *af, const char *path)
     int fd = mkstemp(af->tmp_path);
     if (fd < 0)
         return -1;
+    /* mkstemp makes the file 0600; an output is an ordinary file that a web
+     * server or a colleague may read. (umask cannot be read without
+     * changing it, which would race with other threads of the VM.) */
+    (void)fchmod(fd, 0644);
     af->fp = fdopen(fd, "w");
     if (!af->fp) {
         int e = errno;

@@ -81,7 +81,10 @@ int bs_write_folded_opts(FILE *out, const bs_profile *p, const bs_render_opts *o
 {
     bs_folded_opts fo = {0};
     fo.drop_sleep = o->drop_sleep;
-    fo.max_depth = o->folded_max_depth;
+    /* Folded output grows with depth times paths: a 200,000-deep recursion
+     * would write gigabytes for a picture no viewer can draw. Below 1024
+     * frames the subtree is summed into one "[deeper]" leaf (no time lost). */
+    fo.max_depth = o->folded_max_depth ? o->folded_max_depth : 1024;
     fo.ns_per_unit = p->unit == BS_UNIT_NS ? 1000 : 1;
     return bs_write_folded(out, p, &fo);
 }
@@ -90,6 +93,12 @@ static int write_format(FILE *out, bs_format f, const bs_profile *p, const bs_re
 {
     switch (f) {
     case BS_FORMAT_FOLDED: return bs_write_folded_opts(out, p, o);
+    case BS_FORMAT_SVG: return bs_write_svg(out, p, o);
+    case BS_FORMAT_HTML: return bs_write_html(out, p, o);
+    case BS_FORMAT_SPEEDSCOPE: return bs_write_speedscope(out, p, o);
+    case BS_FORMAT_CHROME: return bs_write_chrome(out, p, o);
+    case BS_FORMAT_PERF: return bs_write_perf(out, p, o);
+    case BS_FORMAT_BSPY: return bs_write_bspy(out, p, o);
     default: errno = EINVAL; return -1;
     }
 }

@@ -119,6 +119,23 @@ static ERL_NIF_TERM session_new(ErlNifEnv *env, int argc, const ERL_NIF_TERM arg
     s->use_caller = opt_bool(env, argv[0], a->caller, 1);
     s->keep_timeline = max_spans > 0;
     s->max_events = max_events;
+    ERL_NIF_TERM capture, captures;
+    if (enif_get_map_value(env, argv[0], a->capture, &capture)) {
+        int n;
+        const ERL_NIF_TERM *e;
+        unsigned arity;
+        ErlNifSInt64 count;
+        if (!enif_get_tuple(env, capture, &n, &e) || n != 3 || !enif_is_atom(env, e[0]) ||
+            !enif_is_atom(env, e[1]) || !enif_get_uint(env, e[2], &arity) || arity > 255 ||
+            !enif_get_map_value(env, argv[0], a->captures, &captures) ||
+            !enif_get_int64(env, captures, &count) || count <= 0) {
+            enif_release_resource(s);
+            return enif_make_badarg(env);
+        }
+        s->capture_mode = 1;
+        s->capture_key = (bs_key){(uint64_t)e[0], (uint64_t)e[1], arity};
+        atomic_store(&s->captures_left, count);
+    }
     ERL_NIF_TERM owner;
     if (enif_get_map_value(env, argv[0], enif_make_atom(env, "owner"), &owner)) {
         if (!enif_get_local_pid(env, owner, &s->owner)) {
@@ -199,6 +216,20 @@ static ERL_NIF_TERM session_stop(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
     return bs_priv_of(env)->atoms.ok;
 }
 
+/* session_capturing(Session, Pid) -> boolean(): a captured call is running
+ * in Pid (capture mode). */
+static ERL_NIF_TERM session_capturing(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+    (void)argc;
+    bs_session *s = get_session(env, argv[0]);
+    ErlNifPid pid;
+    if (!s || !enif_get_local_pid(env, argv[1], &pid))
+        return enif_make_badarg(env);
+    bs_traced_proc *r = bs_pid_table_find(&s->pids, (uint64_t)enif_make_pid(env, &pid));
+    const bs_atoms *a = &bs_priv_of(env)->atoms;
+    return r && atomic_load(&r->capturing) ? a->true : a->false;
+}
+
 static ERL_NIF_TERM session_pids(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
     (void)argc;
@@ -239,7 +270,7 @@ static ERL_NIF_TERM session_info(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
 
 static int export_with(ErlNifEnv *env, bs_session *s, const bs_write_request *req, bs_profile *p)
 {
-    if (bs_export_profile(env, s, req->names, req->labels, p) < 0)
+    if (bs_export_profile(env, s, req->names, req->labels, req->capture, p) < 0)
         return -1;
     p->meta = req->meta;
     return 0;
@@ -315,6 +346,7 @@ static ErlNifFunc nif_funcs[] = {
     {"session_stop", 1, session_stop, 0},
     {"session_stop", 2, session_stop, 0},
     {"session_pids", 1, session_pids, 0},
+    {"session_capturing", 2, session_capturing, 0},
     {"session_info", 1, session_info, 0},
     {"session_profile", 2, session_profile, ERL_NIF_DIRTY_JOB_CPU_BOUND},
     {"session_write", 4, session_write, ERL_NIF_DIRTY_JOB_IO_BOUND},

@@ -13,7 +13,8 @@
     X(exclude) X(names) X(erlang) X(elixir) X(folded) X(truncated) X(processes) \
     X(events) X(dropped) X(memory_peak) X(memory) X(duration_ns) X(labels) X(drop_sleep) \
     X(merge_processes) X(stopped) X(badarg) X(enomem) X(not_stopped) X(unknown_format) \
-    X(min_unit_ns) X(recording) X(max_depth)
+    X(min_unit_ns) X(recording) X(max_depth) X(beamspy_meta) X(return_from) X(exception_from) \
+    X(capture) X(captures)
 
 typedef struct bs_atoms {
 #define BS_ATOM_FIELD(name) ERL_NIF_TERM name;

@@ -34,6 +34,12 @@ void bs_pid_table_free(bs_pid_table *t, bs_budget *budget)
     for (uint32_t i = 0; i < t->cap; i++) {
         bs_traced_proc *r = atomic_load(&t->slots[i].record);
         if (r) {
+            while (r->captures) {
+                bs_capture *c = r->captures;
+                r->captures = c->next;
+                bs_proc_free(&c->proc);
+                bs_budget_free(budget, c, sizeof *c);
+            }
             bs_proc_free(&r->proc);
             bs_budget_free(budget, r, sizeof *r);
         }

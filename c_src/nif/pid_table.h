@@ -14,11 +14,23 @@
 
 #include "../engine/stack_rebuild.h"
 
+/* A finished capture of one call (capture mode, see capture.c). */
+typedef struct bs_capture {
+    bs_proc proc;
+    uint32_t index;            /* 1-based, in the order captures started */
+    struct bs_capture *next;
+} bs_capture;
+
 typedef struct bs_traced_proc {
     uint64_t pid;         /* the local pid term (an immediate) */
     _Atomic int busy;     /* a callback is using this record (see session.c) */
     uint32_t uncounted;   /* events not yet added to the session's count */
-    bs_proc proc;
+    bs_proc proc;         /* the recording (in capture mode: of the running capture) */
+    /* capture mode only */
+    _Atomic int capturing;     /* a captured call is running in this process */
+    uint32_t capture_depth;    /* nested calls of the captured function */
+    uint32_t capture_index;
+    bs_capture *captures;      /* finished captures, newest first */
 } bs_traced_proc;
 
 typedef struct bs_pid_slot {

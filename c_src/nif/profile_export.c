@@ -5,6 +5,7 @@
  * atom terms; they are named here, once per distinct frame of each process. */
 #include "profile_export.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "nif_atoms.h"
@@ -69,7 +70,22 @@ static void label_of(ErlNifEnv *env, ERL_NIF_TERM labels, ERL_NIF_TERM pid, char
     enif_snprintf(buf, cap, "%T", pid);
 }
 
-int bs_export_profile(ErlNifEnv *env, bs_session *s, bs_name_style style, ERL_NIF_TERM labels, bs_profile *out)
+/* Captures of one process, oldest first (the list is newest first). */
+static int add_captures(bs_profile *out, const bs_capture *c, const char *label, unsigned only, namer_ctx *ctx)
+{
+    if (!c)
+        return 0;
+    if (add_captures(out, c->next, label, only, ctx) < 0)
+        return -1;
+    if (only && c->index != only)
+        return 0;
+    char name[600];
+    snprintf(name, sizeof name, "%s (call %u)", label, c->index);
+    return bs_profile_add_proc(out, &c->proc, name, name_key, ctx);
+}
+
+int bs_export_profile(ErlNifEnv *env, bs_session *s, bs_name_style style, ERL_NIF_TERM labels,
+                      unsigned capture, bs_profile *out)
 {
     if (bs_profile_init(out) < 0)
         return -1;
@@ -80,8 +96,19 @@ int bs_export_profile(ErlNifEnv *env, bs_session *s, bs_name_style style, ERL_NI
         if (!r)
             continue;
         label_of(env, labels, (ERL_NIF_TERM)r->pid, label, sizeof label);
-        if (bs_profile_add_proc(out, &r->proc, label, name_key, &ctx) < 0)
+        if (!s->capture_mode) {
+            if (bs_profile_add_proc(out, &r->proc, label, name_key, &ctx) < 0)
+                return -1;
+            continue;
+        }
+        if (add_captures(out, r->captures, label, capture, &ctx) < 0)
             return -1;
+        if (atomic_load(&r->capturing) && (!capture || capture == r->capture_index)) {
+            char name[600];
+            snprintf(name, sizeof name, "%s (call %u, incomplete)", label, r->capture_index);
+            if (bs_profile_add_proc(out, &r->proc, name, name_key, &ctx) < 0)
+                return -1;
+        }
     }
     int reason = atomic_load(&s->stop_reason);
     if (reason != BS_STOP_NONE && reason != BS_STOP_REQUESTED)

@@ -9,8 +9,12 @@
 #include "session.h"
 
 /* labels: a map pid => binary (the process frame; default is the pid itself).
+ * In capture mode each finished capture is a tree labelled "<pid> (call K)"
+ * (a capture still running at the stop is added as "<pid> (call K, incomplete)");
+ * capture > 0 keeps only capture number `capture`.
  * Returns 0 or -1. The caller frees the profile. */
-int bs_export_profile(ErlNifEnv *env, bs_session *s, bs_name_style style, ERL_NIF_TERM labels, bs_profile *out);
+int bs_export_profile(ErlNifEnv *env, bs_session *s, bs_name_style style, ERL_NIF_TERM labels,
+                      unsigned capture, bs_profile *out);
 
 ERL_NIF_TERM bs_profile_to_term(ErlNifEnv *env, const bs_session *s, const bs_profile *p);
 

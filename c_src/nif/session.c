@@ -76,6 +76,19 @@ void bs_session_stop_for_limit(ErlNifEnv *env, bs_session *s, int reason)
     enif_free_env(msg_env);
 }
 
+void bs_session_tell_owner(ErlNifEnv *env, bs_session *s, const char *tag, uint64_t pid, uint32_t index)
+{
+    if (!s->has_owner)
+        return;
+    ErlNifEnv *msg_env = enif_alloc_env();
+    if (!msg_env)
+        return;
+    ERL_NIF_TERM msg = enif_make_tuple3(msg_env, enif_make_atom(msg_env, tag), (ERL_NIF_TERM)pid,
+                                        enif_make_uint(msg_env, index));
+    (void)enif_send(env, &s->owner, msg_env, msg);
+    enif_free_env(msg_env);
+}
+
 void bs_session_stop(bs_session *s, int reason, int wait)
 {
     int none = BS_STOP_NONE;
@@ -120,6 +133,10 @@ bs_traced_proc *bs_session_proc(ErlNifEnv *env, bs_session *s, uint64_t pid, uin
             r->pid = pid;
             r->uncounted = 0;
             atomic_init(&r->busy, 0);
+            atomic_init(&r->capturing, 0);
+            r->capture_depth = 0;
+            r->capture_index = 0;
+            r->captures = NULL;
             if (!bs_pid_table_insert(&s->pids, pid, r)) {
                 bs_proc_free(&r->proc);
                 bs_budget_free(&s->budget, r, sizeof *r);

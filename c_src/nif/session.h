@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 
 #include "../engine/budget.h"
+#include "../engine/frame_key.h"
 #include "pid_table.h"
 
 #define BS_MAX_EXCLUDED 16
@@ -34,6 +35,11 @@ typedef struct bs_session {
     _Atomic uint64_t events_counted; /* events seen, counted in batches (see tracer_callbacks.c) */
     ErlNifPid owner;                 /* told with {beamspy_limit, Reason} when a limit stops recording */
     int has_owner;
+    /* capture mode (beamspy:capture/3): record only inside calls of one function */
+    int capture_mode;
+    bs_key capture_key;              /* atoms as terms, arity */
+    _Atomic int64_t captures_left;   /* captures that may still start */
+    _Atomic uint32_t captures_started;
 } bs_session;
 
 typedef enum bs_stop_reason {
@@ -42,6 +48,8 @@ typedef enum bs_stop_reason {
 } bs_stop_reason;
 
 uint64_t bs_now_ns(void);
+/* Sends {Tag, Pid, Index} to the session's owner (from a callback). */
+void bs_session_tell_owner(ErlNifEnv *env, bs_session *s, const char *tag, uint64_t pid, uint32_t index);
 const char *bs_stop_reason_name(int reason);
 
 int bs_session_init(bs_session *s, size_t max_memory, uint32_t max_procs);

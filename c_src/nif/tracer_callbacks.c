@@ -7,26 +7,44 @@
  * dropped, never trusted. Nothing here allocates terms or sends messages. */
 #include "tracer_callbacks.h"
 
+#include "capture.h"
 #include "nif_atoms.h"
 #include "session.h"
 
-static bs_session *session_of(ErlNifEnv *env, ERL_NIF_TERM state)
+/* The tracer state is the session resource, or {beamspy_meta, Session} for
+ * the meta tracer of capture mode. */
+static bs_session *session_of(ErlNifEnv *env, const bs_priv *priv, ERL_NIF_TERM state, int *is_meta)
 {
     bs_session *s = NULL;
-    if (!enif_get_resource(env, state, bs_priv_of(env)->session_type, (void **)&s))
-        return NULL;
-    return s;
+    *is_meta = 0;
+    if (enif_get_resource(env, state, priv->session_type, (void **)&s))
+        return s;
+    int n;
+    const ERL_NIF_TERM *e;
+    if (enif_get_tuple(env, state, &n, &e) && n == 2 && e[0] == priv->atoms.beamspy_meta &&
+        enif_get_resource(env, e[1], priv->session_type, (void **)&s)) {
+        *is_meta = 1;
+        return s;
+    }
+    return NULL;
 }
 
 ERL_NIF_TERM bs_nif_enabled(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
     (void)argc;
-    const bs_atoms *a = &bs_priv_of(env)->atoms;
-    bs_session *s = session_of(env, argv[1]);
-    if (s && atomic_load_explicit(&s->recording, memory_order_relaxed))
-        return a->trace;
-    /* A stopped session asks the VM to drop the tracer from the tracee. */
-    return argv[0] == a->trace_status ? a->remove : a->discard;
+    const bs_priv *priv = bs_priv_of(env);
+    const bs_atoms *a = &priv->atoms;
+    int is_meta;
+    bs_session *s = session_of(env, priv, argv[1], &is_meta);
+    (void)is_meta;
+    if (!s || !atomic_load_explicit(&s->recording, memory_order_relaxed))
+        /* A stopped session asks the VM to drop the tracer from the tracee. */
+        return argv[0] == a->trace_status ? a->remove : a->discard;
+    /* Capture mode cannot answer `remove` for a process between captures:
+     * the VM asks trace_status the moment a meta match spec switches tracing
+     * on, before the meta call event arrives. Such a process's events are
+     * ignored in trace/5 and the owner switches its tracing off. */
+    return a->trace;
 }
 
 /* {M, F, Arity} (trace flag `arity`) or {M, F, Args}. */
@@ -129,8 +147,10 @@ ERL_NIF_TERM bs_nif_trace(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
     (void)argc;
     uint64_t t = bs_now_ns();
-    const bs_atoms *a = &bs_priv_of(env)->atoms;
-    bs_session *s = session_of(env, argv[1]);
+    const bs_priv *priv = bs_priv_of(env);
+    const bs_atoms *a = &priv->atoms;
+    int is_meta;
+    bs_session *s = session_of(env, priv, argv[1], &is_meta);
     ErlNifPid pid;
     if (!s || !atomic_load_explicit(&s->recording, memory_order_relaxed) || !enif_get_local_pid(env, argv[2], &pid))
         return a->ok;
@@ -141,7 +161,15 @@ ERL_NIF_TERM bs_nif_trace(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
     /* The stop protocol of session.c: announce, then re-check. */
     atomic_store(&r->busy, 1);
     if (atomic_load(&s->recording)) {
-        if (dispatch(env, a, s, &r->proc, argv[0], argv[3], argv[4], t) < 0 && bs_budget_is_exhausted(&s->budget))
+        int rc = 0;
+        if (is_meta)
+            rc = bs_capture_on_meta(env, a, s, r, argv[0], argv[3], t);
+        else if (!s->capture_mode || atomic_load(&r->capturing)) {
+            rc = dispatch(env, a, s, &r->proc, argv[0], argv[3], argv[4], t);
+            if (s->capture_mode && argv[0] == a->out_exited)
+                bs_capture_on_exit(env, s, r, t);
+        }
+        if (rc < 0 && bs_budget_is_exhausted(&s->budget))
             bs_session_stop_for_limit(env, s, BS_STOP_MAX_MEMORY);
         count_event(env, s, r);
     }

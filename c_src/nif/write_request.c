@@ -66,6 +66,8 @@ int bs_write_request_decode(ErlNifEnv *env, ERL_NIF_TERM map, bs_write_request *
     if (enif_get_map_value(env, map, a->labels, &v) && enif_is_map(env, v))
         req->labels = v;
 
+    if (enif_get_map_value(env, map, a->capture, &v) && !enif_get_uint(env, v, &req->capture))
+        return -1;
     int ok = 1, present;
     bs_render_opts *r = &req->render;
     ok &= get_text(env, map, "title", req->title, sizeof req->title, &present);

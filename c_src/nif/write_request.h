@@ -17,6 +17,7 @@ typedef struct bs_write_request {
     bs_name_style names;
     bs_profile_meta meta;
     ERL_NIF_TERM labels;   /* map pid => label, or an empty map */
+    unsigned capture;      /* capture mode: only this capture (1-based); 0 = all */
     char title[512], subtitle[512], count_name[64];
     char include_re[1024], exclude_re[1024];
 } bs_write_request;

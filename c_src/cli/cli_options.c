@@ -1,0 +1,139 @@
+/* cli_options.c — messages, and the options render and diff share (see
+ * cli.h): parsing their values and printing their help. */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <regex.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Wider graphs than this are a typo, not a wish (and would make every x
+ * coordinate in the SVG a seven-digit number). */
+#define MAX_WIDTH_PX 100000u
+
+void bs_cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("beamspy: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int bs_cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "beamspy %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, " (see 'beamspy help %s')\n", cmd);
+    va_end(ap);
+    return BS_EXIT_USAGE;
+}
+
+int bs_cli_getopt_error(const char *cmd, int result, char **argv)
+{
+    /* optopt is the short option's letter, or 0 / a long option's code; for
+     * a long option getopt_long has moved optind just past it. */
+    int short_opt = optopt > 0 && optopt < 0x100;
+    const char *word = optind > 0 ? argv[optind - 1] : "?";
+    if (result == ':')
+        return short_opt ? bs_cli_usage_error(cmd, "option '-%c' needs a value", optopt)
+                         : bs_cli_usage_error(cmd, "option '%s' needs a value", word);
+    return short_opt ? bs_cli_usage_error(cmd, "unknown option '-%c'", optopt)
+                     : bs_cli_usage_error(cmd, "unknown option '%s'", word);
+}
+
+static int check_regex(const char *cmd, const char *opt, const char *re)
+{
+    regex_t compiled;
+    int rc = regcomp(&compiled, re, REG_EXTENDED | REG_NOSUB);
+    if (rc == 0) {
+        regfree(&compiled);
+        return 0;
+    }
+    char why[128];
+    regerror(rc, &compiled, why, sizeof why);
+    return bs_cli_usage_error(cmd, "%s '%s': %s", opt, re, why);
+}
+
+static int parse_width(const char *cmd, const char *arg, unsigned *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(arg, &end, 10);
+    if (errno || end == arg || *end || arg[0] == '-' || v == 0 || v > MAX_WIDTH_PX)
+        return bs_cli_usage_error(cmd, "--width wants pixels from 1 to %u, not '%s'", MAX_WIDTH_PX, arg);
+    *out = (unsigned)v;
+    return 0;
+}
+
+static int parse_min_width(const char *cmd, const char *arg, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (errno || end == arg || *end || !isfinite(v) || v < 0 || v > MAX_WIDTH_PX)
+        return bs_cli_usage_error(cmd, "--min-width wants pixels (0 or more), not '%s'", arg);
+    /* 0 means "the default" in bs_render_opts; the smallest positive value
+     * keeps "draw every frame" expressible. */
+    *out = v > 0 ? v : 1e-9;
+    return 0;
+}
+
+int bs_cli_shared_option(const char *cmd, int code, const char *arg, bs_render_opts *o)
+{
+    switch (code) {
+    case BS_OPT_DROP_SLEEP: o->drop_sleep = 1; return 0;
+    case BS_OPT_MERGE: o->merge_processes = 1; return 0;
+    case BS_OPT_INVERTED: o->inverted = 1; return 0;
+    case BS_OPT_TITLE: o->title = arg; return 0;
+    case BS_OPT_SUBTITLE: o->subtitle = arg; return 0;
+    case BS_OPT_COUNT_NAME: o->count_name = arg; return 0;
+    case BS_OPT_WIDTH: return parse_width(cmd, arg, &o->width);
+    case BS_OPT_MIN_WIDTH: return parse_min_width(cmd, arg, &o->min_width);
+    case BS_OPT_INCLUDE:
+        o->include_re = arg;
+        return check_regex(cmd, "--include", arg);
+    case BS_OPT_EXCLUDE:
+        o->exclude_re = arg;
+        return check_regex(cmd, "--exclude", arg);
+    default:
+        return -1;
+    }
+}
+
+void bs_cli_shared_options_usage(FILE *out, const char *default_title)
+{
+    fputs("filters (applied before drawing, in this order):\n"
+          "  --drop-sleep        leave out SLEEP frames (time spent scheduled out)\n"
+          "  --include REGEX     keep only stacks with a frame matching REGEX\n"
+          "                      (POSIX extended regular expression)\n"
+          "  --exclude REGEX     drop stacks with a frame matching REGEX\n"
+          "  --merge             merge all processes into one tree (no pid roots)\n",
+          out);
+    fputs("drawing:\n", out);
+    fprintf(out, "  --title TEXT        heading (default %s)\n", default_title);
+    fputs("  --subtitle TEXT     second heading line (default none)\n"
+          "  --count-name NAME   unit shown in tooltips (default \"µs\" for recorded\n"
+          "                      profiles, \"samples\" for folded input)\n"
+          "  --width PX          SVG width in pixels (default 1200)\n"
+          "  --min-width PX      SVG: leave out frames narrower than PX pixels\n"
+          "                      (default 0.1)\n"
+          "  --inverted          SVG: icicle graph, roots at the top\n",
+          out);
+}
+
+void bs_cli_exit_codes_usage(FILE *out)
+{
+    fputs("exit codes:\n"
+          "  0  success\n"
+          "  1  runtime failure (an input cannot be opened, an output cannot be written)\n"
+          "  2  usage error (unknown option or format, bad value)\n"
+          "  3  malformed input (reported as FILE:LINE: or FILE: byte OFFSET:)\n",
+          out);
+}

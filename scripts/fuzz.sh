@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# fuzz.sh — builds and runs the fuzz targets of fuzz/ (libFuzzer; clang with
+# -fsanitize=fuzzer,address,undefined):
+#   fuzz_folded     the folded-stacks reader (and folded/.bspy round trips)
+#   fuzz_bspy       the .bspy reader
+#   fuzz_roundtrip  read (either format) -> write .bspy -> read: equal profiles
+#
+#   scripts/fuzz.sh long     each target for FUZZ_SECONDS s (default 300): `make fuzz`
+#   scripts/fuzz.sh short    each target for FUZZ_SECONDS s (default 15): test/fuzz/run.sh
+#   scripts/fuzz.sh build    only build
+#   scripts/fuzz.sh replay   run every corpus input once through its target
+# (FUZZ_SKIP_BUILD=1: use the targets already in fuzz/build/.)
+#
+# Inputs: the seeds in fuzz/corpus/<target>/ (in git; when a crash is fixed,
+# its input goes there; fuzz_roundtrip also starts from the folded and .bspy
+# seeds), .bspy seeds made fresh from the folded seeds by fuzz/make_bspy_seed.c
+# (so they always match the current format), and what earlier runs found,
+# kept in fuzz/build/corpus/<target>/ (git-ignored). A crash leaves its input
+# in fuzz/build/crashes/ and makes the exit status non-zero.
+# One line per target: "fuzz <target> <mode>: ok (...)" or "... FAILED".
+set -u
+
+cd "$(dirname "$0")/.." || exit 2
+mode=${1:-short}
+case $mode in
+long) secs=${FUZZ_SECONDS:-300} ;;
+short) secs=${FUZZ_SECONDS:-15} ;;
+build | replay) secs=0 ;;
+*)
+    echo "usage: scripts/fuzz.sh long|short|build|replay" >&2
+    exit 2
+    ;;
+esac
+
+CLANG=${CLANG:-clang}
+CC=${CC:-gcc}
+build=fuzz/build
+targets=(folded bspy roundtrip)
+sources=(c_src/engine/*.c c_src/formats/*.c)
+common=(-std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -g -Ic_src -Itest/c)
+# FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION: the .bspy reader does not insist
+# on the checksum, so mutated inputs reach the checks behind it.
+fuzz_flags=(-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+    -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION)
+jobs=$(nproc 2>/dev/null || echo 2)
+mkdir -p "$build/obj" "$build/crashes" "$build/logs" "$build/seeds/bspy"
+
+# One instrumented object per source, compiled `jobs` at a time.
+compile_objects() {
+    local pids=() s o rc=0
+    for s in "${sources[@]}"; do
+        o="$build/obj/$(echo "$s" | tr '/' '_' | sed 's/\.c$/.o/')"
+        "$CLANG" "${common[@]}" "${fuzz_flags[@]}" -fsanitize=fuzzer-no-link -c "$s" -o "$o" \
+            2>"$o.log" &
+        pids+=($!)
+        if [ ${#pids[@]} -ge "$jobs" ]; then
+            wait "${pids[0]}" || rc=1
+            pids=("${pids[@]:1}")
+        fi
+    done
+    for p in "${pids[@]}"; do
+        wait "$p" || rc=1
+    done
+    cat "$build"/obj/*.log >>"$build/logs/build.log"
+    return $rc
+}
+
+# build: the readers and writers once (instrumented), then one binary per
+# target, and the seed maker (plain build: it must write real checksums).
+build_all() {
+    local log="$build/logs/build.log"
+    : >"$log"
+    rm -f "$build"/obj/*.o "$build"/obj/*.log
+    compile_objects || return 1
+    for t in "${targets[@]}"; do
+        "$CLANG" "${common[@]}" "${fuzz_flags[@]}" -fsanitize=fuzzer -o "$build/fuzz_$t" "fuzz/fuzz_$t.c" \
+            "$build"/obj/*.o -lpthread 2>>"$log" || return 1
+    done
+    "$CC" "${common[@]}" -O1 -o "$build/make_bspy_seed" fuzz/make_bspy_seed.c "${sources[@]}" -lpthread 2>>"$log" ||
+        return 1
+    rm -f "$build"/seeds/bspy/*
+    for f in fuzz/corpus/folded/*; do
+        "$build/make_bspy_seed" "$f" "$build/seeds/bspy/$(basename "$f").bspy" 2>>"$log" || true
+    done
+    "$build/make_bspy_seed" --timeline "$build/seeds/bspy/timeline.bspy" 2>>"$log"
+}
+
+# 1 if every target exists and is newer than every source it is built from.
+up_to_date() {
+    local t newer
+    for t in "${targets[@]}"; do
+        [ -x "$build/fuzz_$t" ] || return 1
+        newer=$(find c_src/engine c_src/formats fuzz test/c/test_util.h scripts/fuzz.sh -newer "$build/fuzz_$t" \
+            -type f -not -path 'fuzz/corpus/*' -not -path "$build/*" | head -n 1)
+        [ -z "$newer" ] || return 1
+    done
+}
+
+if [ "${FUZZ_SKIP_BUILD:-0}" = 1 ] && up_to_date; then
+    : # test/fuzz/run.sh built them a moment ago
+elif [ "$mode" != build ] && up_to_date; then
+    echo "fuzz build: ok (up to date)"
+elif ! build_all; then
+    echo "fuzz build: FAILED (compiler output in $build/logs/build.log):"
+    head -n 30 "$build/logs/build.log"
+    exit 1
+else
+    echo "fuzz build: ok"
+fi
+[ "$mode" = build ] && exit 0
+
+# Corpus directories of a target: where new finds go first (libFuzzer adds
+# to the first one), then the seeds.
+dirs_of() {
+    echo "$build/corpus/$1" "fuzz/corpus/$1"
+    case $1 in
+    bspy) echo "$build/seeds/bspy" ;;
+    roundtrip) echo "fuzz/corpus/folded fuzz/corpus/bspy $build/seeds/bspy" ;;
+    esac
+}
+
+status=0
+for t in "${targets[@]}"; do
+    mkdir -p "$build/corpus/$t"
+    read -r -a dirs <<<"$(dirs_of "$t" | tr '\n' ' ')"
+    log="$build/logs/$t.$mode.log"
+    if [ "$mode" = replay ]; then
+        args=(-runs=0)
+    else
+        args=(-max_total_time="$secs" -dict="fuzz/$t.dict" -max_len=16384 -timeout=10 -rss_limit_mb=2048
+            -use_value_profile=1 -print_final_stats=1)
+    fi
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+        "$build/fuzz_$t" "${args[@]}" -artifact_prefix="$build/crashes/$t-" "${dirs[@]}" >"$log" 2>&1
+    rc=$?
+    if [ $rc = 0 ] && [ "$mode" = replay ]; then
+        echo "fuzz $t $mode: ok ($(find "${dirs[@]}" -type f | wc -l) inputs)"
+    elif [ $rc = 0 ]; then
+        runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
+        echo "fuzz $t $mode: ok (${runs:-?} runs in $secs s, $(find "${dirs[@]}" -type f | wc -l) inputs)"
+    else
+        status=1
+        echo "fuzz $t $mode: FAILED (exit $rc), from $log:"
+        grep -E 'ERROR|property failed|SUMMARY|Test unit written|artifact|refused' "$log" | head -n 10 | sed 's/^/    /'
+    fi
+done
+exit $status

@@ -1,0 +1,165 @@
+%%% @doc How a beamspy session switches tracing on and off in the VM.
+%%%
+%%% Two backends, chosen at run time:
+%%% <ul>
+%%% <li>`legacy' (OTP 25/26): `erlang:trace/3' with `{tracer, beamspy_tracer,
+%%%   Session}' and `erlang:trace_pattern/3'. Each process has one tracer and
+%%%   the local call patterns are node-wide, so only one session may run at a
+%%%   time (the lock is in {@link beamspy_session}) and processes traced by
+%%%   someone else are refused, see {@link conflicts/3}.</li>
+%%% <li>`session' (OTP 27+, when `trace:session_create/3' exists): the session
+%%%   gets its own dynamic trace session, so beamspy coexists with dbg, recon
+%%%   and other beamspy sessions. <b>This path is not exercised by the test
+%%%   suite</b>: the machine it was written on runs OTP 25 only. It is kept to
+%%%   the documented calls of the `trace' module (OTP 27 docs): session_create,
+%%%   process, function, session_destroy.</li>
+%%% </ul>
+%%% Only live sessions ({@link beamspy:start/2}) use the `session' backend;
+%%% `beamspy:apply/2' always uses `legacy'.
+-module(beamspy_backend).
+
+-export([sessions_supported/0, open/2, close/1, set_patterns/1, process/4,
+         conflicts/3, tracer_of/2]).
+
+-define(CALLER_MS, [{'_', [], [{message, {{cp, {caller}}}}]}]).
+-define(CACHE, {?MODULE, sessions_supported}).
+
+-type backend() :: {legacy, beamspy_tracer:session()}
+                 | {session, beamspy_tracer:session(), term()}.
+-export_type([backend/0]).
+
+%% @doc True when this VM has dynamic trace sessions (OTP 27+). Looked up
+%% once per VM (a persistent term that is never updated afterwards).
+-spec sessions_supported() -> boolean().
+sessions_supported() ->
+    case persistent_term:get(?CACHE, undefined) of
+        undefined ->
+            Yes = code:ensure_loaded(trace) =:= {module, trace}
+                andalso erlang:function_exported(trace, session_create, 3),
+            persistent_term:put(?CACHE, Yes),
+            Yes;
+        Yes ->
+            Yes
+    end.
+
+%% @doc Opens the backend for a NIF session: `legacy' always gives the legacy
+%% backend; `auto' gives a dynamic trace session when the VM has them.
+-spec open(beamspy_tracer:session(), legacy | auto) -> backend().
+open(Session, auto) ->
+    case sessions_supported() of
+        true ->
+            %% OTP 27+ only (untested here). The handle must stay referenced:
+            %% the session is destroyed when it is garbage collected.
+            TS = trace:session_create(beamspy, {beamspy_tracer, Session}, []),
+            {session, Session, TS};
+        false ->
+            {legacy, Session}
+    end;
+open(Session, legacy) ->
+    {legacy, Session}.
+
+%% @doc Stops recording and removes every trace flag and pattern the backend
+%% set. The session must not be used for tracing afterwards.
+-spec close(backend()) -> ok.
+close({legacy, Session}) ->
+    beamspy_session:cleanup(Session);
+close({session, Session, TS}) ->
+    ok = beamspy_tracer:session_stop(Session),
+    _ = catch trace:session_destroy(TS),
+    ok.
+
+%% @doc Local call patterns that report the caller (how stacks are rebuilt,
+%% see DESIGN.md) on every function and on modules loaded later; beamspy's
+%% own modules are left untraced.
+-spec set_patterns(backend()) -> ok.
+set_patterns(B) ->
+    _ = pattern(B, {'_', '_', '_'}, ?CALLER_MS),
+    _ = pattern(B, on_load, ?CALLER_MS),
+    _ = [pattern(B, {M, '_', '_'}, false) || M <- beamspy_session:excluded_modules()],
+    ok.
+
+pattern({legacy, _}, What, MS) -> erlang:trace_pattern(What, MS, [local]);
+pattern({session, _, TS}, What, MS) -> trace:function(TS, What, MS, [local]).
+
+%% @doc Switches Flags on (true) or every flag off (false) for a pid or for
+%% `new' processes. Returns false if the process is gone.
+-spec process(backend(), pid() | new, boolean(), [atom()]) -> boolean().
+process(B, What, How, Flags) ->
+    try do_process(B, What, How, Flags) of
+        _ -> true
+    catch error:badarg -> false
+    end.
+
+do_process({legacy, Session}, What, true, Flags) ->
+    erlang:trace(What, true, [{tracer, beamspy_tracer, Session} | Flags]);
+do_process({legacy, _}, What, false, _) ->
+    erlang:trace(What, false, [all]);
+do_process({session, _, TS}, What, true, Flags) ->
+    trace:process(TS, What, true, Flags);
+do_process({session, _, TS}, What, false, _) ->
+    trace:process(TS, What, false, [all]).
+
+%% @doc Whether tracing Pids (and `new' processes when New) would disturb
+%% another tracer; checked before anything is switched on. With the legacy
+%% backend:
+%% <ul>
+%% <li>a target (or the `new' default) with a tracer that is not beamspy's
+%%   gives `{already_traced, Pid | new, Tracer}' (a process has one tracer);</li>
+%% <li>any other process with the `call' flag from another tracer gives
+%%   `{call_traced, Pid, Tracer}': beamspy's local patterns are node-wide and
+%%   would change what that tracer receives.</li>
+%% </ul>
+%% Dynamic trace sessions (OTP 27+) never conflict.
+-spec conflicts(backend() | legacy, [pid()], boolean()) -> ok | {error, term()}.
+conflicts({session, _, _}, _Pids, _New) ->
+    ok;
+conflicts(_, Pids, New) ->
+    Targets = maps:from_list([{P, true} || P <- Pids]),
+    NewOk = case New of
+                true -> foreign(erlang:trace_info(new, tracer));
+                false -> none
+            end,
+    case NewOk of
+        {foreign, T} -> {error, {already_traced, new, T}};
+        none -> first_conflict(erlang:processes(), Targets)
+    end.
+
+first_conflict([], _) ->
+    ok;
+first_conflict([P | Ps], Targets) ->
+    case foreign(erlang:trace_info(P, tracer)) of
+        none ->
+            first_conflict(Ps, Targets);
+        {foreign, T} when is_map_key(P, Targets) ->
+            {error, {already_traced, P, T}};
+        {foreign, T} ->
+            case erlang:trace_info(P, flags) of
+                {flags, Flags} when is_list(Flags) ->
+                    case lists:member(call, Flags) of
+                        true -> {error, {call_traced, P, T}};
+                        false -> first_conflict(Ps, Targets)
+                    end;
+                _ ->
+                    first_conflict(Ps, Targets)
+            end
+    end.
+
+%% A tracer that is set and is not beamspy's.
+foreign({tracer, []}) -> none;
+foreign({tracer, {beamspy_tracer, _}}) -> none;
+foreign({tracer, T}) -> {foreign, T};
+foreign(_) -> none.
+
+%% @doc What traces Pid besides this backend: `none', `{foreign, Tracer}'
+%% (legacy backend only: one tracer per process) or `ours'.
+-spec tracer_of(backend(), pid()) -> none | ours | {foreign, term()}.
+tracer_of({legacy, Session}, Pid) ->
+    case erlang:trace_info(Pid, tracer) of
+        {tracer, {beamspy_tracer, Session}} -> ours;
+        Other -> foreign(Other)
+    end;
+tracer_of({session, _, TS}, Pid) ->
+    case catch trace:info(TS, Pid, flags) of
+        {flags, [_ | _]} -> ours;
+        _ -> none
+    end.

@@ -1,0 +1,405 @@
+#!/usr/bin/env bash
+# test/cli/run.sh — the command-line tool's test layer (bin/beamspy render
+# and diff).
+#
+# Inputs are real profiles: data/cli_workload.erl (fib, a sort that gets
+# scheduled out, several processes) is profiled with beamspy:apply/2 into
+# folded and .bspy files; data/ adds a few small hand-written files (names
+# that need escaping, stacks without pids, a malformed file). Every check
+# runs the real binary and looks at its exit code, its stderr and the files
+# it leaves: outputs are validated with xmllint (SVG), python3's json (JSON)
+# and the folded grammar; totals are compared with the inputs'.
+# Ends with `LAYER cli: <P> passed, <F> failed`; exit status non-zero on any
+# failure. Works from any directory; scratch files go to a temporary
+# directory that is removed at the end.
+# Environment: BEAMSPY (binary to test; default bin/beamspy, built here),
+# ERL, ERLC.
+set -u
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+DATA="$HERE/data"
+ERL=${ERL:-erl}
+ERLC=${ERLC:-erlc}
+W=$(mktemp -d "${TMPDIR:-/tmp}/beamspy-cli-test.XXXXXX")
+trap 'rm -rf "$W"' EXIT
+
+passed=0
+failed=0
+start=$(date +%s)
+
+pass() { passed=$((passed + 1)); echo "PASS $1"; }
+fail() {
+    failed=$((failed + 1))
+    echo "FAIL $1${2:+: $2}"
+}
+# check NAME COMMAND...: passes when COMMAND succeeds.
+check() {
+    local name=$1
+    shift
+    if "$@"; then pass "$name"; else fail "$name"; fi
+}
+
+finish() {
+    echo "cli layer took $(($(date +%s) - start)) s"
+    echo "LAYER cli: $passed passed, $failed failed"
+    [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+    exit $?
+}
+
+# --- build -----------------------------------------------------------------
+if [ -z "${BEAMSPY:-}" ]; then
+    BEAMSPY="$ROOT/bin/beamspy"
+    targets="cli erlang nif"
+else
+    targets="erlang nif"
+fi
+if ! make -s -C "$ROOT" $targets >"$W/make.log" 2>&1; then
+    cat "$W/make.log"
+    fail "build"
+    finish
+fi
+
+# bs ARGS...: runs beamspy; stdout in $W/out, stderr in $W/err, status in $rc.
+rc=0
+bs() {
+    "$BEAMSPY" "$@" >"$W/out" 2>"$W/err"
+    rc=$?
+}
+rc_is() { [ "$rc" -eq "$1" ]; }
+one_line_err() { [ "$(wc -l <"$W/err")" -eq 1 ] && grep -q '^beamspy' "$W/err"; }
+# No file in $1 but the ones listed after it (no temporary left behind).
+only_files() {
+    local dir=$1
+    shift
+    [ "$(cd "$dir" && ls -A | sort | tr '\n' ' ')" = "$(printf '%s\n' "$@" | sed '/^$/d' | sort | tr '\n' ' ')" ]
+}
+
+# --- inputs from real runs -------------------------------------------------
+IN="$W/in"
+mkdir -p "$IN"
+if ! "$ERLC" -o "$IN" "$DATA/cli_workload.erl" >"$W/erlc.log" 2>&1; then
+    cat "$W/erlc.log"
+    fail "compile cli_workload"
+    finish
+fi
+# A .bspy output is written when the Erlang API knows the format; the
+# checks that need a recorded .bspy say so when it is missing.
+"$ERL" -noshell -pa "$ROOT/ebin" -pa "$IN" -eval "
+    P = fun(T, F) -> beamspy:apply(T, [quiet, {output, \"$IN/\" ++ F}]) end,
+    P({cli_workload, fib, [18]}, \"fib18.folded\"),
+    P({cli_workload, fib, [20]}, \"fib20.folded\"),
+    P({cli_workload, sort, [60000]}, \"sort.folded\"),
+    P({cli_workload, workers, [3]}, \"workers.folded\"),
+    [try P(T, F) catch _:_ -> skipped end
+     || {T, F} <- [{{cli_workload, fib, [18]}, \"fib18.bspy\"},
+                   {{cli_workload, workers, [3]}, \"workers.bspy\"}]],
+    try beamspy:apply({cli_workload, fib, [15]}, [quiet, {timeline, true}, {output, \"$IN/timeline.bspy\"}])
+    catch _:_ -> skipped end,
+    halt()." >"$W/erl.log" 2>&1
+for f in fib18.folded fib20.folded sort.folded workers.folded; do
+    if [ ! -s "$IN/$f" ]; then
+        cat "$W/erl.log"
+        fail "profile workloads" "$f missing"
+        finish
+    fi
+done
+pass "profile workloads with beamspy:apply"
+have_bspy=0
+[ -s "$IN/fib18.bspy" ] && have_bspy=1
+
+# --- helpers that validate files -------------------------------------------
+PY=python3
+
+# Folded grammar (research/formats.md §1.1): frames without ';', one space,
+# a positive integer; LF only.
+folded_ok() {
+    $PY - "$1" <<'EOF'
+import re, sys
+data = open(sys.argv[1], 'rb').read()
+line_re = re.compile(rb'^[^;\n\r]*[^;\n\r ](;[^;\n\r]*[^;\n\r ])* [1-9][0-9]*$')
+lines = data.split(b'\n')
+if lines[-1] != b'' or not all(line_re.match(l) for l in lines[:-1]):
+    sys.exit(1)
+data.decode('utf-8')
+EOF
+}
+# Sum of the last column of a folded file.
+folded_total() { awk '{ s += $NF } END { printf "%d\n", s }' "$1"; }
+# Total of the lines under a process frame (the merged and diff outputs
+# drop the time of process frames themselves).
+folded_total_below_pid() { awk '$0 ~ /;/ || $0 !~ /^</ { s += $NF } END { printf "%d\n", s }' "$1"; }
+same_lines() { cmp -s <(sort "$1") <(sort "$2"); }
+json_ok() { $PY -c 'import json,sys; json.load(open(sys.argv[1], encoding="utf-8"))' "$1"; }
+xml_ok() {
+    if command -v xmllint >/dev/null 2>&1; then
+        xmllint --noout "$1"
+    else
+        $PY -c 'import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])' "$1"
+    fi
+}
+html_ok() {
+    $PY - "$1" <<'EOF'
+import re, sys
+s = open(sys.argv[1], encoding='utf-8').read()
+# Self-contained: a document, and nothing fetched from elsewhere.
+ok = re.search(r'<html', s, re.I) and not re.search(r'<(script|link|img)[^>]+(src|href)=["\']?(https?:)?//', s, re.I)
+sys.exit(0 if ok else 1)
+EOF
+}
+# perf script text: samples separated by a blank line, the last one too.
+perf_ok() { [ -s "$1" ] && [ -z "$(tail -n 1 "$1")" ] && grep -q '^[^ 	].*:' "$1"; }
+valid_as() {
+    case $1 in
+    folded) folded_ok "$2" ;;
+    svg) xml_ok "$2" && grep -q '<svg' "$2" ;;
+    html) html_ok "$2" ;;
+    speedscope) json_ok "$2" && grep -q 'https://www.speedscope.app/file-format-schema.json' "$2" ;;
+    chrome) json_ok "$2" ;;
+    perf) perf_ok "$2" ;;
+    bspy) [ -s "$2" ] && "$BEAMSPY" render "$2" -o "$2.back.folded" 2>/dev/null && folded_ok "$2.back.folded" ;;
+    esac
+}
+
+# --- help ------------------------------------------------------------------
+bs help
+check "help lists the commands" eval 'rc_is 0 && grep -q render "$W/out" && grep -q diff "$W/out"'
+bs
+check "no command: exit 2" rc_is 2
+bs frobnicate
+check "unknown command: exit 2, one line" eval 'rc_is 2 && one_line_err'
+bs version
+check "version" eval 'rc_is 0 && grep -q "^beamspy [0-9]" "$W/out"'
+
+# Every long option in a subcommand's getopt table (its own and the shared
+# ones of cli.h) must be in its help, and both ways of asking must agree.
+shared_opts=$(grep -o '{"[a-z-]*", *[a-z_]*_argument' "$ROOT/c_src/cli/cli.h" | sed 's/{"\([a-z-]*\)".*/\1/')
+for cmd in render diff; do
+    own=$(grep -o '{"[a-z-]*", *[a-z_]*_argument' "$ROOT/c_src/cli/cmd_$cmd.c" | sed 's/{"\([a-z-]*\)".*/\1/')
+    bs help "$cmd"
+    cp "$W/out" "$W/help1"
+    check "help $cmd exits 0" rc_is 0
+    bs "$cmd" --help
+    check "$cmd --help exits 0, same text" eval 'rc_is 0 && cmp -s "$W/out" "$W/help1"'
+    bs "$cmd" -h
+    check "$cmd -h exits 0" rc_is 0
+    missing=""
+    for o in $own $shared_opts; do
+        grep -q -- "--$o\b" "$W/help1" || missing="$missing --$o"
+    done
+    [ -n "$own" ] && [ -z "$missing" ] && pass "help $cmd mentions every option" ||
+        fail "help $cmd mentions every option" "missing:$missing"
+    check "help $cmd documents the exit codes" eval 'grep -q "exit codes" "$W/help1" && grep -q "^ *3 *malformed" "$W/help1"'
+done
+# The spec's option list, in case a table entry is missing altogether.
+for o in -o --format --drop-sleep --merge --include --exclude --title --subtitle --palette \
+    --min-width --width --inverted --flamechart --count-name --help; do
+    grep -q -- "$o\b" <("$BEAMSPY" help render) || fail "render help mentions $o"
+done
+for o in -o --folded --help; do
+    grep -q -- "$o\b" <("$BEAMSPY" help diff) || fail "diff help mentions $o"
+done
+
+# --- render: every format --------------------------------------------------
+O="$W/o"
+mkdir -p "$O"
+for pair in folded:.folded svg:.svg html:.html speedscope:.speedscope.json chrome:.trace.json perf:.perf.txt bspy:.bspy; do
+    fmt=${pair%%:*}
+    ext=${pair#*:}
+    for input in "$IN/workers.folded" "$DATA/names.folded"; do
+        out="$O/$(basename "$input" .folded)$ext"
+        bs render "$input" -o "$out"
+        if rc_is 0 && valid_as "$fmt" "$out"; then
+            pass "render $(basename "$input") to $fmt"
+        else
+            fail "render $(basename "$input") to $fmt" "exit $rc: $(head -c 300 "$W/err")"
+        fi
+    done
+done
+if [ "$have_bspy" = 1 ]; then
+    for pair in folded:.folded svg:.svg html:.html speedscope:.speedscope.json chrome:.trace.json perf:.perf.txt; do
+        fmt=${pair%%:*}
+        out="$O/rec${pair#*:}"
+        bs render "$IN/fib18.bspy" -o "$out"
+        check "render recorded .bspy to $fmt" eval 'rc_is 0 && valid_as "$fmt" "$out"'
+    done
+else
+    fail "recorded .bspy input" "beamspy:apply/2 did not write fib18.bspy"
+fi
+
+# Folded in, folded out: the same stacks and counts.
+bs render "$IN/sort.folded" -o "$O/sort.folded"
+check "folded round trip keeps every line" eval 'rc_is 0 && same_lines "$IN/sort.folded" "$O/sort.folded"'
+
+# .bspy round trip: folded -> bspy -> folded is lossless.
+bs render "$IN/workers.folded" -o "$O/rt.bspy"
+bs render "$O/rt.bspy" -o "$O/rt.folded"
+check ".bspy round trip keeps every line" eval 'rc_is 0 && same_lines "$IN/workers.folded" "$O/rt.folded"'
+
+# Several outputs in one run, and --format for a name without extension.
+rm -f "$O"/multi.*
+bs render "$IN/fib18.folded" -o "$O/multi.svg" -o "$O/multi.folded" -o "$O/multi.speedscope.json"
+check "several -o in one run" eval 'rc_is 0 && xml_ok "$O/multi.svg" && folded_ok "$O/multi.folded" && json_ok "$O/multi.speedscope.json"'
+bs render "$IN/fib18.folded" --format folded -o "$O/plain.txt"
+check "--format overrides the extension" eval 'rc_is 0 && same_lines "$IN/fib18.folded" "$O/plain.txt"'
+bs render "$IN/fib18.folded" -o "$O/opts.svg" --title 'T&itle <x>' --subtitle sub --palette beam \
+    --min-width 0.5 --width 900 --inverted --count-name calls
+check "drawing options accepted, SVG valid, title escaped" eval 'rc_is 0 && xml_ok "$O/opts.svg" && grep -q "T&amp;itle &lt;x&gt;" "$O/opts.svg"'
+bs render "$IN/fib18.folded" -o "$O/chart.svg" --flamechart
+check "--flamechart without a timeline: warns, still writes" eval 'rc_is 0 && xml_ok "$O/chart.svg" && grep -q "warning" "$W/err"'
+if [ -s "$IN/timeline.bspy" ]; then
+    bs render "$IN/timeline.bspy" -o "$O/chart.svg" -o "$O/chart.trace.json" --flamechart
+    check "--flamechart with a recorded timeline" eval 'rc_is 0 && [ ! -s "$W/err" ] && xml_ok "$O/chart.svg" &&
+        grep -q "Flame Chart" "$O/chart.svg" && json_ok "$O/chart.trace.json"'
+else
+    fail "recorded timeline" "beamspy:apply/2 with {timeline, true} did not write timeline.bspy"
+fi
+
+# --- render: inputs ----------------------------------------------------------
+bs render - -o "$O/stdin.folded" <"$IN/fib18.folded"
+check "'-' reads standard input" eval 'rc_is 0 && same_lines "$IN/fib18.folded" "$O/stdin.folded"'
+bs render "$IN/fib18.folded" "$IN/fib20.folded" -o "$O/both.folded"
+check "two inputs: totals add up" eval 'rc_is 0 && folded_ok "$O/both.folded" &&
+    [ "$(folded_total "$O/both.folded")" -eq $(($(folded_total "$IN/fib18.folded") + $(folded_total "$IN/fib20.folded"))) ]'
+cat "$IN/fib18.folded" "$IN/fib20.folded" >"$W/cat.folded"
+bs render "$W/cat.folded" -o "$O/cat.folded"
+check "two inputs = their concatenation" eval 'same_lines "$O/both.folded" "$O/cat.folded"'
+bs render "$IN/fib18.folded" "$DATA/nopid.folded" "$IN/sort.folded" -o "$O/three.folded"
+check "three inputs, with and without pids" eval 'rc_is 0 &&
+    [ "$(folded_total "$O/three.folded")" -eq $(($(folded_total "$IN/fib18.folded") + $(folded_total "$DATA/nopid.folded") + $(folded_total "$IN/sort.folded"))) ]'
+
+if [ "$have_bspy" = 1 ]; then
+    bs render "$IN/fib18.bspy" "$IN/workers.bspy" -o "$O/two-bspy.folded"
+    check "two recorded .bspy inputs" eval 'rc_is 0 && folded_ok "$O/two-bspy.folded"'
+    bs render "$IN/fib18.bspy" "$IN/fib20.folded" -o "$O/mixed.folded"
+    check "recorded times and sample counts do not combine: exit 2" eval 'rc_is 2 && one_line_err && [ ! -e "$O/mixed.folded" ]'
+fi
+
+# --- render: filters -------------------------------------------------------
+grep -q ';SLEEP ' "$IN/sort.folded" || grep -q ';SLEEP ' "$IN/workers.folded" ||
+    fail "workloads have SLEEP frames" "no SLEEP line in sort.folded or workers.folded"
+bs render "$IN/sort.folded" "$IN/workers.folded" --drop-sleep -o "$O/nosleep.folded"
+check "--drop-sleep removes SLEEP lines" eval 'rc_is 0 && folded_ok "$O/nosleep.folded" && ! grep -q "SLEEP" "$O/nosleep.folded" &&
+    [ "$(folded_total "$O/nosleep.folded")" -eq $(grep -hv SLEEP "$IN/sort.folded" "$IN/workers.folded" | awk "{s+=\$NF} END {print s}") ]'
+bs render "$IN/workers.folded" --include 'lists:rmerge' -o "$O/inc.folded"
+check "--include keeps only matching stacks" eval 'rc_is 0 && [ -s "$O/inc.folded" ] && ! grep -v "lists:rmerge" "$O/inc.folded"'
+bs render "$IN/workers.folded" --exclude 'lists:rmerge' -o "$O/exc.folded"
+check "--exclude drops matching stacks" eval 'rc_is 0 && [ -s "$O/exc.folded" ] && ! grep -q "lists:rmerge" "$O/exc.folded" &&
+    [ $(($(folded_total "$O/inc.folded") + $(folded_total "$O/exc.folded"))) -eq "$(folded_total "$IN/workers.folded")" ]'
+n_pids=$(cut -d';' -f1 "$IN/workers.folded" | cut -d' ' -f1 | sort -u | wc -l)
+[ "$n_pids" -ge 4 ] || fail "workers profile has one tree per process" "$n_pids pids"
+bs render "$IN/workers.folded" --merge -o "$O/merged.folded"
+check "--merge removes the pid roots" eval 'rc_is 0 && folded_ok "$O/merged.folded" && ! grep -q "^<" "$O/merged.folded" &&
+    [ "$(folded_total "$O/merged.folded")" -eq "$(folded_total_below_pid "$IN/workers.folded")" ]'
+
+# --- errors ----------------------------------------------------------------
+E="$W/e"
+mkdir -p "$E"
+bs render "$DATA/malformed.folded" -o "$E/m.svg" -o "$E/m.folded"
+check "malformed input: exit 3, FILE:LINE:, no output" eval 'rc_is 3 && one_line_err &&
+    grep -q "^beamspy: .*malformed.folded:3: " "$W/err" && only_files "$E"'
+bs render "$IN/fib18.folded" "$DATA/malformed.folded" -o "$E/m.folded"
+check "malformed second input: exit 3, no output" eval 'rc_is 3 && grep -q "malformed.folded:3:" "$W/err" && only_files "$E"'
+bs render - -o "$E/m.folded" <"$DATA/malformed.folded"
+check "malformed standard input: exit 3, <stdin>:3:" eval 'rc_is 3 && grep -q "^beamspy: <stdin>:3: " "$W/err" && only_files "$E"'
+if [ "$have_bspy" = 1 ]; then
+    head -c 40 "$IN/fib18.bspy" >"$W/cut.bspy"
+    bs render "$W/cut.bspy" -o "$E/b.folded"
+    check "truncated .bspy: exit 3, FILE: byte N:" eval 'rc_is 3 && one_line_err && grep -q "^beamspy: .*cut.bspy: byte [0-9]*: " "$W/err" && only_files "$E"'
+fi
+bs render "$W/no-such-file.folded" -o "$E/x.folded"
+check "missing input: exit 1" eval 'rc_is 1 && one_line_err && only_files "$E"'
+
+for args in "--bogus" "-x" "--format nope" "--palette cold" "--width abc" "--width 0" "--min-width -1" \
+    "--include (" "--exclude [z-a]" "-o"; do
+    # shellcheck disable=SC2086
+    bs render "$IN/fib18.folded" -o "$E/u.folded" $args
+    check "render $args: exit 2, one line, no output" eval 'rc_is 2 && one_line_err && only_files "$E"'
+done
+bs render "$IN/fib18.folded" -o "$E/u.unknownext"
+check "unknown extension: exit 2" eval 'rc_is 2 && one_line_err && only_files "$E"'
+bs render -o "$E/u.folded"
+check "no input: exit 2" eval 'rc_is 2 && one_line_err && only_files "$E"'
+bs render "$IN/fib18.folded"
+check "no output: exit 2" eval 'rc_is 2 && one_line_err'
+
+bs render "$IN/fib18.folded" -o "$W/no/such/dir/x.svg"
+check "output directory missing: exit 1" eval 'rc_is 1 && one_line_err && grep -q "x.svg" "$W/err"'
+mkdir -p "$E/taken.svg"
+bs render "$IN/fib18.folded" -o "$E/taken.svg"
+check "output cannot be renamed into place: exit 1, no temporary left" eval 'rc_is 1 && one_line_err && only_files "$E" taken.svg &&
+    [ -z "$(ls -A "$E/taken.svg")" ]'
+bs render "$IN/fib18.folded" -o "$E/ok1.folded" -o "$E/taken.svg" -o "$E/ok2.svg"
+check "one of several outputs fails: exit 1, the others written" eval 'rc_is 1 && one_line_err &&
+    folded_ok "$E/ok1.folded" && xml_ok "$E/ok2.svg" && only_files "$E" taken.svg ok1.folded ok2.svg'
+rm -rf "${E:?}"/*
+
+# --- diff ------------------------------------------------------------------
+D="$W/d"
+mkdir -p "$D"
+bs diff "$IN/fib18.folded" "$IN/fib20.folded" -o "$D/fib.svg"
+check "diff writes a well-formed SVG" eval 'rc_is 0 && xml_ok "$D/fib.svg"'
+# fib(20) spends a larger share deeper down: some frames grow (red), some
+# shrink (blue); the tooltips give percentages.
+$PY - "$D/fib.svg" <<'EOF' >"$W/colours" 2>&1
+import re, sys
+s = open(sys.argv[1], encoding='utf-8').read()
+cols = [tuple(map(int, m)) for m in re.findall(r'rgb\((\d+),\s*(\d+),\s*(\d+)\)', s)]
+red = sum(1 for r, g, b in cols if r > b + 40 and r > g + 20)
+blue = sum(1 for r, g, b in cols if b > r + 40)
+print(red, blue, len(re.findall(r'[-+]?\d+(\.\d+)?%', s)))
+EOF
+read -r n_red n_blue n_pct <"$W/colours"
+check "diff SVG has red frames" [ "${n_red:-0}" -gt 0 ]
+check "diff SVG has blue frames" [ "${n_blue:-0}" -gt 0 ]
+check "diff SVG tooltips give percentages" [ "${n_pct:-0}" -gt 0 ]
+
+# Differential folded: "stack before after"; raw columns are each input's
+# total, normalised ones both after's. Processes are paired by name, not pid.
+diff_folded_ok() { grep -Evq '^[^;]+(;[^;]+)* [0-9]+ [0-9]+$' "$1" && return 1; [ -s "$1" ]; }
+col_total() { awk -v c="$2" '{ s += $(NF - c) } END { printf "%d\n", s }' "$1"; }
+bs diff "$IN/fib18.folded" "$IN/fib20.folded" --folded --no-normalize -o "$D/raw.folded"
+check "diff --folded --no-normalize: columns sum to each input's total" eval 'rc_is 0 && diff_folded_ok "$D/raw.folded" &&
+    [ "$(col_total "$D/raw.folded" 1)" -eq "$(folded_total "$IN/fib18.folded")" ] &&
+    [ "$(col_total "$D/raw.folded" 0)" -eq "$(folded_total "$IN/fib20.folded")" ]'
+bs diff "$IN/fib18.folded" "$IN/fib20.folded" -o "$D/norm.folded"
+check "diff to .folded: normalised, both columns sum to after's total" eval 'rc_is 0 && diff_folded_ok "$D/norm.folded" &&
+    [ "$(col_total "$D/norm.folded" 1)" -eq "$(folded_total "$IN/fib20.folded")" ] &&
+    [ "$(col_total "$D/norm.folded" 0)" -eq "$(folded_total "$IN/fib20.folded")" ]'
+check "diff --folded pairs processes by name, not pid" eval '! grep -v "^<process>" "$D/raw.folded"'
+bs diff "$IN/fib18.folded" "$IN/workers.folded" --merge --folded -o "$D/merged.folded"
+check "diff --merge: no process frames" eval 'rc_is 0 && diff_folded_ok "$D/merged.folded" && ! grep -q "^<" "$D/merged.folded"'
+check "diff --folded: the after column is the after profile" eval '[ "$(awk "{print \$NF}" "$D/raw.folded" | tr "\n" " ")" = "$(awk "{print \$NF}" "$D/norm.folded" | tr "\n" " ")" ]'
+sed 's/<0\.80\.0>/<0.99.0>/' "$DATA/names.folded" >"$W/names-later.folded"
+bs diff "$DATA/names.folded" "$W/names-later.folded" --folded --no-normalize -o -
+check "diff pairs '<0.80.0> my_server' with '<0.99.0> my_server'" eval 'rc_is 0 &&
+    grep -q "^<process> my_server;" "$W/out" && awk "\$(NF-1) != \$NF { exit 1 }" "$W/out"'
+bs diff "$IN/fib18.folded" "$IN/fib18.folded" --folded -o -
+check "diff of a profile with itself: equal columns, to stdout" eval 'rc_is 0 && [ -s "$W/out" ] && awk "\$(NF-1) != \$NF { exit 1 }" "$W/out"'
+bs diff - "$IN/fib20.folded" --folded -o "$D/stdin.folded" <"$IN/fib18.folded"
+check "diff reads BEFORE from standard input" eval 'rc_is 0 && cmp -s "$D/stdin.folded" "$D/norm.folded"'
+bs diff "$IN/workers.folded" "$IN/sort.folded" --drop-sleep --exclude 'lists:rmerge' --folded -o "$D/filt.folded"
+check "diff applies the filters" eval 'rc_is 0 && diff_folded_ok "$D/filt.folded" && ! grep -Eq "SLEEP|lists:rmerge" "$D/filt.folded"'
+bs diff "$IN/fib18.folded" "$IN/fib20.folded" -o "$D/two.svg" -o "$D/two.folded" --title 'fib 18 -> 20'
+check "diff: several outputs" eval 'rc_is 0 && xml_ok "$D/two.svg" && diff_folded_ok "$D/two.folded"'
+if [ "$have_bspy" = 1 ]; then
+    bs diff "$IN/fib18.bspy" "$IN/fib20.folded" -o "$D/mixed.svg"
+    check "diff of a .bspy and a folded file" eval 'rc_is 0 && xml_ok "$D/mixed.svg"'
+fi
+
+E="$W/de"
+mkdir -p "$E"
+bs diff "$IN/fib18.folded" "$DATA/malformed.folded" -o "$E/x.svg"
+check "diff malformed input: exit 3, no output" eval 'rc_is 3 && grep -q "malformed.folded:3:" "$W/err" && only_files "$E"'
+bs diff "$IN/fib18.folded" -o "$E/x.svg"
+check "diff with one input: exit 2" eval 'rc_is 2 && one_line_err && only_files "$E"'
+bs diff "$IN/fib18.folded" "$IN/fib20.folded" -o "$E/x.html"
+check "diff to an unsupported format: exit 2" eval 'rc_is 2 && one_line_err && only_files "$E"'
+bs diff "$IN/fib18.folded" "$IN/fib20.folded" -o - 
+check "diff -o - without --folded: exit 2" eval 'rc_is 2 && one_line_err'
+bs diff "$IN/fib18.folded" "$IN/fib20.folded" -o "$E/x.svg" --nope
+check "diff unknown option: exit 2" eval 'rc_is 2 && one_line_err && only_files "$E"'
+bs diff "$IN/fib18.folded" "$IN/fib20.folded" -o "$W/no/such/dir/x.svg"
+check "diff output directory missing: exit 1" eval 'rc_is 1 && one_line_err'
+
+finish

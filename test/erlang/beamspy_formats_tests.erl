@@ -1,0 +1,83 @@
+%%% Every output format through the Erlang API: file names and extensions,
+%%% the automatic timeline, rendering options and filters, and their
+%%% validation. The viewers themselves are exercised by test/browser.
+-module(beamspy_formats_tests).
+-include_lib("eunit/include/eunit.hrl").
+
+-define(EXT, [{folded, ".folded"}, {svg, ".svg"}, {html, ".html"},
+              {speedscope, ".speedscope.json"}, {chrome, ".trace.json"},
+              {perf, ".perf.txt"}, {bspy, ".bspy"}]).
+
+every_format_to_a_directory_test() ->
+    Dir = bs_test_lib:tmp_dir(),
+    Formats = [F || {F, _} <- ?EXT],
+    55 = beamspy:apply({bs_wl, fib, [10]}, #{output => Dir, formats => Formats, quiet => true}),
+    Files = bs_test_lib:list_dir(Dir),
+    [?assertEqual(1, length([F || F <- Files, lists:suffix(Ext, F)]))
+     || {_, Ext} <- ?EXT, Ext =/= ".folded" orelse true],
+    ?assertEqual(length(?EXT), length(Files)),
+    [?assert(filelib:file_size(filename:join(Dir, F)) > 0) || F <- Files],
+    bs_test_lib:assert_clean(),
+    bs_test_lib:rm_rf(Dir).
+
+extension_picks_the_format_test() ->
+    Dir = bs_test_lib:tmp_dir(),
+    lists:foreach(
+      fun({Format, Ext}) ->
+              Path = filename:join(Dir, "one" ++ Ext),
+              55 = beamspy:apply({bs_wl, fib, [10]}, #{output => Path, quiet => true}),
+              {ok, Bin} = file:read_file(Path),
+              ?assert(byte_size(Bin) > 0),
+              check_kind(Format, Bin)
+      end, ?EXT),
+    ?assertEqual(length(?EXT), length(bs_test_lib:list_dir(Dir))),
+    bs_test_lib:rm_rf(Dir).
+
+check_kind(folded, Bin) -> ?assertMatch({match, _}, re:run(Bin, "^<0\\.[0-9]+\\.0>;bs_wl:fib/1 [0-9]+$", [multiline]));
+check_kind(svg, Bin) -> ?assertMatch({match, _}, re:run(Bin, "<svg[ >]"));
+check_kind(html, Bin) -> ?assertMatch({match, _}, re:run(Bin, "<html", [caseless]));
+check_kind(speedscope, Bin) -> ?assertMatch({match, _}, re:run(Bin, "speedscope.app/file-format-schema.json"));
+check_kind(chrome, Bin) -> ?assertMatch({match, _}, re:run(Bin, "\"traceEvents\""));
+check_kind(perf, Bin) -> ?assertMatch({match, _}, re:run(Bin, "cpu-clock:"));
+check_kind(bspy, <<_, _/binary>>) -> ok.
+
+timeline_is_kept_only_when_a_format_needs_it_test() ->
+    {ok, #{profile := #{timeline := false}}} = beamspy:profile({bs_wl, fib, [5]}, #{}),
+    {ok, #{profile := #{timeline := true}}} = beamspy:profile({bs_wl, fib, [5]}, #{timeline => true}),
+    {ok, #{profile := #{timeline := true}}} = beamspy:profile({bs_wl, fib, [5]}, #{flamechart => true}),
+    {ok, #{profile := #{timeline := false}}} = beamspy:profile({bs_wl, fib, [5]}, #{timeline => false, flamechart => true}).
+
+timeline_cap_is_reported_test() ->
+    %% fib(15) makes 1,973 calls: a cap of 100 spans truncates the timeline
+    %% but not the aggregated profile.
+    {ok, #{profile := P}} = beamspy:profile({bs_wl, fib, [15]}, #{timeline => 100}),
+    #{timeline := true, timeline_truncated := true, truncated := false} = P,
+    Own = bs_test_lib:own_tree(P),
+    ?assertEqual(1973, bs_test_lib:frame_calls(Own, <<"bs_wl:fib/1">>)).
+
+filters_apply_to_the_profile_test() ->
+    {ok, #{profile := P1}} = beamspy:profile({bs_wl, nap, [20]}, #{drop_sleep => true}),
+    ?assertEqual([], bs_test_lib:nodes_of(bs_test_lib:own_tree(P1), <<"SLEEP">>)),
+    {ok, #{profile := P2}} = beamspy:profile({bs_wl, spawn_fib, [3, 8]}, #{merge => true}),
+    ?assertMatch([{<<"all">>, _}], maps:get(processes, P2)),
+    {ok, #{profile := P3}} = beamspy:profile({bs_wl, fib, [8]}, #{exclude => "fib"}),
+    ?assertEqual([], [F || {_, Nodes} <- maps:get(processes, P3), {_, _, F, _, _, _} <- Nodes,
+                           binary:match(F, <<"fib">>) =/= nomatch]).
+
+rendering_options_are_validated_test() ->
+    Bad = [{palette, rainbow}, {width, 5}, {min_width, -1}, {inverted, yes},
+           {flamechart, 1}, {title, 42}, {include, "("}, {exclude, 7},
+           {timeline, -3}, {merge, maybe}, {drop_sleep, 0}],
+    [?assertError({beamspy, {bad_option, K, V, _}},
+                  beamspy:apply({bs_wl, fib, [3]}, #{K => V, quiet => true})) || {K, V} <- Bad],
+    bs_test_lib:assert_clean().
+
+rendering_options_reach_the_svg_test() ->
+    Dir = bs_test_lib:tmp_dir(),
+    Path = filename:join(Dir, "t.svg"),
+    _ = beamspy:apply({bs_wl, fib, [8]}, #{output => Path, quiet => true, title => "Fib <&> test",
+                                            palette => beam, inverted => true, width => 800}),
+    {ok, Bin} = file:read_file(Path),
+    ?assertMatch({match, _}, re:run(Bin, "Fib &lt;&amp;&gt; test")),
+    ?assertMatch({match, _}, re:run(Bin, "width=\"800\"")),
+    bs_test_lib:rm_rf(Dir).
