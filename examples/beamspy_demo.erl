@@ -15,7 +15,9 @@
 -spec main([string()]) -> ok.
 main([OutDir]) ->
     {ok, #{result := {return, Top}, profile := Profile, files := Files}} =
-        beamspy:profile(fun run/0, #{output => OutDir, formats => [folded], quiet => true}),
+        beamspy:profile(fun run/0, #{output => OutDir, quiet => true, palette => beam,
+                                     title => "beamspy demo: a word-count service",
+                                     formats => [svg, html, speedscope, chrome, folded, bspy]}),
     io:format("~nbeamspy demo: profiled a word-count service (1 gen_server, 4 clients)~n"),
     io:format("most frequent words: ~p~n~n", [[W || {W, _} <- lists:sublist(Top, 5)]]),
     io:format("files written:~n"),
@@ -56,7 +58,7 @@ run() ->
 client(Server, Seed) ->
     rand:seed(exsss, {Seed, Seed, Seed}),
     lists:foreach(fun(_) ->
-                          Words = tokenise(text(200)),
+                          Words = tokenise(text(60)),
                           ok = gen_server:call(Server, {add, Words})
                   end, lists:seq(1, 25)).
 
