@@ -4,8 +4,9 @@
  * gives a well-formed profile (fuzz_common.h) that every writer accepts and
  * that writes back to a .bspy file reading back to the same profile, byte
  * for byte the second time. Built with FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
- * the reader does not insist on the checksum, so inputs the fuzzer mutates
- * still reach everything behind it. */
+ * the reader accepts a stored checksum of zero (scripts/fuzz.sh makes such
+ * seeds), so inputs the fuzzer mutates still get through whole, while real
+ * checksums (those the writer makes in the round trips) are checked. */
 #include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -77,6 +77,18 @@ defmodule BeamSpy do
   Bad options or a target that cannot be called raise an `ArgumentError`
   before anything runs.
 
+  ## Live systems
+
+  `start/2` records processes that are already running (a pid, a
+  registered name, a list of them, `:existing`, `:new` or `:all`) until
+  `stop/1`; `trace/3` does both for a given time; `sessions/0` lists what
+  is being recorded. Live sessions are bounded by default (60 s, 10 million
+  events, 256 MiB, 10000 processes); when a limit trips, tracing stops at
+  once, the files are written and the caller receives
+  `{:beamspy, session, {:stopped, reason, files}}`. If the caller dies,
+  the session ends and nothing stays traced. See `:beamspy` for the
+  details (what is refused when another tracer is active, what it costs).
+
   ## What the stacks show
 
   The stacks are the ones the VM really has. A call in tail position

@@ -560,18 +560,18 @@ stop(Session) ->
           {ok, #{files := [string()], errors := [{string(), term()}],
                  truncated := false | atom(), cleanup_ms := non_neg_integer(),
                  write_ms := non_neg_integer(), profile => profile()}} | {error, term()}.
-stop({beamspy_session, Owner, _} = Session, Opts) when is_pid(Owner), is_map(Opts) ->
-    case maps:get(profile, Opts, false) of
-        Profile when is_boolean(Profile) ->
+stop(Session, Opts) when is_map(Opts) ->
+    case {beamspy_session:owner(Session), maps:get(profile, Opts, false)} of
+        {_, Other} when not is_boolean(Other) ->
+            {error, {bad_option, profile, Other, "true or false"}};
+        {error, _} ->
+            {error, {no_session, Session}};
+        {{ok, Owner}, Profile} ->
             case beamspy_session:finish(Owner, #{profile => Profile}) of
                 {error, {session_failed, noproc}} -> {error, {no_session, Session}};
                 Reply -> Reply
-            end;
-        Other ->
-            {error, {bad_option, profile, Other, "true or false"}}
+            end
     end;
-stop(Session, Opts) when is_map(Opts) ->
-    {error, {no_session, Session}};
 stop(_, Opts) ->
     {error, {bad_options, Opts}}.
 

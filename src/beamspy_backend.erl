@@ -144,7 +144,9 @@ first_conflict([P | Ps], Targets) ->
             end
     end.
 
-%% A tracer that is set and is not beamspy's.
+%% A tracer that is set and is not beamspy's. A tracer module shows as
+%% {tracer, {Module, State}} (observed on OTP 25; erlang:trace_info/2's spec
+%% says {tracer, Module, State}).
 foreign({tracer, []}) -> none;
 foreign({tracer, {beamspy_tracer, _}}) -> none;
 foreign({tracer, T}) -> {foreign, T};

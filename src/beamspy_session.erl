@@ -39,7 +39,7 @@
 -module(beamspy_session).
 
 -export([start/2, finish/2, cleanup/1, seed/2, excluded_modules/0, labels/1]).
--export([start_live/2, info/1, owners/0]).
+-export([start_live/2, owner/1, info/1, owners/0]).
 -export([init/4]).
 
 -define(LOCK, beamspy_active_session).
@@ -47,7 +47,7 @@
 %% Owners not holding the lock register as beamspy_session_1..?SLOTS.
 -define(SLOTS, 64).
 
--type start_opts() :: #{nif := map(), outputs := [{atom(), string()}], write := map(),
+-type start_opts() :: #{nif := map(), outputs := [{atom(), string()}], write := map(), limits => map(),
                         max_duration => infinity | pos_integer()}.
 -type live_opts() :: #{nif := map(), outputs := [{atom(), string()}], write := map(),
                        max_duration := infinity | pos_integer(),
@@ -89,12 +89,23 @@ spawn_owner(Caller, Opts) ->
             {error, {session_failed, Why}}
     end.
 
+%% @doc The owner of a live session's handle, if it is still running.
+-spec owner(term()) -> {ok, pid()} | error.
+owner({beamspy_session, Owner, Ref}) when is_pid(Owner), is_reference(Ref) ->
+    case lists:member(Owner, owners()) of
+        true -> {ok, Owner};
+        false -> error
+    end;
+owner(_) ->
+    error.
+
 %% @doc Stops the session of Owner, cleans up and writes the outputs.
 %% Returns the written files and, if `profile' was asked, the profile term.
 %% Used for `apply' and for {@link beamspy:stop/2}; `write => false' skips
 %% the files of a live session that were not asked for explicitly.
 -spec finish(pid(), #{profile => boolean(), write => boolean()}) ->
           {ok, #{files := [string()], errors := list(), truncated := atom(),
+                 cleanup_ms := integer(), write_ms := integer(),
                  profile => map()}} | {error, term()}.
 finish(Owner, Opts) ->
     call(Owner, {finish, Opts}, infinity).
@@ -142,7 +153,8 @@ slot_name(I) ->
 %% @doc Modules whose calls beamspy never records (its own).
 -spec excluded_modules() -> [module()].
 excluded_modules() ->
-    [beamspy, beamspy_session, beamspy_tracer, beamspy_opts, beamspy_backend, 'Elixir.BeamSpy'].
+    [beamspy, beamspy_session, beamspy_tracer, beamspy_opts, beamspy_backend, beamspy_capture,
+     'Elixir.BeamSpy'].
 
 %%% ---------------------------------------------------------------------
 %%% The owner: setting up
@@ -246,47 +258,39 @@ state(Kind, Session, Backend, Caller, Mon, Timer, Handle, Opts) ->
 %% each existing target (suspended while its stack is seeded and its flags
 %% are set, so its first recorded frames are right). `new' goes first so that
 %% no process spawned meanwhile is missed; those are then skipped.
-setup_live(#{targets := #{existing := Existing, new := New}} = Opts, BackendKind) ->
+setup_live(#{targets := #{existing := Existing, new := New}, flags := Flags} = Opts, BackendKind) ->
     Max = maps:get(max_processes, maps:get(nif, Opts)),
-    steps([fun() -> resolve(Existing) end,
-           fun(Pids) -> too_many(Pids, Max) end,
-           fun(Pids) ->
-                   Legacy = BackendKind =:= legacy orelse not beamspy_backend:sessions_supported(),
-                   case Legacy andalso beamspy_backend:conflicts(legacy, Pids, New) of
-                       false -> {ok, Pids};
-                       ok -> {ok, Pids};
-                       Error -> Error
-                   end
-           end,
-           fun(Pids) ->
-                   case new_session(Opts) of
-                       {error, _} = Error -> Error;
-                       Session -> {ok, {Pids, Session}}
-                   end
-           end,
-           fun({Pids, Session}) ->
-                   Backend = beamspy_backend:open(Session, BackendKind),
-                   case switch_on(Backend, Pids, Existing, New, maps:get(flags, Opts)) of
-                       ok ->
-                           {ok, {Session, Backend}};
-                       {error, _} = Error ->
-                           ok = beamspy_backend:close(Backend),
-                           Error
-                   end
-           end],
-          undefined).
+    case resolve(Existing) of
+        {ok, Pids} when length(Pids) > Max ->
+            {error, {too_many_processes, length(Pids), Max}};
+        {ok, Pids} ->
+            case conflicts(BackendKind, Pids, New) of
+                ok -> open_and_switch_on(Opts, BackendKind, Pids, Existing, New, Flags);
+                {error, _} = Error -> Error
+            end;
+        {error, _} = Error ->
+            Error
+    end.
 
-%% Runs each step on what the previous one gave, until one fails.
-steps([], {Session, Backend}) ->
-    {ok, Session, Backend};
-steps([F | Fs], Acc) ->
-    R = case erlang:fun_info(F, arity) of
-            {arity, 0} -> F();
-            {arity, 1} -> F(Acc)
-        end,
-    case R of
-        {ok, Next} -> steps(Fs, Next);
-        {error, _} = Error -> Error
+conflicts(BackendKind, Pids, New) ->
+    case BackendKind =:= auto andalso beamspy_backend:sessions_supported() of
+        true -> ok; % dynamic trace sessions never conflict
+        false -> beamspy_backend:conflicts(legacy, Pids, New)
+    end.
+
+open_and_switch_on(Opts, BackendKind, Pids, Existing, New, Flags) ->
+    case new_session(Opts) of
+        {error, _} = Error ->
+            Error;
+        Session ->
+            Backend = beamspy_backend:open(Session, BackendKind),
+            case switch_on(Backend, Pids, Existing, New, Flags) of
+                ok ->
+                    {ok, Session, Backend};
+                {error, _} = Error ->
+                    ok = beamspy_backend:close(Backend),
+                    Error
+            end
     end.
 
 %% Registered names become pids; `all' becomes every process but beamspy's.
@@ -315,11 +319,6 @@ resolve([T | Ts], Owners, Acc) ->
 existing_pids() ->
     Owners = owners(),
     erlang:processes() -- Owners.
-
-too_many(Pids, Max) when length(Pids) > Max ->
-    {error, {too_many_processes, length(Pids), Max}};
-too_many(Pids, _) ->
-    {ok, Pids}.
 
 switch_on(Backend, Pids0, Existing, New, Flags) ->
     ok = beamspy_backend:set_patterns(Backend),
@@ -357,7 +356,7 @@ switch_on_each(Backend, [P | Ps], Flags) ->
 %% flags we set. Nothing called while it is suspended waits for another
 %% process (no code loading, no I/O): every function here is loaded.
 switch_on_one(Backend, P, Flags) ->
-    {_, Session} = backend_session(Backend),
+    Session = nif_session(Backend),
     case catch erlang:suspend_process(P) of
         true ->
             try
@@ -379,11 +378,11 @@ switch_on_one(Backend, P, Flags) ->
                 catch erlang:resume_process(P)
             end;
         _ ->
-            ok %% gone meanwhile
+            ok % gone meanwhile
     end.
 
-backend_session({legacy, S}) -> {legacy, S};
-backend_session({session, S, _}) -> {session, S}.
+nif_session({legacy, S}) -> S;
+nif_session({session, S, _}) -> S.
 
 %%% ---------------------------------------------------------------------
 %%% The owner: running and stopping

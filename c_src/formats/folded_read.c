@@ -41,7 +41,11 @@
 #include "stack_cache.h"
 #include "tree_build.h"
 
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+#define FIRST_BLOCK_BYTES 64u /* fuzz/: small inputs cross block boundaries too */
+#else
 #define FIRST_BLOCK_BYTES (64u << 10) /* small inputs never pay for a big buffer */
+#endif
 #define BLOCK_BYTES (4u << 20)
 #define MAX_LINE_BYTES (64u << 20)
 #define PAD_BYTES 8u

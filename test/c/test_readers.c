@@ -5,7 +5,8 @@
  * blanks, CRLF, BOM, blank lines, last line without LF, flamegraph.pl's
  * differential "stack c1 c2", eflame's uncounted pid lines and its `sleep`
  * frame), every row of the malformed-input table of research/formats.md §1.2
- * with the line number and byte offset of the error, pid roots vs the
+ * with the line number and byte offset of the error (also far past the
+ * first blocks of input), pid roots vs the
  * synthetic root, lines that share prefixes with the previous line in every
  * way the prefix shortcut can be fooled, a 100,000-frame line, repeated and
  * distinct stacks (memory follows distinct stacks; the whole-stack cache
@@ -330,6 +331,33 @@ static void test_folded_error_line_and_offset(void **state)
     assert_int_equal(bs_read_folded(f, "x", &p, NULL), -1);
     fclose(f);
     bs_profile_free(&p);
+}
+
+/* Input is read in blocks that grow from 64 KiB to 4 MiB: lines cut by a
+ * block boundary are whole, and line numbers and offsets stay exact far
+ * into the input. */
+static void test_folded_block_boundaries(void **state)
+{
+    (void)state;
+    const int lines = tu_small() ? 30000 : 200000;
+    tu_str t = {0};
+    uint64_t s = 3, want_total = 0;
+    for (int i = 0; i < lines; i++) {
+        unsigned k = (unsigned)(tu_rand(&s) % 7), pad = (unsigned)(tu_rand(&s) % 90);
+        tu_put(&t, "<0.%u.0>;m:f%u/1;m:g%.*s/0 %u\n", k % 2, k, (int)pad,
+               "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", k + 1);
+        want_total += k + 1;
+    }
+    bs_profile p;
+    bs_read_error e;
+    OK(read_folded_n(t.s, t.len, &p, &e));
+    assert_int_equal(p.n_trees, 2);
+    assert_int_equal(p.trees[0].nodes[0].total_ns + p.trees[1].nodes[0].total_ns, want_total);
+    bs_profile_free(&p);
+    size_t bad_at = t.len;
+    tu_put(&t, "no count here\nx 1\n");
+    assert_fails_at(t.s, t.len, (uint64_t)lines + 1, bad_at, "expected");
+    free(t.s);
 }
 
 static void test_folded_pid_roots(void **state)
@@ -1079,6 +1107,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_folded_basic),
         cmocka_unit_test(test_folded_malformed_table),
         cmocka_unit_test(test_folded_error_line_and_offset),
+        cmocka_unit_test(test_folded_block_boundaries),
         cmocka_unit_test(test_folded_pid_roots),
         cmocka_unit_test(test_folded_crlf_bom_blank_lines),
         cmocka_unit_test(test_folded_differential),

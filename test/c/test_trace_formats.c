@@ -562,6 +562,8 @@ static int by_stack(const void *a, const void *b)
 /* Sorted by stack, equal stacks summed. */
 static void weights_merge(weights *w)
 {
+    if (w->n == 0)
+        return;
     qsort(w->items, w->n, sizeof *w->items, by_stack);
     size_t out = 0;
     for (size_t i = 0; i < w->n; i++) {
@@ -894,8 +896,9 @@ static void test_number_formats(void **state)
     }
     /* Every nanosecond survives both encodings the way readers parse them. */
     uint64_t seed = 7;
-    for (int i = 0; i < 20000; i++) {
-        uint64_t ns = i < 5000 ? (uint64_t)i : tu_rand(&seed) % 100000000000000ull; /* up to ~28 h */
+    int rounds = tu_small() ? 4000 : 20000;
+    for (int i = 0; i < rounds; i++) {
+        uint64_t ns = i < 2000 ? (uint64_t)i : tu_rand(&seed) % 100000000000000ull; /* up to ~28 h */
         bs_fmt_us(buf, ns);
         assert_int_equal(perfetto_ns(strtod(buf, NULL)), ns);
         uint64_t k = bs_ns_to_binary_us(ns);
@@ -1250,9 +1253,9 @@ static void test_truncated_timeline(void **state)
     free(text);
     bs_profile_free(&prof);
     /* Random processes sharing a small quota: many spans without parents. */
-    for (uint64_t seed = 1; seed <= 4; seed++) {
+    for (uint64_t seed = 1; seed <= (tu_small() ? 2u : 4u); seed++) {
         OK(bs_profile_init(&prof));
-        make_random(&prof, 2000, seed, 300);
+        make_random(&prof, tu_small() ? 1000 : 2000, seed, 300);
         check_all(&prof, NULL);
         bs_profile_free(&prof);
     }
@@ -1331,33 +1334,42 @@ static void test_deep_recursion(void **state)
     assert_int_equal(ct.x_events, depth);
     jc_free(&doc);
     free(text);
-    /* Sampled outputs stop at 1024 frames: "[deeper]" carries the rest. */
+    /* Sampled outputs stop at max_depth frames (1024 by default; 64 here to
+     * keep the case fast): "[deeper]" carries the rest. */
     prof.has_timeline = 0;
-    text = write_mem(bs_write_speedscope, &prof, NULL, &len);
+    const unsigned cap = 64;
+    bs_render_opts o = {.folded_max_depth = cap};
+    text = write_mem(bs_write_speedscope, &prof, &o, &len);
     doc = check_speedscope(text, len, &st);
     const jc_val *samples = jc_get(&jc_get(&doc, "profiles")->items[0], "samples");
-    assert_int_equal(samples->n, BS_DEFAULT_SAMPLE_DEPTH + 1);
-    assert_int_equal(samples->items[samples->n - 1].n, BS_DEFAULT_SAMPLE_DEPTH + 1);
+    assert_int_equal(samples->n, cap + 1);
+    assert_int_equal(samples->items[samples->n - 1].n, cap + 1);
     const jc_val *frames = jc_get(jc_get(&doc, "shared"), "frames");
-    assert_string_equal(jc_get(&frames->items[frames->n - 1], "name")->str, "[deeper]");
+    assert_string_equal(jc_get(&frames->items[frames->n - 1], "name")->str, BS_DEEPER_FRAME);
     /* The total is still everything below the process frame. */
     double total = (double)(prof.trees[0].nodes[0].total_ns - prof.trees[0].nodes[0].self_ns) / 1000;
     assert_true(jc_get(&jc_get(&doc, "profiles")->items[0], "endValue")->num == total);
     jc_free(&doc);
     free(text);
-    text = write_mem(bs_write_perf, &prof, NULL, &len);
-    assert_true(len < (size_t)2 * (BS_DEFAULT_SAMPLE_DEPTH + 2) * (BS_DEFAULT_SAMPLE_DEPTH + 2) * 40);
+    text = write_mem(bs_write_perf, &prof, &o, &len);
     weights collapse = {0}, speedscope = {0};
     perf_stats ps;
     check_perf(text, len, &collapse, &speedscope, &ps);
     size_t stacks = 1; /* [deeper] */
-    for (uint32_t i = 0; i <= BS_DEFAULT_SAMPLE_DEPTH; i++)
+    double sum = 0;
+    for (uint32_t i = 0; i <= cap; i++)
         stacks += prof.trees[0].nodes[i].self_ns > 0;
+    for (size_t i = 0; i < collapse.n; i++)
+        sum += collapse.items[i].weight;
     assert_int_equal(collapse.n, stacks);
+    assert_true(sum == (double)prof.trees[0].nodes[0].total_ns);
     assert_same_weights(&collapse, &speedscope, 1e-6, "stackcollapse vs speedscope");
     weights_free(&collapse);
     weights_free(&speedscope);
     free(text);
+    /* The default cap is 1024. */
+    assert_int_equal(bs_profile_deeper_than(&prof, 0), depth > BS_DEFAULT_SAMPLE_DEPTH);
+    assert_int_equal(bs_profile_deeper_than(&prof, depth), 0);
     bs_profile_free(&prof);
 }
 
@@ -1408,12 +1420,13 @@ static void test_write_errors(void **state)
 static void test_random_profiles(void **state)
 {
     (void)state;
-    unsigned n = tu_small() ? 3 : 12;
+    unsigned n = tu_small() ? 2 : 12;
+    size_t events = tu_small() ? 1500 : 4000;
     for (uint64_t seed = 1; seed <= n; seed++) {
         bs_profile prof;
         OK(bs_profile_init(&prof));
-        make_random(&prof, 4000, seed * 7919, 1000000);
-        make_random(&prof, 1000, seed * 104729, 1000000);
+        make_random(&prof, events, seed * 7919, 1000000);
+        make_random(&prof, events / 4, seed * 104729, 1000000);
         bs_profile_compute_totals(&prof);
         check_all(&prof, NULL);
         prof.has_timeline = 0;

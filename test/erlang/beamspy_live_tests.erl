@@ -288,6 +288,8 @@ errors() ->
     {ok, _} = beamspy:stop(S, #{profile => true}),
     ?assertEqual({error, {no_session, S}}, beamspy:stop(S)),
     ?assertEqual({error, {no_session, nonsense}}, beamspy:stop(nonsense)),
+    Fake = {beamspy_session, self(), make_ref()},
+    ?assertEqual({error, {no_session, Fake}}, beamspy:stop(Fake)),
     ?assert(io_lib:char_list(beamspy:format_error({no_session, S}))),
     assert_live_clean([server()]).
 

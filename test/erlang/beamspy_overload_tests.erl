@@ -101,10 +101,11 @@ trace_all_under_load() ->
                    mib(?MAX_MEMORY), round(100 * TracedWait),
                    CleanupMs, WriteMs, Roots, Size div 1024]),
         %% The worst round trip must stay under 100 ms. When the machine
-        %% itself keeps the VM off the CPU for a quarter of the time (other
-        %% jobs on a shared host), single round trips measure the machine,
-        %% not beamspy: then 99% of them must.
-        case TracedWait > 0.25 of
+        %% keeps the VM's threads off the CPU for half of the time (other
+        %% jobs on a shared host; a quiet 2-core host shows 20-30% here),
+        %% single round trips measure the machine, not beamspy: then 99% of
+        %% them must.
+        case TracedWait > 0.5 of
             false ->
                 ?assert(maps:get(rtt_us, Traced) < ?MAX_RTT_US);
             true ->
@@ -164,7 +165,9 @@ start_stop_rounds() ->
         ?assert(Total1 - Total0 < 4 * 1024 * 1024),
         ?assert(Bin1 - Bin0 < 1024 * 1024),
         ?assert(Rss1 - Rss0 < 32 * 1024 * 1024),
-        ?assert(lists:max(Rss) - lists:min(Rss) < 32 * 1024 * 1024),
+        %% No upward trend over the rounds (RSS may go down as memory of
+        %% the test before is given back).
+        ?assert(lists:last(Rss) - hd(Rss) < 16 * 1024 * 1024),
         ?assertEqual([], beamspy_session:owners()),
         ?assertEqual([], beamspy:sessions()),
         assert_clean([Work])
