@@ -320,6 +320,31 @@ defmodule BeamSpy do
   end
 
   @doc """
+  Profiles the next `calls` calls of `{module, function, arity}`, made by any
+  process (or only by the pids in option `:pids`), each from the moment of the
+  call to its return, with no recompiling and no mocking. Returns
+  `{:ok, files}` (one profile per call, `...-callK.<ext>`, plus a merged one,
+  `...-merged.<ext>`; option `merge: false | true` keeps only one kind) once
+  the calls were captured or `:timeout` (ms, default 30000) passed, or
+  `{:error, reason}`; a function that does not exist is an error before
+  anything is traced. Other options are those of `run/2`.
+
+      iex> dir = Path.join(System.tmp_dir!(), "beamspy_doc_capture")
+      iex> task = Task.async(fn -> Process.sleep(50); Enum.map(1..3, fn _ -> URI.encode_www_form("a b") end) end)
+      iex> {:ok, files} = BeamSpy.capture({URI, :encode_www_form, 1}, 2, output: dir, merge: false)
+      iex> Task.await(task)
+      ["a+b", "a+b", "a+b"]
+      iex> length(files)
+      2
+  """
+  @spec capture(mfa(), pos_integer()) :: {:ok, [charlist()]} | {:error, term()}
+  @spec capture(mfa(), pos_integer(), options()) :: {:ok, [charlist()]} | {:error, term()}
+  def capture({module, function, arity} = mfa, calls, options \\ [])
+      when is_atom(module) and is_atom(function) and is_integer(arity) do
+    :beamspy.capture(mfa, calls, erlang_options!(options))
+  end
+
+  @doc """
   What BeamSpy is recording on this node right now: one map per session
   (owner, caller, targets, start time, limits, events so far, memory).
 
