@@ -111,8 +111,20 @@ int bs_proc_call(bs_proc *p, const bs_key *callee, bs_caller_kind kind, const bs
         at = 0;
     } else if (kind == BS_CALLER_FRAME) {
         uint32_t found = find_up(p, p->current, caller);
-        if (found != BS_NO_NODE)
+        if (found != BS_NO_NODE) {
             at = found;
+        } else {
+            /* The callee will return to a frame we never saw: it lies below
+             * everything we know (entered before tracing began), and every
+             * frame we know has been left. It becomes a root frame, as in
+             * return_to; keeping the stack would grow it by one frame per
+             * iteration of a tail-recursive loop called from such a frame. */
+            at = bs_call_tree_child(&p->tree, 0, caller);
+            if (at == BS_NO_NODE) {
+                set_current(p, 0, t);
+                return drop(p);
+            }
+        }
     }
     uint32_t n = bs_call_tree_child(&p->tree, at, callee);
     if (n == BS_NO_NODE) {

@@ -2,9 +2,11 @@
  *
  * Rules (research/internals.md, part 1b):
  *  - call M with caller C: pop to the nearest frame equal to C (a tail call
- *    reports the frame it will return to), then push M. An unknown caller
- *    keeps the stack; BS_CALLER_ROOT empties it first (the caller is code the
- *    session does not trace, such as beamspy's own wrapper).
+ *    reports the frame it will return to), then push M. If C is not on the
+ *    stack it was entered before tracing began: the stack becomes [C] (a new
+ *    root, as for return_to), then M is pushed. An unknown caller keeps the
+ *    stack; BS_CALLER_ROOT empties it first (the caller is code the session
+ *    does not trace, such as beamspy's own wrapper).
  *  - return_to M: pop the returning frame, then pop until M is on top; if M is
  *    not on the stack it becomes a new root frame. return_to undefined (or to
  *    untraced code) empties the stack. One return_to may unwind many frames

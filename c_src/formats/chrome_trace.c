@@ -29,7 +29,8 @@
 #include "json_escape.h"
 #include "trace_common.h"
 
-#define PID 1
+/* One BEAM node is one process of the trace. */
+#define PID "1"
 
 /* An X event written and not yet closed. */
 typedef struct open_x {
@@ -67,8 +68,9 @@ static int put_complete(ct_writer *w, uint32_t frame, uint64_t ts, uint64_t dur)
     const char *name = bs_frame_string(&w->names, w->p, frame, make_name_and_category, (void *)w->p, &name_len);
     if (!name)
         return -1;
-    char line[3 * BS_NUMBER_MAX + 64];
-    static const char head[] = ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":";
+    /* One fwrite per event: stdio locks the stream on every call. */
+    char line[512];
+    static const char head[] = ",\n{\"ph\":\"X\",\"pid\":" PID ",\"tid\":";
     size_t n = sizeof head - 1;
     memcpy(line, head, n);
     n += bs_fmt_uint(line + n, w->tid);
@@ -79,9 +81,16 @@ static int put_complete(ct_writer *w, uint32_t frame, uint64_t ts, uint64_t dur)
     n += 7;
     n += bs_fmt_binary_us(line + n, dur);
     line[n++] = ',';
-    fwrite(line, 1, n, w->out);
-    fwrite(name, 1, name_len, w->out);
-    putc('}', w->out);
+    if (n + name_len + 1 <= sizeof line) {
+        memcpy(line + n, name, name_len);
+        n += name_len;
+        line[n++] = '}';
+        fwrite(line, 1, n, w->out);
+    } else {
+        fwrite(line, 1, n, w->out);
+        fwrite(name, 1, name_len, w->out);
+        putc('}', w->out);
+    }
     w->written++;
     return 0;
 }
@@ -222,7 +231,7 @@ out:
 
 static void put_metadata(ct_writer *w, const char *what, uint32_t tid, const char *name)
 {
-    fprintf(w->out, ",\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%u,\"name\":\"%s\",\"args\":{\"name\":", PID, tid, what);
+    fprintf(w->out, ",\n{\"ph\":\"M\",\"pid\":" PID ",\"tid\":%u,\"name\":\"%s\",\"args\":{\"name\":", tid, what);
     bs_json_write_string(w->out, name);
     fputs("}}", w->out);
 }
@@ -247,7 +256,7 @@ static void put_other_data(ct_writer *w, int timeline)
     fputs(",\"time_unit\":\"microseconds, in multiples of 2^-12 (exact in binary floating point)\"", out);
     if (p->unit == BS_UNIT_COUNT)
         fputs(",\"weights\":\"samples, drawn as 1 microsecond each\"", out);
-    fprintf(out, ",\"spans_written\":%llu,\"zero_length_spans_omitted\":%llu", (unsigned long long)w->written,
+    fprintf(out, ",\"x_events\":%llu,\"zero_length_spans_omitted\":%llu", (unsigned long long)w->written,
             (unsigned long long)w->omitted);
     fprintf(out, ",\"timeline_truncated\":%s,\"truncated\":", p->timeline_truncated ? "true" : "false");
     bs_json_write_string(out, p->truncated);
@@ -269,15 +278,15 @@ int bs_write_chrome(FILE *out, const bs_profile *p, const bs_render_opts *o)
     }
     char process_name[300];
     snprintf(process_name, sizeof process_name, "%s%s", p->meta.node[0] ? "beam.smp " : "beamspy", p->meta.node);
-    fprintf(out, "{\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":", PID);
+    fputs("{\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":" PID ",\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":", out);
     bs_json_write_string(out, process_name);
     fputs("}}", out);
     for (uint32_t ti = 0; ti < p->n_trees; ti++) {
         const bs_ptree *t = &p->trees[ti];
         w.tid = ti + 1;
         put_metadata(&w, "thread_name", w.tid, bs_frame_name(&p->frames, t->nodes[0].frame));
-        fprintf(out, ",\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%u,\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%u}}",
-                PID, w.tid, w.tid);
+        fprintf(out, ",\n{\"ph\":\"M\",\"pid\":" PID ",\"tid\":%u,\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%u}}",
+                w.tid, w.tid);
         if ((timeline ? write_spans(&w, t) : write_totals(&w, t)) < 0)
             goto out;
     }

@@ -25,9 +25,14 @@
  * The timeline is not used: this is a sampling format and both readers
  * aggregate, so per-span samples would only multiply the size. The virtual
  * clock starts at 1 s and runs through the processes one after the other,
- * so timestamps increase through the whole file. Symbols get no '(' (cut by
- * stackcollapse-perf.pl), quotes (deleted by it), "->" (split into inlined
- * frames by it) or "+0x" (stripped as an offset by both). */
+ * so timestamps increase through the whole file. Stacks deeper than
+ * folded_max_depth frames (1024 by default) end in one "[deeper]" frame
+ * that carries the rest of their time, as in the folded writer. Symbols get
+ * no '(' (cut by stackcollapse-perf.pl; written '['), quotes (deleted by
+ * it; written '`'), "->" (split into inlined frames by it; written "=>") or
+ * "+0x" (stripped as an offset by both; written "+0X"). The dso is "beam"
+ * and the address the frame id: both readers require them, neither shows
+ * the address. */
 #include "writers.h"
 
 #include <errno.h>
@@ -85,12 +90,12 @@ static uint64_t weight_of(void *ctx, const bs_ptree *t, uint32_t i)
     return t->nodes[i].self_ns * (w->p->unit == BS_UNIT_COUNT ? 1000 : 1);
 }
 
+/* A made-up address per frame (the frame id + 1, in hex): both readers need
+ * one and neither shows it, so it is kept short. */
 static void put_frame_address(char *buf, size_t *n, uint64_t frame)
 {
-    /* A stable made-up address per frame: the readers need one, and neither
-     * shows it. */
     static const char hex[] = "0123456789abcdef";
-    uint64_t addr = 0x7f0000000000ull + (frame + 1) * 0x10;
+    uint64_t addr = frame + 1;
     char digits[16];
     size_t k = 0;
     do {

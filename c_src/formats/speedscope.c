@@ -6,7 +6,10 @@
  * profile (so one instant has one number in every process, as in the Chrome
  * trace), never decreasing, every O closed innermost first — speedscope's
  * importer throws on anything else, and bs_walk_spans guarantees it. Without
- * one it is "sampled": one sample per stack with self time, weighted by it.
+ * one it is "sampled": one sample per stack with self time, weighted by it
+ * (microseconds, or "none" for counts read from folded files); stacks deeper
+ * than folded_max_depth frames (1024 by default) end in one "[deeper]" frame
+ * that carries the rest of their time, as in the folded writer.
  *
  * The process is the profile, so stacks start below the process frame; the
  * time a process spent in no traced function (the process frame's own time)
@@ -78,7 +81,10 @@ static int write_frames(ss_writer *w)
     if (deeper < 0)
         return -1;
     w->deeper = UINT32_MAX;
-    if (deeper) {
+    for (uint32_t f = 0; deeper && f < p->frames.n; f++)
+        if (w->index[f] != UINT32_MAX && strcmp(bs_frame_name(&p->frames, f), BS_DEEPER_FRAME) == 0)
+            w->deeper = w->index[f]; /* already listed (input that was cut before): one frame */
+    if (deeper && w->deeper == UINT32_MAX) {
         w->deeper = next;
         fputs(next++ ? ",\n{\"name\":\"" BS_DEEPER_FRAME "\"}" : "\n{\"name\":\"" BS_DEEPER_FRAME "\"}", w->out);
     }
@@ -151,7 +157,6 @@ static int write_evented(ss_writer *w, const bs_ptree *t)
     if (write_profile_head(w, t, "evented", "microseconds", w->p->timeline_truncated ? " (timeline truncated)" : "") < 0)
         return -1;
     fputs("\"events\":[", w->out);
-    w->first = 1;
     bs_span_walk_opts wo = {.skip_sleep = w->drop_sleep};
     bs_span_visitor v = {on_open, on_close, &es};
     if (bs_walk_spans(w->p, t, &wo, &v) < 0)

@@ -442,9 +442,14 @@ static void test_return_to_undefined_and_unknown(void **state)
     /* BS_CALLER_ROOT empties the stack before pushing */
     CALL_ROOT(&p, RUN, 33);
     assert_stack(&p, "m:run/2");
-    /* a call whose caller is not on the stack keeps the stack */
+    /* a call whose caller is not on the stack: the caller was entered
+     * before tracing began and becomes a root frame */
     CALL(&p, A, TOP, 34);
-    assert_stack(&p, "m:run/2;m:a/0");
+    assert_stack(&p, "m:top/0;m:a/0");
+    /* so a tail-recursive loop called from it stays flat */
+    CALL(&p, A, TOP, 35);
+    CALL(&p, A, TOP, 36);
+    assert_stack(&p, "m:top/0;m:a/0");
     bs_proc_free(&p);
 }
 
@@ -487,8 +492,8 @@ static void test_already_running_unseeded(void **state)
     (void)state;
     bs_proc p;
     new_proc(&p, 0, 1, 1);
-    CALL(&p, MONO, WORKER, 10);
-    assert_stack(&p, "m:mono/0");
+    CALL(&p, MONO, WORKER, 10); /* the worker fun was entered before tracing */
+    assert_stack(&p, "m:'-worker/2-fun-0-'/3;m:mono/0");
     RET(&p, WORKER, 20);
     assert_stack(&p, "m:'-worker/2-fun-0-'/3");
     CALL(&p, RUN, WORKER, 30);
@@ -497,8 +502,8 @@ static void test_already_running_unseeded(void **state)
     RET(&p, WORKER, 50);
     bs_proc_flush(&p, 55);
     assert_tree(&p, "<root> 10 0\n"
-                    "m:mono/0 10 1\n"
                     "m:'-worker/2-fun-0-'/3 15 0\n"
+                    "m:'-worker/2-fun-0-'/3;m:mono/0 10 1\n"
                     "m:'-worker/2-fun-0-'/3;m:run/2 10 1\n"
                     "m:'-worker/2-fun-0-'/3;m:f/1 10 1\n");
     bs_proc_free(&p);

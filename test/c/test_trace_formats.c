@@ -1090,7 +1090,7 @@ static void test_perf_rules(void **state)
 /* Frame names no writer may pass through unescaped. */
 static const char *const HOSTILE[] = {
     NULL, /* key function ids start at 1 */
-    "quote\"d", "back\\slash", "</script><script>alert(1)</script>", "<!-- c -->", "a&amp;b",
+    "quote\"d", "[deeper]", "back\\slash", "</script><script>alert(1)</script>", "<!-- c -->", "a&amp;b",
     "paren(s)", "semi;colon", "'Elixir.Foo':bar/1", "a->b", "f+0x1f", "line\xe2\x80\xa8sep",
     "para\xe2\x80\xa9sep", "rtl\xe2\x80\xae" "txet", "\xef\xbb\xbf" "bom", "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80",
     "[unknown]", "ok:fine/2",
@@ -1133,6 +1133,8 @@ static void test_hostile_names(void **state)
         snprintf(prof.meta.source, sizeof prof.meta.source, "</script>\"\\");
         snprintf(prof.meta.node, sizeof prof.meta.node, "n\"<&>@h");
         check_all(&prof, NULL);
+        bs_render_opts cut = {.folded_max_depth = 4}; /* "[deeper]" is also a real frame here */
+        check_all(&prof, &cut);
         for (int which = 0; which < 2; which++) {
             size_t len;
             char *text = write_mem(which ? bs_write_chrome : bs_write_speedscope, &prof, NULL, &len);
