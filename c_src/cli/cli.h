@@ -78,6 +78,9 @@ void bs_cli_shared_options_usage(FILE *out, const char *default_title);
 /* The exit-code paragraph of every help text. */
 void bs_cli_exit_codes_usage(FILE *out);
 
+/* Appends an -o path to a growing list; returns BS_EXIT_OK or BS_EXIT_FAILURE. */
+int bs_cli_add_output(const char ***outputs, int *n_outputs, const char *path);
+
 /* The one-line usage error for getopt_long's '?' or ':' result. */
 int bs_cli_getopt_error(const char *cmd, int result, char **argv);
 

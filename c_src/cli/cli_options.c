@@ -137,3 +137,15 @@ void bs_cli_exit_codes_usage(FILE *out)
           "  3  malformed input (reported as FILE:LINE: or FILE: byte OFFSET:)\n",
           out);
 }
+
+int bs_cli_add_output(const char ***outputs, int *n_outputs, const char *path)
+{
+    const char **more = realloc(*outputs, ((size_t)*n_outputs + 1) * sizeof *more);
+    if (!more) {
+        bs_cli_error("out of memory");
+        return BS_EXIT_FAILURE;
+    }
+    *outputs = more;
+    more[(*n_outputs)++] = path;
+    return BS_EXIT_OK;
+}

@@ -67,18 +67,6 @@ void bs_cmd_render_usage(FILE *out)
     bs_cli_exit_codes_usage(out);
 }
 
-static int add_output(render_args *a, const char *path)
-{
-    const char **more = realloc(a->outputs, ((size_t)a->n_outputs + 1) * sizeof *more);
-    if (!more) {
-        bs_cli_error("out of memory");
-        return BS_EXIT_FAILURE;
-    }
-    a->outputs = more;
-    a->outputs[a->n_outputs++] = path;
-    return BS_EXIT_OK;
-}
-
 /* Returns -1 to go on, or the exit code (help printed: 0). */
 static int parse_args(int argc, char **argv, render_args *a)
 {
@@ -100,7 +88,7 @@ static int parse_args(int argc, char **argv, render_args *a)
             bs_cmd_render_usage(stdout);
             return BS_EXIT_OK;
         case 'o':
-            if ((rc = add_output(a, optarg)) != BS_EXIT_OK)
+            if ((rc = bs_cli_add_output(&a->outputs, &a->n_outputs, optarg)) != BS_EXIT_OK)
                 return rc;
             break;
         case 'f':
