@@ -50,9 +50,12 @@ static inline void fuzz_check_profile(const bs_profile *p)
             CHECK((unsigned char)name[k] >= 0x20 && name[k] != 0x7F && name[k] != ';');
     }
     CHECK(p->sleep_frame < p->frames.n && p->gc_frame < p->frames.n);
+    uint64_t grand_total = 0; /* writers add up all trees: the sum must fit */
     for (uint32_t ti = 0; ti < p->n_trees; ti++) {
         const bs_ptree *t = &p->trees[ti];
         CHECK(t->n_nodes >= 1 && t->nodes[0].parent == UINT32_MAX);
+        CHECK(t->nodes[0].total_ns <= UINT64_MAX - grand_total);
+        grand_total += t->nodes[0].total_ns;
         for (uint32_t i = 0; i < t->n_nodes; i++) {
             CHECK(t->nodes[i].frame < p->frames.n);
             CHECK(i == 0 || t->nodes[i].parent < i);

@@ -8,7 +8,7 @@
 #   scripts/fuzz.sh long     each target for FUZZ_SECONDS s (default 300): `make fuzz`
 #   scripts/fuzz.sh short    each target for FUZZ_SECONDS s (default 15): test/fuzz/run.sh
 #   scripts/fuzz.sh build    only build
-#   scripts/fuzz.sh replay   run every corpus input once through its target
+#   scripts/fuzz.sh replay   run every seed (fuzz/corpus/, the .bspy seeds) once through its target
 # (FUZZ_SKIP_BUILD=1: use the targets already in fuzz/build/.)
 #
 # Inputs: the seeds in fuzz/corpus/<target>/ (in git; when a crash is fixed,
@@ -131,6 +131,7 @@ for t in "${targets[@]}"; do
     read -r -a dirs <<<"$(dirs_of "$t" | tr '\n' ' ')"
     log="$build/logs/$t.$mode.log"
     if [ "$mode" = replay ]; then
+        dirs=("${dirs[@]:1}") # the seeds (what git keeps), not earlier finds
         args=(-runs=0)
     else
         args=(-max_total_time="$secs" -dict="fuzz/$t.dict" -max_len=16384 -timeout=10 -rss_limit_mb=2048

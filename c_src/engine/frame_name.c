@@ -100,6 +100,9 @@ size_t bs_sanitize_name(char *dst, size_t cap, const char *src, size_t len)
                 one = ':';
             out = &one;
             out_len = 1;
+        } else if (i == 0 && n == 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) {
+            out = "?"; /* U+FEFF first: a folded reader takes it for a byte-order mark */
+            out_len = 1;
         } else {
             out = src + i;
             out_len = n;

@@ -4,7 +4,8 @@
  * would: `'Elixir.Foo':bar/1`) or Elixir (`Foo.bar/1`, `:lists.sort/2`), then
  * makes the result safe for every writer: valid UTF-8 (bad bytes become
  * U+FFFD), no control characters, no ';' (the folded separator), no trailing
- * blank (folded readers would eat it). */
+ * blank (folded readers would eat it), no leading U+FEFF (a folded reader
+ * takes it for a byte-order mark when the name starts the file). */
 #ifndef BS_FRAME_NAME_H
 #define BS_FRAME_NAME_H
 

@@ -36,6 +36,7 @@ typedef struct bspy_in {
     uint64_t section_end;
     size_t pos, len, crc_pos;
     bs_crc32 crc;
+    uint64_t total;      /* self times of all trees so far: the sum must fit 64 bits */
     uint32_t *frame_map; /* frame index in the file -> frame id in the profile */
     uint32_t n_frames;
     unsigned char buf[BUF_BYTES];
@@ -260,7 +261,6 @@ static int read_frames(bspy_in *in)
 static int read_nodes(bspy_in *in, bs_ptree *t, uint32_t n)
 {
     uint32_t cap = 0;
-    uint64_t sum = 0;
     for (uint32_t i = 0; i < n; i++) {
         const unsigned char *b = take(in, BS_BSPY_NODE_BYTES, "node");
         if (!b)
@@ -283,9 +283,9 @@ static int read_nodes(bspy_in *in, bs_ptree *t, uint32_t n)
         if (frame >= in->n_frames)
             return fail_at(in, at, "node %u: frame %u does not exist (%u frames)", i, frame, in->n_frames);
         d->frame = in->frame_map[frame];
-        if (d->self_ns > UINT64_MAX - sum)
+        if (d->self_ns > UINT64_MAX - in->total) /* writers add up whole profiles */
             return fail_at(in, at, "node %u: self times add up to more than 2^64", i);
-        sum += d->self_ns;
+        in->total += d->self_ns;
     }
     return 0;
 }

@@ -397,8 +397,11 @@ static void test_folded_crlf_bom_blank_lines(void **state)
                                                                            "  a = 0\n"
                                                                            "  a b = 3\n"
                                                                            "  c = 3\n");
-    /* a BOM anywhere else is part of a name */
-    assert_reads_as("a 1\n\xEF\xBB\xBF" "a 1\n", "[synthetic all]\n  a = 1\n  \xEF\xBB\xBF" "a = 1\n");
+    /* a BOM anywhere else is a name's first character, which names never
+     * start with (written first in a file, it would be taken for a BOM:
+     * found by fuzz/fuzz_folded); inside a name it stays */
+    assert_reads_as("a 1\n\xEF\xBB\xBF" "a 1\nb\xEF\xBB\xBF;\xEF\xBB\xBF 1\n",
+                    "[synthetic all]\n  a = 1\n  ?a = 1\n  b\xEF\xBB\xBF = 0\n  b\xEF\xBB\xBF ? = 1\n");
 }
 
 static void test_folded_differential(void **state)
@@ -943,6 +946,10 @@ static void test_bspy_forged(void **state)
         mk_end(&m), assert_mk(&m, 0, "frame 3 does not exist");
     mk_start(&m), mk_tree_head(&m, BS_BSPY_TREE_FIXED + 48, 2), mk_node(&m, UINT32_MAX, 2, UINT64_MAX),
         mk_node(&m, 0, 2, 1), mk_u32(&m, 0), mk_end(&m), assert_mk(&m, 0, "more than 2^64");
+    /* ... also over several trees: writers add up whole profiles (found by fuzz/fuzz_bspy) */
+    mk_start(&m), mk_tree_head(&m, BS_BSPY_TREE_FIXED + 24, 1), mk_node(&m, UINT32_MAX, 2, UINT64_MAX - 2),
+        mk_u32(&m, 0), mk_tree_head(&m, BS_BSPY_TREE_FIXED + 24, 1), mk_node(&m, UINT32_MAX, 2, 3), mk_u32(&m, 0),
+        mk_end(&m), assert_mk(&m, 0, "more than 2^64");
     uint64_t bad_node[][3] = {{3, 0, 1}};
     mk_start(&m), mk_tree(&m, 3, bad_node, 1), mk_end(&m), assert_mk(&m, 0, "node 3 does not exist");
     uint64_t backwards[][3] = {{0, 5, 4}};
