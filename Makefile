@@ -89,9 +89,10 @@ test: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@bench/run.sh
+	@bench/render/run.sh
 
 fuzz: deps
 	@scripts/fuzz.sh long
 
 clean:
-	rm -rf ebin priv bin _build test/c/build bench/build
+	rm -rf ebin priv bin _build test/c/build bench/build fuzz/build

@@ -127,8 +127,8 @@ dirs_of() {
 
 status=0
 for t in "${targets[@]}"; do
-    mkdir -p "$build/corpus/$t"
     read -r -a dirs <<<"$(dirs_of "$t" | tr '\n' ' ')"
+    mkdir -p "${dirs[@]}" # fuzz/corpus/roundtrip may be empty, and git keeps no empty folder
     log="$build/logs/$t.$mode.log"
     if [ "$mode" = replay ]; then
         dirs=("${dirs[@]:1}") # the seeds (what git keeps), not earlier finds
