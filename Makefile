@@ -19,6 +19,7 @@ ENGINE_SRC  := $(wildcard c_src/engine/*.c)
 FORMATS_SRC := $(wildcard c_src/formats/*.c)
 NIF_SRC     := $(wildcard c_src/nif/*.c)
 CLI_SRC     := $(wildcard c_src/cli/*.c)
+DIST_SRC    := $(wildcard c_src/dist/*.c)
 C_HEADERS   := $(wildcard c_src/*/*.h)
 # JavaScript/CSS the writers put into their output, kept as their own files and
 # embedded as C string constants (scripts/embed_text.sh): x.js -> x.js.h.
@@ -71,8 +72,19 @@ $(NIF_SO): $(ENGINE_SRC) $(FORMATS_SRC) $(NIF_SRC) $(C_HEADERS) $(ASSET_HDRS) | 
 
 cli: $(CLI_BIN)
 
-$(CLI_BIN): $(ENGINE_SRC) $(FORMATS_SRC) $(CLI_SRC) $(C_HEADERS) $(ASSET_HDRS) | bin
-	$(CC) $(ALL_CFLAGS) -I$(ERTS_INC) -o $@ $(ENGINE_SRC) $(FORMATS_SRC) $(CLI_SRC) -L$(EI_LIB) -lei -lpthread
+# The tool carries beamspy's Erlang modules and NIF inside it (for nodes that
+# have nothing installed): scripts/embed_payload.sh writes the C file that
+# includes them, with what they were built for.
+PAYLOAD_C   := build/cli/payload_data.c
+ERL_ONLY_BEAMS := $(filter ebin/beamspy%,$(ERL_BEAMS))
+
+$(PAYLOAD_C): $(ERL_ONLY_BEAMS) $(NIF_SO) scripts/embed_payload.sh
+	@mkdir -p $(dir $@)
+	scripts/embed_payload.sh $@ ebin $(NIF_SO)
+
+$(CLI_BIN): $(ENGINE_SRC) $(FORMATS_SRC) $(CLI_SRC) $(DIST_SRC) $(PAYLOAD_C) $(C_HEADERS) $(ASSET_HDRS) | bin
+	$(CC) $(ALL_CFLAGS) -pthread -I$(ERTS_INC) -Ic_src/dist -o $@ $(ENGINE_SRC) $(FORMATS_SRC) $(CLI_SRC) \
+	    $(DIST_SRC) $(PAYLOAD_C) -L$(EI_LIB) -lei -lpthread
 
 ebin priv bin:
 	mkdir -p $@
@@ -95,4 +107,4 @@ fuzz: deps
 	@scripts/fuzz.sh long
 
 clean:
-	rm -rf ebin priv bin _build test/c/build bench/build fuzz/build
+	rm -rf ebin priv bin build _build test/c/build bench/build fuzz/build

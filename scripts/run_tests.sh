@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.." || exit 1
 
 total_pass=0
 total_fail=0
-for layer in c cli fuzz erlang elixir browser; do
+for layer in c cli fuzz erlang elixir dist browser; do
     script="test/$layer/run.sh"
     [ -x "$script" ] || continue
     echo "=== $layer ==="

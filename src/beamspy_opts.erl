@@ -218,6 +218,14 @@ check({pids, V}, Acc) when is_list(V), V =/= [] ->
         false -> bad(pids, V, "a non-empty list of local pids")
     end;
 check({pids, V}, _) -> bad(pids, V, "a non-empty list of local pids");
+check({ignore, V}, Acc) when is_list(V), length(V) =< 8 ->
+    case lists:all(fun(P) -> is_pid(P) andalso node(P) =:= node() end, V) of
+        true -> Acc#{ignore => V};
+        false -> bad(ignore, V, "a list of at most 8 local pids")
+    end;
+check({ignore, V}, _) -> bad(ignore, V, "a list of at most 8 local pids");
+check({until_halt, V}, Acc) when is_boolean(V) -> Acc#{until_halt => V};
+check({until_halt, V}, _) -> bad(until_halt, V, "true or false");
 check({timeline, V}, Acc) when V =:= false; V =:= auto -> Acc#{timeline => V};
 check({timeline, true}, Acc) -> Acc#{timeline => ?DEFAULT_TIMELINE_SPANS};
 check({timeline, V}, Acc) when is_integer(V), V > 0, V =< 1 bsl 32 -> Acc#{timeline => V};
@@ -268,8 +276,9 @@ nif_options(Opts, Outputs) ->
                  infinity -> 0;
                  E -> E
              end,
-    (maps:with([max_memory, max_processes, sleep, gc], Opts))#{timeline => Timeline,
-                                                               max_events => Events}.
+    (maps:with([max_memory, max_processes, sleep, gc, ignore], Opts))#{timeline => Timeline,
+                                                               max_events => Events,
+                                                               halt_hook => maps:get(until_halt, Opts, false)}.
 
 %% @doc The rendering options the writers take (see c_src/nif/write_request.h).
 -spec write_options(options()) -> map().

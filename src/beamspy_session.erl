@@ -46,6 +46,8 @@
 -define(SEED_DEPTH, 64).
 %% Owners not holding the lock register as beamspy_session_1..?SLOTS.
 -define(SLOTS, 64).
+%% until_halt: how often the labels of the halt plan are refreshed.
+-define(HALT_REFRESH_MS, 1000).
 
 -type start_opts() :: #{nif := map(), outputs := [{atom(), string()}], write := map(), limits => map(),
                         max_duration => infinity | pos_integer()}.
@@ -154,6 +156,7 @@ slot_name(I) ->
 -spec excluded_modules() -> [module()].
 excluded_modules() ->
     [beamspy, beamspy_session, beamspy_tracer, beamspy_opts, beamspy_backend, beamspy_capture,
+     beamspy_agent, beamspy_dump, beamspy_sampler, beamspy_top, beamspy_runner,
      'Elixir.BeamSpy'].
 
 %%% ---------------------------------------------------------------------
@@ -238,7 +241,7 @@ init_live(Parent, Ref, Caller, Opts, BackendKind) ->
         {ok, Session, Backend} ->
             Timer = start_timer(Opts),
             Parent ! {Ref, {ok, Handle}},
-            loop(state(live, Session, Backend, Caller, Mon, Timer, Handle, Opts));
+            loop(plan_halt(state(live, Session, Backend, Caller, Mon, Timer, Handle, Opts)));
         {error, _} = Error ->
             Parent ! {Ref, Error}
     end.
@@ -392,6 +395,8 @@ loop(#{caller := Caller, mon := Mon} = S) ->
     receive
         {beamspy_limit, Reason} ->
             loop(limit(Reason, S));
+        beamspy_plan_halt when map_get(stopped, S) =:= false ->
+            loop(plan_halt(S));
         {{finish, FinishOpts}, From, Tag} ->
             Reply = finish_reply(S, FinishOpts),
             %% Released before replying: the caller may start again at once.
@@ -434,6 +439,25 @@ limit(Reason, #{kind := live, session := Session, backend := Backend, caller := 
                 end,
     Caller ! {beamspy, Handle, {stopped, Truncated, maps:get(files, Reply)}},
     S#{stopped => Reply}.
+
+%% Option until_halt: the process that halts the VM writes the files itself,
+%% in its tracer callback (see c_src/nif/halt_write.h), from the plan given
+%% here: the outputs and write options, with labels of the processes seen so
+%% far. The labels are refreshed every ?HALT_REFRESH_MS, reading only the
+%% processes not labelled yet (a process keeps its first label).
+plan_halt(#{session := Session, opts := #{nif := Nif, outputs := Outputs, write := Write}} = S) ->
+    case maps:get(halt_hook, Nif, false) of
+        true ->
+            Known = maps:get(halt_labels, S, #{}),
+            New = [P || P <- beamspy_tracer:session_pids(Session), not maps:is_key(P, Known)],
+            Labels = maps:merge(Known, labels(New)),
+            Plan = [{F, unicode:characters_to_binary(P)} || {F, P} <- Outputs],
+            _ = beamspy_tracer:session_prepare_halt(Session, Plan, Write#{labels => Labels}),
+            _ = erlang:send_after(?HALT_REFRESH_MS, self(), beamspy_plan_halt),
+            S#{halt_labels => Labels};
+        false ->
+            S
+    end.
 
 %% A live session asked for its profile term writes files only if they were
 %% asked for explicitly (as beamspy:profile/2 does).

@@ -10,7 +10,7 @@
 
 -export([enabled/3, trace/5]).
 -export([session_new/1, session_seed/3, session_stop/1, session_stop/2, session_pids/1,
-         session_capturing/2,
+         session_capturing/2, session_prepare_halt/3,
          session_info/1, session_profile/2, session_write/4]).
 
 -on_load(init/0).
@@ -19,22 +19,31 @@
 -export_type([session/0]).
 
 -nifs([enabled/3, trace/5, session_new/1, session_seed/3, session_stop/1, session_stop/2,
-       session_capturing/2,
+       session_capturing/2, session_prepare_halt/3,
        session_pids/1, session_info/1, session_profile/2, session_write/4]).
 
 init() ->
     erlang:load_nif(nif_path(), 0).
 
-%% @private
+%% The library beside this module (priv/ next to its ebin/), unless the
+%% `beamspy' application environment names a directory: the command-line
+%% tool sets `nif_dir' while it loads beamspy onto a node from its own copy,
+%% where another beamspy may be installed.
 nif_path() ->
-    Priv = case code:priv_dir(beamspy) of
-               {error, bad_name} ->
-                   Ebin = filename:dirname(code:which(?MODULE)),
-                   filename:join(filename:dirname(Ebin), "priv");
-               Dir ->
-                   Dir
+    Priv = case application:get_env(beamspy, nif_dir) of
+               {ok, Dir} when is_list(Dir) -> Dir;
+               _ -> installed_priv_dir()
            end,
     filename:join(Priv, "beamspy_nif").
+
+installed_priv_dir() ->
+    case code:priv_dir(beamspy) of
+        {error, bad_name} ->
+            Ebin = filename:dirname(code:which(?MODULE)),
+            filename:join(filename:dirname(Ebin), "priv");
+        Dir ->
+            Dir
+    end.
 
 %% @doc erl_tracer callback: `trace' while the session records, else
 %% `remove' (for `trace_status') or `discard'.
@@ -67,6 +76,11 @@ session_stop(_Session, _Reason) -> erlang:nif_error(not_loaded).
 %% @doc Capture mode: whether a captured call is running in Pid.
 -spec session_capturing(session(), pid()) -> boolean().
 session_capturing(_Session, _Pid) -> erlang:nif_error(not_loaded).
+
+%% @doc Option `until_halt': what the process that halts the VM writes,
+%% `[{Format, PathBinary}]' with write options (as {@link session_write/4}).
+-spec session_prepare_halt(session(), [{atom(), binary()}], map()) -> ok | {error, enomem}.
+session_prepare_halt(_Session, _Outputs, _Opts) -> erlang:nif_error(not_loaded).
 
 %% @doc Every process the session has seen.
 -spec session_pids(session()) -> [pid()].

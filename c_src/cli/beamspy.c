@@ -1,10 +1,12 @@
 /* beamspy.c — the command-line tool's entry point: picks the subcommand.
  *
- * Each subcommand lives in its own file (cmd_render.c, cmd_diff.c) and is
+ * Each subcommand lives in its own file (cmd_render.c, cmd_diff.c,
+ * cmd_record.c, cmd_dump.c, cmd_top.c, cmd_run.c) and is
  * run with argv starting at its own name. `beamspy help CMD` and
  * `beamspy CMD --help` print the same text. Exit codes are listed in cli.h
  * and in every help text: 0 ok, 1 runtime failure, 2 usage error,
- * 3 malformed input. */
+ * 3 malformed input, 4-9 connecting to a node. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -22,6 +24,10 @@ typedef struct command {
 static const command COMMANDS[] = {
     {"render", "draw folded stacks or .bspy files in any output format", bs_cmd_render, bs_cmd_render_usage},
     {"diff", "differential flame graph of two profiles", bs_cmd_diff, bs_cmd_diff_usage},
+    {"record", "profile processes of running nodes over distribution", bs_cmd_record, bs_cmd_record_usage},
+    {"dump", "the current stack of every process of a node, stuck ones first", bs_cmd_dump, bs_cmd_dump_usage},
+    {"top", "live view of the busiest processes of a node and what they run", bs_cmd_top, bs_cmd_top_usage},
+    {"run", "start an Erlang VM, profile it from start to exit", bs_cmd_run, bs_cmd_run_usage},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 
@@ -67,6 +73,9 @@ static int help(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* A node that goes away must be a clean error on the socket (EPIPE),
+     * not a signal that kills the tool before it can say so. */
+    signal(SIGPIPE, SIG_IGN);
     if (argc < 2) {
         usage(stderr);
         return BS_EXIT_USAGE;

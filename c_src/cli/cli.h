@@ -8,6 +8,8 @@
  *      written, memory ran out
  *   2  usage error: unknown command, option or format, bad option value
  *   3  malformed input: a file that is not folded stacks or .bspy
+ *   4-9 commands that connect to a node: not found, refused, cookie
+ *       rejected, incompatible node, timeout, connection lost (remote.h)
  * Messages are one line on stderr, starting with "beamspy: " (or
  * "beamspy CMD: " for usage errors). */
 #ifndef BS_CLI_H
@@ -22,7 +24,13 @@ enum {
     BS_EXIT_OK = 0,
     BS_EXIT_FAILURE = 1,
     BS_EXIT_USAGE = 2,
-    BS_EXIT_BAD_INPUT = 3
+    BS_EXIT_BAD_INPUT = 3,
+    BS_EXIT_NODE_NOT_FOUND = 4,
+    BS_EXIT_NODE_REFUSED = 5,
+    BS_EXIT_COOKIE_REJECTED = 6,
+    BS_EXIT_NODE_INCOMPATIBLE = 7,
+    BS_EXIT_TIMEOUT = 8,
+    BS_EXIT_CONNECTION_LOST = 9
 };
 
 /* Subcommands: run gets argv[0] == the command's name; usage prints the
@@ -31,6 +39,14 @@ int bs_cmd_render(int argc, char **argv);
 void bs_cmd_render_usage(FILE *out);
 int bs_cmd_diff(int argc, char **argv);
 void bs_cmd_diff_usage(FILE *out);
+int bs_cmd_record(int argc, char **argv);
+void bs_cmd_record_usage(FILE *out);
+int bs_cmd_dump(int argc, char **argv);
+void bs_cmd_dump_usage(FILE *out);
+int bs_cmd_top(int argc, char **argv);
+void bs_cmd_top_usage(FILE *out);
+int bs_cmd_run(int argc, char **argv);
+void bs_cmd_run_usage(FILE *out);
 
 /* "beamspy: <message>\n" on stderr. */
 void bs_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -134,7 +134,15 @@ void bs_cli_exit_codes_usage(FILE *out)
           "  0  success\n"
           "  1  runtime failure (an input cannot be opened, an output cannot be written)\n"
           "  2  usage error (unknown option or format, bad value)\n"
-          "  3  malformed input (reported as FILE:LINE: or FILE: byte OFFSET:)\n",
+          "  3  malformed input (reported as FILE:LINE: or FILE: byte OFFSET:)\n"
+          "  commands that connect to a node (record, dump, top, run):\n"
+          "  4  node not found (unknown host, no epmd there, or no node of that name)\n"
+          "  5  the node refused the connection\n"
+          "  6  the node rejected the cookie\n"
+          "  7  the node cannot run beamspy (OTP too old, or another OTP release or\n"
+          "     architecture than this beamspy was built for)\n"
+          "  8  timeout (the node did not answer in time)\n"
+          "  9  the connection to the node was lost (the node went down)\n",
           out);
 }
 

@@ -251,3 +251,82 @@ fail:
     bs_profile_free(dst);
     return -1;
 }
+
+int bs_profile_add_under(bs_profile *dst, const bs_profile *src, const char *root_label)
+{
+    uint32_t root = intern_str(dst, root_label);
+    uint32_t *frame_of = malloc(((size_t)src->frames.n + 1) * sizeof *frame_of);
+    if (root == UINT32_MAX || !frame_of) {
+        free(frame_of);
+        return -1;
+    }
+    for (uint32_t i = 0; i < src->frames.n; i++) {
+        const char *name = bs_frame_name(&src->frames, i);
+        frame_of[i] = bs_frame_table_intern(&dst->frames, name, strlen(name));
+        if (frame_of[i] == UINT32_MAX) {
+            free(frame_of);
+            return -1;
+        }
+    }
+    int first = dst->n_trees == 0;
+    if (first) {
+        dst->unit = src->unit;
+        dst->meta = src->meta;
+        dst->start_ns = src->start_ns;
+        dst->has_timeline = src->has_timeline;
+    }
+    /* Each node has its own clock: its spans are placed by wall-clock start
+     * relative to the first node's (never before the profile's start). */
+    int64_t offset_ns = (src->meta.start_unix_us - dst->meta.start_unix_us) * 1000;
+    if (!src->meta.start_unix_us || !dst->meta.start_unix_us || offset_ns < 0)
+        offset_ns = 0;
+    for (uint32_t ti = 0; ti < src->n_trees; ti++) {
+        const bs_ptree *s = &src->trees[ti];
+        /* A synthetic root (no process frame) is replaced by the node frame;
+         * otherwise the node frame goes on top of the process frame. */
+        uint32_t shift = s->synthetic_root ? 0 : 1;
+        bs_ptree *d = new_tree(dst, s->n_nodes + shift);
+        if (!d) {
+            free(frame_of);
+            return -1;
+        }
+        d->events = s->events;
+        d->dropped = s->dropped;
+        d->nodes[0].parent = UINT32_MAX;
+        d->nodes[0].frame = root;
+        for (uint32_t i = s->synthetic_root ? 1 : 0; i < s->n_nodes; i++) {
+            bs_pnode *n = &d->nodes[i + shift];
+            *n = s->nodes[i];
+            n->frame = frame_of[s->nodes[i].frame];
+            n->parent = i == 0 ? 0 : s->nodes[i].parent + shift;
+        }
+        if (s->synthetic_root) {
+            d->nodes[0].self_ns = s->nodes[0].self_ns;
+            d->nodes[0].calls = s->nodes[0].calls;
+        }
+        if (s->n_spans && dst->has_timeline) {
+            d->spans = malloc((size_t)s->n_spans * sizeof *d->spans);
+            if (!d->spans) {
+                free(frame_of);
+                return -1;
+            }
+            for (uint32_t k = 0; k < s->n_spans; k++) {
+                d->spans[k].node = s->spans[k].node + shift;
+                d->spans[k].start_ns = s->spans[k].start_ns - src->start_ns + dst->start_ns + (uint64_t)offset_ns;
+                d->spans[k].end_ns = s->spans[k].end_ns - src->start_ns + dst->start_ns + (uint64_t)offset_ns;
+            }
+            d->n_spans = s->n_spans;
+        }
+    }
+    free(frame_of);
+    if (!first)
+        dst->has_timeline = dst->has_timeline && src->has_timeline;
+    dst->timeline_truncated |= src->timeline_truncated;
+    if (src->truncated[0])
+        bs_profile_set_truncated(dst, src->truncated);
+    uint64_t end = (uint64_t)offset_ns + src->duration_ns;
+    if (end > dst->duration_ns)
+        dst->duration_ns = end;
+    bs_profile_compute_totals(dst);
+    return 0;
+}

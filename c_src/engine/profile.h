@@ -92,6 +92,13 @@ int bs_profile_merge_processes(bs_profile *p, const char *label);
 
 void bs_profile_set_truncated(bs_profile *p, const char *reason);
 
+/* Adds every tree of src to dst under a new root frame root_label (the
+ * node a profile was recorded on: `beamspy record` of several nodes). The
+ * first profile added gives dst its unit, metadata and clock; the spans of
+ * later ones are shifted by the difference of wall-clock starts. Returns 0
+ * or -1 (out of memory; dst may hold part of src then). */
+int bs_profile_add_under(bs_profile *dst, const bs_profile *src, const char *root_label);
+
 /* Deep copy (frames, trees, spans, metadata). Returns 0 or -1. */
 int bs_profile_clone(const bs_profile *src, bs_profile *dst);
 

@@ -12,6 +12,7 @@
 #include "profile_export.h"
 #include "session.h"
 #include "tracer_callbacks.h"
+#include "halt_write.h"
 #include "write_request.h"
 
 static void session_dtor(ErlNifEnv *env, void *obj)
@@ -116,6 +117,7 @@ static ERL_NIF_TERM session_new(ErlNifEnv *env, int argc, const ERL_NIF_TERM arg
     }
     s->charge_sleep = opt_bool(env, argv[0], a->sleep, 1);
     s->charge_gc = opt_bool(env, argv[0], a->gc, 0);
+    s->halt_hook = opt_bool(env, argv[0], a->halt_hook, 0);
     s->use_caller = opt_bool(env, argv[0], a->caller, 1);
     s->keep_timeline = max_spans > 0;
     s->max_events = max_events;
@@ -151,6 +153,13 @@ static ERL_NIF_TERM session_new(ErlNifEnv *env, int argc, const ERL_NIF_TERM arg
             if (enif_is_atom(env, head))
                 s->excluded[s->n_excluded++] = head;
     }
+    ERL_NIF_TERM ignore;
+    if (enif_get_map_value(env, argv[0], enif_make_atom(env, "ignore"), &ignore)) {
+        ErlNifPid p;
+        while (enif_get_list_cell(env, ignore, &head, &ignore) && s->n_ignored < BS_MAX_IGNORED)
+            if (enif_get_local_pid(env, head, &p))
+                s->ignored[s->n_ignored++] = (uint64_t)enif_make_pid(env, &p);
+    }
     ERL_NIF_TERM term = enif_make_resource(env, s);
     enif_release_resource(s);
     return term;
@@ -183,7 +192,10 @@ static ERL_NIF_TERM session_seed(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
         n++;
     }
     uint64_t t = bs_now_ns();
-    bs_traced_proc *r = bs_session_proc(env, s, (uint64_t)enif_make_pid(env, &pid), t);
+    uint64_t key = (uint64_t)enif_make_pid(env, &pid);
+    if (bs_session_is_ignored(s, key))
+        return bs_priv_of(env)->atoms.ok;
+    bs_traced_proc *r = bs_session_proc(env, s, key, t);
     if (!r)
         return error_tuple(env, "stopped");
     atomic_store(&r->busy, 1);
@@ -214,6 +226,18 @@ static ERL_NIF_TERM session_stop(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
             bs_proc_flush(&r->proc, t);
     }
     return bs_priv_of(env)->atoms.ok;
+}
+
+/* session_prepare_halt(Session, [{Format, Path}], WriteOpts): what to write
+ * when a process halts the VM (option until_halt); called again to refresh
+ * the labels. */
+static ERL_NIF_TERM session_prepare_halt(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+    (void)argc;
+    bs_session *s = get_session(env, argv[0]);
+    if (!s || !s->halt_hook || !enif_is_list(env, argv[1]) || !enif_is_map(env, argv[2]))
+        return enif_make_badarg(env);
+    return bs_halt_plan_set(s, argv[1], argv[2]) == 0 ? bs_priv_of(env)->atoms.ok : error_tuple(env, "enomem");
 }
 
 /* session_capturing(Session, Pid) -> boolean(): a captured call is running
@@ -324,16 +348,10 @@ static ERL_NIF_TERM session_write(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
     bs_format format = bs_format_from_name(format_name);
     if (format == BS_FORMAT_UNKNOWN)
         return error_tuple(env, "unknown_format");
-    bs_profile p;
-    if (export_with(env, s, &req, &p) < 0) {
-        bs_profile_free(&p);
+    int e = bs_write_session_file(env, s, format, path, &req);
+    if (e == ENOMEM)
         return error_tuple(env, "enomem");
-    }
-    errno = 0;
-    int rc = bs_write_file(path, format, &p, &req.render);
-    int e = errno;
-    bs_profile_free(&p);
-    if (rc < 0)
+    if (e)
         return e == EINVAL ? error_tuple(env, "bad_filter_or_format") : enif_make_tuple2(env, bs_priv_of(env)->atoms.error, errno_atom(env, e));
     return bs_priv_of(env)->atoms.ok;
 }
@@ -347,6 +365,7 @@ static ErlNifFunc nif_funcs[] = {
     {"session_stop", 2, session_stop, 0},
     {"session_pids", 1, session_pids, 0},
     {"session_capturing", 2, session_capturing, 0},
+    {"session_prepare_halt", 3, session_prepare_halt, 0},
     {"session_info", 1, session_info, 0},
     {"session_profile", 2, session_profile, ERL_NIF_DIRTY_JOB_CPU_BOUND},
     {"session_write", 4, session_write, ERL_NIF_DIRTY_JOB_IO_BOUND},

@@ -9,6 +9,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include "session.h"
 
+#include "halt_write.h"
+#include "nif_atoms.h"
+
 #include <sched.h>
 #include <string.h>
 #include <time.h>
@@ -54,6 +57,7 @@ int bs_session_init(bs_session *s, size_t max_memory, uint32_t max_procs)
 
 void bs_session_destroy(bs_session *s)
 {
+    bs_halt_plan_free(s);
     bs_pid_table_free(&s->pids, &s->budget);
     if (s->insert_lock)
         enif_mutex_destroy(s->insert_lock);
@@ -154,4 +158,12 @@ bs_traced_proc *bs_session_proc(ErlNifEnv *env, bs_session *s, uint64_t pid, uin
     }
     enif_mutex_unlock(s->insert_lock);
     return r;
+}
+
+int bs_session_is_ignored(const bs_session *s, uint64_t pid)
+{
+    for (int i = 0; i < s->n_ignored; i++)
+        if (s->ignored[i] == pid)
+            return 1;
+    return 0;
 }

@@ -16,6 +16,7 @@
 #include "../engine/frame_key.h"
 #include "pid_table.h"
 
+#define BS_MAX_IGNORED 8 /* option ignore: pids of the tool's own processes */
 #define BS_MAX_EXCLUDED 16
 
 typedef struct bs_session {
@@ -30,6 +31,12 @@ typedef struct bs_session {
     bs_span_quota span_quota;        /* spans left for the timeline */
     ERL_NIF_TERM excluded[BS_MAX_EXCLUDED]; /* atoms: modules treated as untraced */
     int n_excluded;
+    /* run mode (beamspy run, option until_halt): the process that calls
+     * erlang:halt/0-2 or init:stop/0-1 writes the files (halt_write.c) */
+    int halt_hook;
+    struct bs_halt_plan *halt_plan;
+    uint64_t ignored[BS_MAX_IGNORED]; /* local pid terms never recorded (beamspy's own) */
+    int n_ignored;
     _Atomic uint64_t lost_processes; /* events of processes refused by max_processes */
     uint64_t max_events;             /* 0: no limit */
     _Atomic uint64_t events_counted; /* events seen, counted in batches (see tracer_callbacks.c) */
@@ -61,6 +68,9 @@ void bs_session_destroy(bs_session *s);
 void bs_session_stop(bs_session *s, int reason, int wait);
 void bs_session_stop_for_limit(ErlNifEnv *env, bs_session *s, int reason);
 int bs_session_is_excluded(const bs_session *s, ERL_NIF_TERM module);
+
+/* Whether pid (a local pid term) is one of the session's ignored processes. */
+int bs_session_is_ignored(const bs_session *s, uint64_t pid);
 
 /* The record of pid, created if new; NULL if recording stopped or a cap was hit. */
 bs_traced_proc *bs_session_proc(ErlNifEnv *env, bs_session *s, uint64_t pid, uint64_t now);

@@ -9,6 +9,7 @@
 
 #include "capture.h"
 #include "nif_atoms.h"
+#include "halt_write.h"
 #include "session.h"
 
 /* The tracer state is the session resource, or {beamspy_meta, Session} for
@@ -143,6 +144,16 @@ static void count_event(ErlNifEnv *env, bs_session *s, bs_traced_proc *r)
         bs_session_stop_for_limit(env, s, BS_STOP_MAX_EVENTS);
 }
 
+/* erlang:halt/0,1,2 or init:stop/0,1: the VM is about to go. */
+static int is_halting_call(ErlNifEnv *env, const bs_atoms *a, ERL_NIF_TERM mfa)
+{
+    int n;
+    const ERL_NIF_TERM *e;
+    if (!enif_get_tuple(env, mfa, &n, &e) || n != 3)
+        return 0;
+    return (e[0] == a->erlang && e[1] == a->halt) || (e[0] == a->init && e[1] == a->stop);
+}
+
 ERL_NIF_TERM bs_nif_trace(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
     (void)argc;
@@ -155,6 +166,8 @@ ERL_NIF_TERM bs_nif_trace(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
     if (!s || !atomic_load_explicit(&s->recording, memory_order_relaxed) || !enif_get_local_pid(env, argv[2], &pid))
         return a->ok;
     uint64_t key = (uint64_t)enif_make_pid(env, &pid);
+    if (s->n_ignored && bs_session_is_ignored(s, key))
+        return a->ok;
     bs_traced_proc *r = bs_session_proc(env, s, key, t);
     if (!r)
         return a->ok;
@@ -174,5 +187,7 @@ ERL_NIF_TERM bs_nif_trace(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
         count_event(env, s, r);
     }
     atomic_store(&r->busy, 0);
+    if (s->halt_hook && argv[0] == a->call && is_halting_call(env, a, argv[3]))
+        bs_halt_write(env, s); /* busy is down: the session can be stopped */
     return a->ok;
 }

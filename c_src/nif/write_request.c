@@ -1,7 +1,11 @@
 /* write_request.c — decoding of session_write's options (see write_request.h). */
 #include "write_request.h"
 
+#include <errno.h>
 #include <string.h>
+
+#include "profile_export.h"
+#include "session.h"
 
 #include "nif_atoms.h"
 
@@ -108,4 +112,22 @@ int bs_write_request_decode(ErlNifEnv *env, ERL_NIF_TERM map, bs_write_request *
         return -1;
     m->start_unix_us = start;
     return ok ? 0 : -1;
+}
+
+int bs_write_session_file(ErlNifEnv *env, struct bs_session *s, bs_format f, const char *path,
+                          const bs_write_request *req)
+{
+    if (f == BS_FORMAT_UNKNOWN)
+        return EINVAL;
+    bs_profile p;
+    if (bs_export_profile(env, s, req->names, req->labels, req->capture, &p) < 0) {
+        bs_profile_free(&p);
+        return ENOMEM;
+    }
+    p.meta = req->meta;
+    errno = 0;
+    int rc = bs_write_file(path, f, &p, &req->render);
+    int e = errno ? errno : EIO;
+    bs_profile_free(&p);
+    return rc < 0 ? e : 0;
 }

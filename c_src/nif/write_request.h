@@ -11,6 +11,9 @@
 #include "../engine/frame_name.h"
 #include "../engine/profile.h"
 #include "../formats/render_opts.h"
+#include "../formats/writers.h"
+
+struct bs_session;
 
 typedef struct bs_write_request {
     bs_render_opts render;
@@ -25,5 +28,11 @@ typedef struct bs_write_request {
 /* Returns 0, or -1 if a key has a value of the wrong type. Unknown keys are
  * ignored (the Erlang side validates options). */
 int bs_write_request_decode(ErlNifEnv *env, ERL_NIF_TERM map, bs_write_request *req);
+
+/* Exports the stopped session's profile as req asks and writes it to path
+ * in format f (atomically). Returns 0, or an errno value (EINVAL: bad
+ * filter or format; ENOMEM). */
+int bs_write_session_file(ErlNifEnv *env, struct bs_session *s, bs_format f, const char *path,
+                          const bs_write_request *req);
 
 #endif

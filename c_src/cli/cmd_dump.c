@@ -1,0 +1,345 @@
+/* cmd_dump.c — `beamspy dump --node N`: the current stack of every process
+ * of a running node (or of the ones named), with registered name, initial
+ * call, status, message queue, memory and reductions, the processes that
+ * look stuck first. What people need when a node hangs.
+ *
+ * The node looks at every process twice, --interval apart, and ranks them
+ * (beamspy_dump on the node); this file prints the result as text or, with
+ * --json, as one JSON document. */
+#define _GNU_SOURCE /* getopt_long */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../dist/call_args.h"
+#include "../formats/json_escape.h"
+#include "cli.h"
+#include "remote.h"
+
+#define CMD "dump"
+#define MAX_TARGETS 1024
+#define SNAPSHOT_TIMEOUT_MS 300000u
+
+enum { OPT_PID = BS_OPT_REMOTE_FIRST_OWN, OPT_NAME, OPT_INTERVAL, OPT_LIMIT, OPT_JSON };
+
+typedef struct dump_args {
+    bs_remote_opts remote;
+    const char *targets[MAX_TARGETS];
+    int n_targets;
+    unsigned long long interval_ms;
+    unsigned long long limit; /* 0: every process */
+    int json;
+} dump_args;
+
+void bs_cmd_dump_usage(FILE *out)
+{
+    fputs("usage: beamspy dump --node NAME [--pid PID | --name NAME ...] [--json] [options]\n"
+          "\n"
+          "Prints the current stack of every process of a running node (complete:\n"
+          "every frame, recursion included), with its registered name, initial call,\n"
+          "status, message queue length, memory and reductions. Processes that look\n"
+          "stuck come first: long or growing message queues, waiting for a reply,\n"
+          "waiting in a receive deep in their code, growing memory; each says why.\n"
+          "The node is looked at twice, --interval apart, to see what grows and what\n"
+          "does not move.\n"
+          "\n"
+          "connection:\n",
+          out);
+    bs_remote_options_usage(out, 0);
+    fputs("\n"
+          "options:\n"
+          "  --pid PID           only this process, e.g. '<0.123.0>' (repeatable)\n"
+          "  --name NAME         only this registered process (repeatable)\n"
+          "  --interval T        time between the two looks (default 200ms)\n"
+          "  --limit N           print the first N processes only\n"
+          "  --json              one JSON document instead of text (for scripts)\n"
+          "  -h, --help          this text\n"
+          "\n"
+          "examples:\n"
+          "  beamspy dump --node app@host | less\n"
+          "  beamspy dump --node app@host --limit 5\n"
+          "  beamspy dump --node app@host --name my_server --json\n"
+          "\n",
+          out);
+    bs_cli_exit_codes_usage(out);
+}
+
+static int parse_args(int argc, char **argv, dump_args *a)
+{
+    static const struct option longopts[] = {
+        {"pid", required_argument, NULL, OPT_PID},
+        {"name", required_argument, NULL, OPT_NAME},
+        {"interval", required_argument, NULL, OPT_INTERVAL},
+        {"limit", required_argument, NULL, OPT_LIMIT},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"help", no_argument, NULL, 'h'},
+        BS_REMOTE_LONG_OPTIONS,
+        {NULL, 0, NULL, 0},
+    };
+    opterr = 0;
+    optind = 1;
+    int c, rc;
+    char *end;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h':
+            bs_cmd_dump_usage(stdout);
+            return BS_EXIT_OK;
+        case OPT_PID:
+        case OPT_NAME:
+            if (c == OPT_PID && (optarg[0] != '<' || optarg[strlen(optarg) - 1] != '>'))
+                return bs_cli_usage_error(CMD, "bad --pid '%s' (a pid looks like <0.123.0>)", optarg);
+            if (a->n_targets >= MAX_TARGETS)
+                return bs_cli_usage_error(CMD, "too many processes named");
+            a->targets[a->n_targets++] = optarg;
+            break;
+        case OPT_INTERVAL:
+            if (strcmp(optarg, "0") == 0)
+                a->interval_ms = 0;
+            else if (bs_parse_duration_ms(optarg, &a->interval_ms) < 0 || a->interval_ms > 60000)
+                return bs_cli_usage_error(CMD, "bad --interval '%s' (e.g. 200ms, 1s)", optarg);
+            break;
+        case OPT_LIMIT:
+            errno = 0;
+            a->limit = strtoull(optarg, &end, 10);
+            if (errno || *end || optarg[0] < '1' || optarg[0] > '9')
+                return bs_cli_usage_error(CMD, "bad --limit '%s' (a positive number)", optarg);
+            break;
+        case OPT_JSON:
+            a->json = 1;
+            break;
+        case '?':
+        case ':':
+            return bs_cli_getopt_error(CMD, c, argv);
+        default:
+            rc = bs_remote_option(CMD, c, optarg, &a->remote, 1);
+            if (rc != 0)
+                return rc < 0 ? bs_cli_getopt_error(CMD, '?', argv) : rc;
+        }
+    }
+    if (optind < argc)
+        return bs_cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+    if (a->remote.n_nodes == 0)
+        return bs_cli_usage_error(CMD, "no node: give --node NAME");
+    return -1;
+}
+
+static long long int_of(const bs_eterm *map, const char *key)
+{
+    int ok = 0;
+    long long v = bs_eterm_int(bs_eterm_map_get(map, key), &ok);
+    return ok ? v : 0;
+}
+
+static const char *text_of(const bs_eterm *map, const char *key)
+{
+    const char *t = bs_eterm_text(bs_eterm_map_get(map, key));
+    return t ? t : "";
+}
+
+/* 1536 -> "1.5 KiB" */
+static const char *human_bytes(long long n, char *buf, size_t size)
+{
+    const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)(n < 0 ? -n : n);
+    int u = 0;
+    while (v >= 1024 && u < 4)
+        v /= 1024, u++;
+    snprintf(buf, size, u ? "%s%.1f %s" : "%s%.0f %s", n < 0 ? "-" : "", v, units[u]);
+    return buf;
+}
+
+static void print_text_process(FILE *out, const bs_eterm *p)
+{
+    char mem[32], growth[32];
+    const char *name = text_of(p, "name");
+    fprintf(out, "%s%s%s\n", text_of(p, "pid"), name[0] ? " " : "", name);
+    const bs_eterm *reasons = bs_eterm_map_get(p, "reasons");
+    for (size_t i = 0; i < bs_eterm_size(reasons); i++)
+        fprintf(out, "  ! %s\n", bs_eterm_text(bs_eterm_item(reasons, i)) ? bs_eterm_text(bs_eterm_item(reasons, i))
+                                                                         : "?");
+    long long mg = int_of(p, "memory_growth");
+    fprintf(out, "  initial call %s, status %s, message queue %lld", text_of(p, "initial_call"), text_of(p, "status"),
+            int_of(p, "message_queue_len"));
+    if (int_of(p, "queue_growth"))
+        fprintf(out, " (%+lld)", int_of(p, "queue_growth"));
+    fprintf(out, ", memory %s", human_bytes(int_of(p, "memory"), mem, sizeof mem));
+    if (mg)
+        fprintf(out, " (%s%s)", mg > 0 ? "+" : "", human_bytes(mg, growth, sizeof growth));
+    fprintf(out, ", reductions %lld (%+lld)", int_of(p, "reductions"), int_of(p, "reductions_delta"));
+    if (int_of(p, "idle_ms"))
+        fprintf(out, ", idle for %lld+ ms", int_of(p, "idle_ms"));
+    fputc('\n', out);
+    const bs_eterm *stack = bs_eterm_map_get(p, "stack");
+    size_t depth = bs_eterm_size(stack);
+    for (size_t i = 0; i < depth; i++) {
+        const char *frame = bs_eterm_text(bs_eterm_item(stack, i));
+        fprintf(out, "    %s\n", frame ? frame : "?");
+    }
+    if (depth == 0)
+        fprintf(out, "    (no stack: %s)\n", text_of(p, "current"));
+    if (bs_eterm_is_atom(bs_eterm_map_get(p, "stack_complete"), "false"))
+        fputs("    ... (deeper frames not shown)\n", out);
+    fputc('\n', out);
+}
+
+static void print_text(FILE *out, const bs_eterm *d, unsigned long long limit)
+{
+    const bs_eterm *procs = bs_eterm_map_get(d, "processes");
+    size_t n = bs_eterm_size(procs);
+    time_t taken = (time_t)(int_of(d, "taken_at_us") / 1000000);
+    struct tm tm;
+    char when[64] = "?";
+    if (gmtime_r(&taken, &tm))
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    size_t shown = limit && limit < n ? (size_t)limit : n;
+    fprintf(out, "node %s at %s: %lld processes (looked at twice, %lld ms apart); %zu shown, most stuck first\n\n",
+            text_of(d, "node"), when, int_of(d, "process_count"), int_of(d, "interval_ms"), shown);
+    for (size_t i = 0; i < shown; i++)
+        print_text_process(out, bs_eterm_item(procs, i));
+    long long omitted = int_of(d, "omitted") + (long long)(n - shown);
+    if (omitted > 0)
+        fprintf(out, "(%lld more processes not shown)\n", omitted);
+}
+
+/* A term of the dump as JSON: maps with atom keys become objects, lists
+ * arrays, binaries strings, integers numbers, true/false booleans. */
+static void print_json_term(FILE *out, const bs_eterm *t)
+{
+    switch (bs_eterm_kind_of(t)) {
+    case BS_ET_INT: {
+        int ok;
+        fprintf(out, "%lld", bs_eterm_int(t, &ok));
+        break;
+    }
+    case BS_ET_ATOM:
+        if (bs_eterm_is_atom(t, "true") || bs_eterm_is_atom(t, "false"))
+            fputs(bs_eterm_text(t), out);
+        else
+            bs_json_write_string(out, bs_eterm_text(t));
+        break;
+    case BS_ET_BINARY:
+    case BS_ET_STRING:
+        bs_json_write_string(out, bs_eterm_text(t));
+        break;
+    case BS_ET_LIST:
+    case BS_ET_TUPLE:
+        fputc('[', out);
+        for (size_t i = 0; i < bs_eterm_size(t); i++) {
+            if (i)
+                fputc(',', out);
+            print_json_term(out, bs_eterm_item(t, i));
+        }
+        fputc(']', out);
+        break;
+    case BS_ET_MAP:
+        fputc('{', out);
+        for (size_t i = 0; i < bs_eterm_size(t); i++) {
+            if (i)
+                fputc(',', out);
+            const char *key = bs_eterm_text(bs_eterm_map_key(t, i));
+            bs_json_write_string(out, key ? key : "?");
+            fputc(':', out);
+            print_json_term(out, bs_eterm_map_value(t, i));
+        }
+        fputc('}', out);
+        break;
+    default:
+        fputs("null", out);
+    }
+}
+
+static void print_json(FILE *out, const bs_eterm *d, unsigned long long limit)
+{
+    const bs_eterm *procs = bs_eterm_map_get(d, "processes");
+    size_t n = bs_eterm_size(procs);
+    size_t shown = limit && limit < n ? (size_t)limit : n;
+    static const char *const head[] = {"node", "taken_at_us", "interval_ms", "process_count", "omitted"};
+    fputc('{', out);
+    for (size_t k = 0; k < sizeof head / sizeof head[0]; k++) {
+        bs_json_write_string(out, head[k]);
+        fputc(':', out);
+        if (strcmp(head[k], "omitted") == 0)
+            fprintf(out, "%lld", int_of(d, "omitted") + (long long)(n - shown));
+        else
+            print_json_term(out, bs_eterm_map_get(d, head[k]));
+        fputc(',', out);
+    }
+    fputs("\"processes\":[", out);
+    for (size_t i = 0; i < shown; i++) {
+        if (i)
+            fputs(",\n", out);
+        print_json_term(out, bs_eterm_item(procs, i));
+    }
+    fputs("]}\n", out);
+}
+
+static int encode_options(const dump_args *a, ei_x_buff *x)
+{
+    if (ei_x_new(x) < 0)
+        return -1;
+    int rc = ei_x_encode_map_header(x, 2) | ei_x_encode_atom(x, "interval_ms") |
+             ei_x_encode_longlong(x, (long long)a->interval_ms) | ei_x_encode_atom(x, "targets");
+    if (a->n_targets == 0) {
+        rc |= ei_x_encode_atom(x, "all");
+    } else {
+        rc |= ei_x_encode_list_header(x, a->n_targets);
+        for (int i = 0; i < a->n_targets; i++)
+            rc |= ei_x_encode_string(x, a->targets[i]);
+        rc |= ei_x_encode_empty_list(x);
+    }
+    if (rc)
+        ei_x_free(x);
+    return rc ? -1 : 0;
+}
+
+static int dump(const dump_args *a)
+{
+    bs_remote r;
+    int rc = bs_remote_attach(&a->remote, 0, &r);
+    if (rc != BS_EXIT_OK)
+        return rc;
+    ei_x_buff opts, args;
+    bs_eterm_tree *t = NULL;
+    if (encode_options(a, &opts) < 0 || bs_call_args(&args, "t", &opts) < 0) {
+        bs_cli_error("out of memory");
+        bs_remote_detach(&r);
+        return BS_EXIT_FAILURE;
+    }
+    ei_x_free(&opts);
+    unsigned timeout = a->remote.timeout_ms > SNAPSHOT_TIMEOUT_MS ? a->remote.timeout_ms : SNAPSHOT_TIMEOUT_MS;
+    rc = bs_remote_call(&r, "beamspy_agent", "dump", &args, timeout, &t);
+    bs_remote_detach(&r);
+    if (rc != BS_EXIT_OK)
+        return rc;
+    const bs_eterm *root = bs_eterm_root(t);
+    const bs_eterm *d = bs_eterm_tagged(root, "ok");
+    if (!d || bs_eterm_kind_of(d) != BS_ET_MAP) {
+        char why[700];
+        const bs_eterm *e = bs_eterm_tagged(root, "error");
+        bs_eterm_format(why, sizeof why, e ? e : root);
+        bs_cli_error("%s: dump failed: %s", r.node.name, why);
+        bs_eterm_free(t);
+        return BS_EXIT_FAILURE;
+    }
+    if (a->json)
+        print_json(stdout, d, a->limit);
+    else
+        print_text(stdout, d, a->limit);
+    bs_eterm_free(t);
+    return BS_EXIT_OK;
+}
+
+int bs_cmd_dump(int argc, char **argv)
+{
+    dump_args a;
+    memset(&a, 0, sizeof a);
+    bs_remote_opts_init(&a.remote);
+    a.interval_ms = 200;
+    int rc = parse_args(argc, argv, &a);
+    if (rc == -1)
+        rc = dump(&a);
+    return rc;
+}

@@ -1,0 +1,557 @@
+/* cmd_record.c — `beamspy record --node N -o FILE`: profiles a running node
+ * over distribution and writes the outputs here.
+ *
+ * For each node: attach (connect, deliver beamspy's code if it lacks it),
+ * start a job on it (beamspy_agent: a live trace, a function capture, or
+ * stack sampling), poll it every POLL_MS (which also renews its lease: a
+ * job whose tool stops polling ends itself), and when the duration is over,
+ * a limit trips, the capture completes or Ctrl-C is pressed, fetch the
+ * result (a .bspy profile or folded stacks) and render it locally. Several
+ * nodes are merged under one root frame per node, or written one file per
+ * node with --per-node. */
+#define _GNU_SOURCE /* getopt_long, fmemopen */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/select.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../dist/call_args.h"
+#include "../formats/readers.h"
+#include "../formats/writers.h"
+#include "cli.h"
+#include "job.h"
+#include "remote.h"
+
+#define CMD "record"
+#define POLL_MS 250
+#define DEFAULT_DURATION_MS 10000ULL
+#define FINISH_TIMEOUT_MS 300000u
+
+enum {
+    OPT_MODE = BS_OPT_REMOTE_FIRST_OWN,
+    OPT_PID,
+    OPT_NAME,
+    OPT_ALL,
+    OPT_FUNCTION,
+    OPT_CALLS,
+    OPT_DURATION,
+    OPT_INTERVAL,
+    OPT_PER_NODE,
+    OPT_MAX_EVENTS,
+    OPT_MAX_MEMORY,
+    OPT_MAX_PROCESSES,
+    OPT_CHILDREN,
+    OPT_GC,
+    OPT_NO_SLEEP,
+    OPT_TIMELINE,
+    OPT_ELIXIR,
+    OPT_LEASE,
+    OPT_PROGRESS,
+    OPT_NO_PROGRESS,
+    OPT_FLAMECHART,
+    OPT_PALETTE
+};
+
+typedef struct record_args {
+    bs_remote_opts remote;
+    bs_job_spec job;
+    bs_render_opts render;
+    const char **outputs;
+    int n_outputs;
+    int per_node;
+    int progress; /* -1 auto (a terminal), 0 off, 1 on */
+} record_args;
+
+void bs_cmd_record_usage(FILE *out)
+{
+    fputs("usage: beamspy record --node NAME [--node NAME...] TARGET -o FILE [-o FILE...] [options]\n"
+          "\n"
+          "Profiles processes of running nodes over Erlang distribution and writes\n"
+          "the outputs here. Nothing needs to be installed on the nodes: beamspy\n"
+          "loads its own modules there for the recording and removes them after.\n"
+          "\n"
+          "connection:\n",
+          out);
+    bs_remote_options_usage(out, 1);
+    fputs("\n"
+          "what to record (one of):\n"
+          "  --pid PID           a process, e.g. '<0.123.0>' (repeatable)\n"
+          "  --name NAME         a registered process (repeatable)\n"
+          "  --all               every process, and every process spawned meanwhile\n"
+          "  --function M:F/A    the next calls of M:F/A, by any process (capture);\n"
+          "                      Elixir: Mod.fun/2\n"
+          "  --calls K           with --function: how many calls (default 1)\n"
+          "\n"
+          "how:\n"
+          "  --mode trace|sample trace (default): every call and return, exact;\n"
+          "                      sample: the stacks of the targets every --interval,\n"
+          "                      cheap on busy nodes, approximate (not with --function)\n"
+          "  --duration T        stop after T: 500ms, 10s, 2m (default 10s; with\n"
+          "                      --function: the longest wait for the calls)\n"
+          "  --interval T        sampling period (default 10ms)\n"
+          "  --children          trace: also processes the targets spawn\n"
+          "  --gc                trace: charge garbage collection to a GC frame\n"
+          "  --no-sleep          trace: leave out time spent scheduled out (SLEEP)\n"
+          "  --timeline N        trace: calls kept in time order for flame charts,\n"
+          "                      Chrome trace and speedscope (default 1000000; 0: none)\n"
+          "  --max-events N      trace: stop after N events (default 10000000)\n"
+          "  --max-memory SIZE   trace: memory the recording may use on the node\n"
+          "                      (default 256M)\n"
+          "  --max-processes N   trace: processes recorded at most (default 10000)\n"
+          "  --lease T           the node stops the recording by itself when it has\n"
+          "                      heard nothing from this tool for T (default 5s)\n"
+          "  Ctrl-C stops the recording early; the outputs are still written.\n"
+          "\n"
+          "output:\n"
+          "  -o, --output FILE   write FILE (repeatable); the format comes from the\n"
+          "                      extension: .folded .svg .html .speedscope.json\n"
+          "                      .trace.json .perf.txt .bspy\n"
+          "  --per-node          several nodes: one file per node (FILE gets the node\n"
+          "                      name before its extension) instead of one file with\n"
+          "                      a root frame per node\n"
+          "  --elixir            Elixir names (Mod.fun/2)\n"
+          "  --flamechart        SVG: x is time (needs the timeline)\n"
+          "  --palette hot|beam  SVG and HTML colours\n"
+          "  --progress, --no-progress\n"
+          "                      a progress line on standard error (default: when it\n"
+          "                      is a terminal)\n",
+          out);
+    bs_cli_shared_options_usage(out, "\"Flame Graph\"");
+    fputs("  -h, --help          this text\n"
+          "\n"
+          "examples:\n"
+          "  beamspy record --node app@host --all --duration 10s -o node.svg -o node.html\n"
+          "  beamspy record --node app@host --name my_server -o srv.speedscope.json\n"
+          "  beamspy record --node app@host --function my_handler:handle/2 --calls 5 -o h.svg\n"
+          "  beamspy record --node a@h1.example.com --node b@h2.example.com --all --mode sample -o c.svg\n"
+          "\n",
+          out);
+    bs_cli_exit_codes_usage(out);
+}
+
+static int parse_count(const char *arg, unsigned long long *v)
+{
+    char *end = NULL;
+    errno = 0;
+    if (arg[0] < '0' || arg[0] > '9')
+        return -1;
+    *v = strtoull(arg, &end, 10);
+    return (errno || *end) ? -1 : 0;
+}
+
+static int set_targets_kind(record_args *a, bs_job_target_kind kind, const char *opt)
+{
+    if (a->job.target_kind != BS_TARGET_NONE && a->job.target_kind != kind)
+        return bs_cli_usage_error(CMD, "%s cannot be combined with the other target given", opt);
+    a->job.target_kind = kind;
+    return 0;
+}
+
+/* Returns -1 to go on, or the exit code (help printed: 0). */
+static int parse_args(int argc, char **argv, record_args *a)
+{
+    static const struct option longopts[] = {
+        {"output", required_argument, NULL, 'o'},
+        {"mode", required_argument, NULL, OPT_MODE},
+        {"pid", required_argument, NULL, OPT_PID},
+        {"name", required_argument, NULL, OPT_NAME},
+        {"all", no_argument, NULL, OPT_ALL},
+        {"function", required_argument, NULL, OPT_FUNCTION},
+        {"calls", required_argument, NULL, OPT_CALLS},
+        {"duration", required_argument, NULL, OPT_DURATION},
+        {"interval", required_argument, NULL, OPT_INTERVAL},
+        {"per-node", no_argument, NULL, OPT_PER_NODE},
+        {"max-events", required_argument, NULL, OPT_MAX_EVENTS},
+        {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
+        {"max-processes", required_argument, NULL, OPT_MAX_PROCESSES},
+        {"children", no_argument, NULL, OPT_CHILDREN},
+        {"gc", no_argument, NULL, OPT_GC},
+        {"no-sleep", no_argument, NULL, OPT_NO_SLEEP},
+        {"timeline", required_argument, NULL, OPT_TIMELINE},
+        {"elixir", no_argument, NULL, OPT_ELIXIR},
+        {"lease", required_argument, NULL, OPT_LEASE},
+        {"progress", no_argument, NULL, OPT_PROGRESS},
+        {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
+        {"flamechart", no_argument, NULL, OPT_FLAMECHART},
+        {"palette", required_argument, NULL, OPT_PALETTE},
+        {"help", no_argument, NULL, 'h'},
+        BS_REMOTE_LONG_OPTIONS,
+        BS_CLI_SHARED_LONG_OPTIONS,
+        {NULL, 0, NULL, 0},
+    };
+    opterr = 0;
+    optind = 1;
+    int c, rc;
+    unsigned long long v;
+    while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h':
+            bs_cmd_record_usage(stdout);
+            return BS_EXIT_OK;
+        case 'o':
+            if ((rc = bs_cli_add_output(&a->outputs, &a->n_outputs, optarg)) != BS_EXIT_OK)
+                return rc;
+            break;
+        case OPT_MODE:
+            if (strcmp(optarg, "trace") == 0)
+                a->job.sample = 0;
+            else if (strcmp(optarg, "sample") == 0)
+                a->job.sample = 1;
+            else
+                return bs_cli_usage_error(CMD, "unknown mode '%s' (trace or sample)", optarg);
+            break;
+        case OPT_PID:
+        case OPT_NAME:
+            if ((rc = set_targets_kind(a, BS_TARGET_LIST, c == OPT_PID ? "--pid" : "--name")))
+                return rc;
+            if (c == OPT_PID && (optarg[0] != '<' || optarg[strlen(optarg) - 1] != '>'))
+                return bs_cli_usage_error(CMD, "bad --pid '%s' (a pid looks like <0.123.0>)", optarg);
+            if (bs_job_add_target(&a->job, optarg) < 0)
+                return bs_cli_usage_error(CMD, "too many targets");
+            break;
+        case OPT_ALL:
+            if ((rc = set_targets_kind(a, BS_TARGET_ALL, "--all")))
+                return rc;
+            break;
+        case OPT_FUNCTION:
+            if ((rc = set_targets_kind(a, BS_TARGET_FUNCTION, "--function")))
+                return rc;
+            if (bs_job_parse_mfa(optarg, &a->job) < 0)
+                return bs_cli_usage_error(CMD, "bad --function '%s' (mod:fun/arity, or Elixir Mod.fun/arity)",
+                                          optarg);
+            break;
+        case OPT_CALLS:
+            if (parse_count(optarg, &v) < 0 || v == 0 || v > 100000)
+                return bs_cli_usage_error(CMD, "bad --calls '%s' (1 to 100000)", optarg);
+            a->job.calls = (unsigned)v;
+            break;
+        case OPT_DURATION:
+            if (bs_parse_duration_ms(optarg, &a->job.duration_ms) < 0)
+                return bs_cli_usage_error(CMD, "bad --duration '%s' (e.g. 500ms, 10s, 2m)", optarg);
+            break;
+        case OPT_INTERVAL:
+            if (bs_parse_duration_ms(optarg, &v) < 0 || v > 60000)
+                return bs_cli_usage_error(CMD, "bad --interval '%s' (e.g. 5ms, 100ms)", optarg);
+            a->job.interval_ms = (unsigned)v;
+            break;
+        case OPT_PER_NODE:
+            a->per_node = 1;
+            break;
+        case OPT_MAX_EVENTS:
+            if (parse_count(optarg, &a->job.max_events) < 0 || a->job.max_events == 0)
+                return bs_cli_usage_error(CMD, "bad --max-events '%s'", optarg);
+            break;
+        case OPT_MAX_MEMORY:
+            if (bs_parse_bytes(optarg, &a->job.max_memory) < 0)
+                return bs_cli_usage_error(CMD, "bad --max-memory '%s' (e.g. 64M, 1G)", optarg);
+            break;
+        case OPT_MAX_PROCESSES:
+            if (parse_count(optarg, &a->job.max_processes) < 0 || a->job.max_processes == 0)
+                return bs_cli_usage_error(CMD, "bad --max-processes '%s'", optarg);
+            break;
+        case OPT_CHILDREN:
+            a->job.children = 1;
+            break;
+        case OPT_GC:
+            a->job.gc = 1;
+            break;
+        case OPT_NO_SLEEP:
+            a->job.no_sleep = 1;
+            break;
+        case OPT_TIMELINE:
+            if (parse_count(optarg, &v) < 0 || v > 100000000)
+                return bs_cli_usage_error(CMD, "bad --timeline '%s' (0 to 100000000 calls)", optarg);
+            a->job.timeline = (long long)v;
+            break;
+        case OPT_ELIXIR:
+            a->job.elixir = 1;
+            break;
+        case OPT_LEASE:
+            if (bs_parse_duration_ms(optarg, &v) < 0 || v < 1000 || v > 600000)
+                return bs_cli_usage_error(CMD, "bad --lease '%s' (1s to 10m)", optarg);
+            a->job.lease_ms = (unsigned)v;
+            break;
+        case OPT_PROGRESS:
+            a->progress = 1;
+            break;
+        case OPT_NO_PROGRESS:
+            a->progress = 0;
+            break;
+        case OPT_FLAMECHART:
+            a->render.flamechart = 1;
+            break;
+        case OPT_PALETTE:
+            if (strcmp(optarg, "hot") == 0)
+                a->render.palette = BS_PALETTE_HOT;
+            else if (strcmp(optarg, "beam") == 0)
+                a->render.palette = BS_PALETTE_BEAM;
+            else
+                return bs_cli_usage_error(CMD, "unknown palette '%s' (hot or beam)", optarg);
+            break;
+        case '?':
+        case ':':
+            return bs_cli_getopt_error(CMD, c, argv);
+        default:
+            rc = bs_remote_option(CMD, c, optarg, &a->remote, BS_REMOTE_MAX_NODES);
+            if (rc < 0)
+                rc = bs_cli_shared_option(CMD, c, optarg, &a->render);
+            if (rc != 0)
+                return rc < 0 ? bs_cli_getopt_error(CMD, '?', argv) : rc;
+        }
+    }
+    if (optind < argc)
+        return bs_cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+    return -1;
+}
+
+static int check_args(const record_args *a)
+{
+    if (a->remote.n_nodes == 0)
+        return bs_cli_usage_error(CMD, "no node: give --node NAME");
+    if (a->job.target_kind == BS_TARGET_NONE)
+        return bs_cli_usage_error(CMD, "nothing to record: give --pid, --name, --all or --function");
+    if (a->job.target_kind == BS_TARGET_FUNCTION && a->job.sample)
+        return bs_cli_usage_error(CMD, "--function records calls exactly: it cannot be combined with --mode sample");
+    if (a->n_outputs == 0)
+        return bs_cli_usage_error(CMD, "no output: give -o FILE");
+    for (int i = 0; i < a->n_outputs; i++)
+        if (bs_format_from_path(a->outputs[i]) == BS_FORMAT_UNKNOWN)
+            return bs_cli_usage_error(CMD, "cannot tell the format of '%s' from its extension", a->outputs[i]);
+    return BS_EXIT_OK;
+}
+
+/* Ctrl-C and SIGTERM: finish the recording, write the outputs. Blocked
+ * except while waiting between polls, so calls on the wire are never torn. */
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sleeps up to ms with the stop signals let through. */
+static void wait_a_little(long long ms, const sigset_t *waiting_mask)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+    pselect(0, NULL, NULL, NULL, &ts, waiting_mask);
+}
+
+/* "prof.svg" for node a@h -> "prof.a@h.svg" (before the first dot of the
+ * file's own name). */
+static char *per_node_path(const char *path, const char *node)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    const char *dot = strchr(base + (base[0] == '.'), '.');
+    size_t head = dot ? (size_t)(dot - path) : strlen(path);
+    size_t len = strlen(path) + strlen(node) + 2;
+    char *out = malloc(len);
+    if (out)
+        snprintf(out, len, "%.*s.%s%s", (int)head, path, node, dot ? dot : "");
+    return out;
+}
+
+static int write_profile(const record_args *a, const bs_profile *p, const char *node)
+{
+    int rc = BS_EXIT_OK;
+    for (int i = 0; i < a->n_outputs; i++) {
+        char *path = node ? per_node_path(a->outputs[i], node) : strdup(a->outputs[i]);
+        if (!path) {
+            bs_cli_error("out of memory");
+            return BS_EXIT_FAILURE;
+        }
+        bs_format f = bs_format_from_path(a->outputs[i]);
+        errno = 0;
+        if (bs_write_file(path, f, p, &a->render) == 0) {
+            fprintf(stderr, "beamspy: wrote %s\n", path);
+        } else {
+            bs_cli_error("%s: cannot write %s: %s", path, bs_format_name(f), strerror(errno ? errno : EIO));
+            rc = BS_EXIT_FAILURE;
+        }
+        free(path);
+    }
+    return rc;
+}
+
+/* One line, rewritten in place: elapsed time, events, memory on the node,
+ * the limit closest to tripping. */
+static void show_progress(const bs_job *jobs, int n, long long elapsed, unsigned long long duration)
+{
+    char line[512];
+    unsigned long long events = 0, memory = 0, samples = 0;
+    int best_permille = -1;
+    const char *best_limit = "";
+    for (int i = 0; i < n; i++) {
+        events += jobs[i].progress.events;
+        memory += jobs[i].progress.memory;
+        samples += jobs[i].progress.samples;
+        if (jobs[i].progress.limit_permille > best_permille) {
+            best_permille = jobs[i].progress.limit_permille;
+            best_limit = jobs[i].progress.limit_name;
+        }
+    }
+    int w = snprintf(line, sizeof line, "recording %d node%s: %.1f s of %.1f s", n, n == 1 ? "" : "s",
+                     (double)elapsed / 1000, (double)duration / 1000);
+    if (jobs[0].spec->sample)
+        w += snprintf(line + w, sizeof line - (size_t)w, ", %llu samples", samples);
+    else
+        w += snprintf(line + w, sizeof line - (size_t)w, ", %llu events, %.1f MiB on the node%s", events,
+                      (double)memory / (1024.0 * 1024.0), n == 1 ? "" : "s");
+    if (best_permille >= 0 && best_limit[0])
+        snprintf(line + w, sizeof line - (size_t)w, ", nearest limit %s %d%%", best_limit, best_permille / 10);
+    fprintf(stderr, "\r%s\033[K", line);
+    fflush(stderr);
+}
+
+/* Polls until the duration is over, every job is done, a node is lost or
+ * a stop signal came. Returns BS_EXIT_OK or the exit code of a lost node
+ * (the others are still finished). */
+static int watch_jobs(const record_args *a, bs_job *jobs, int n, const sigset_t *waiting_mask)
+{
+    long long t0 = now_ms();
+    unsigned long long duration = a->job.duration_ms;
+    int show = a->progress == 1 || (a->progress == -1 && isatty(STDERR_FILENO));
+    int rc = BS_EXIT_OK;
+    for (;;) {
+        long long elapsed = now_ms() - t0;
+        if (stop_requested || (unsigned long long)elapsed >= duration)
+            break;
+        long long left = (long long)duration - elapsed;
+        wait_a_little(left < POLL_MS ? left : POLL_MS, waiting_mask);
+        int running = 0;
+        for (int i = 0; i < n; i++) {
+            if (!jobs[i].started || jobs[i].done)
+                continue;
+            int prc = bs_job_poll(&jobs[i]);
+            if (prc != BS_EXIT_OK) {
+                jobs[i].done = 1;
+                jobs[i].lost = 1;
+                rc = prc;
+            }
+            running += !jobs[i].done;
+        }
+        if (show)
+            show_progress(jobs, n, now_ms() - t0, duration);
+        if (running == 0)
+            break;
+    }
+    if (show)
+        fputs("\n", stderr);
+    if (stop_requested)
+        fputs("beamspy: stopping (Ctrl-C): writing what was recorded\n", stderr);
+    return rc;
+}
+
+static int record(record_args *a)
+{
+    int n = a->remote.n_nodes;
+    bs_remote *nodes = calloc((size_t)n, sizeof *nodes);
+    bs_job *jobs = calloc((size_t)n, sizeof *jobs);
+    bs_profile *profiles = calloc((size_t)n, sizeof *profiles);
+    int *have = calloc((size_t)n, sizeof *have);
+    if (!nodes || !jobs || !profiles || !have) {
+        free(nodes), free(jobs), free(profiles), free(have);
+        bs_cli_error("out of memory");
+        return BS_EXIT_FAILURE;
+    }
+    sigset_t stop_signals, waiting_mask;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    sigprocmask(SIG_BLOCK, &stop_signals, &waiting_mask);
+    sigdelset(&waiting_mask, SIGINT);
+    sigdelset(&waiting_mask, SIGTERM);
+    struct sigaction sa = {.sa_handler = on_stop_signal}, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the tool at once */
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    stop_requested = 0;
+
+    int rc = BS_EXIT_OK;
+    for (int i = 0; i < n && rc == BS_EXIT_OK; i++) {
+        rc = bs_remote_attach(&a->remote, i, &nodes[i]);
+        if (rc == BS_EXIT_OK)
+            rc = bs_job_start(&jobs[i], &nodes[i], &a->job);
+    }
+    if (rc == BS_EXIT_OK)
+        rc = watch_jobs(a, jobs, n, &waiting_mask);
+    int any = 0;
+    for (int i = 0; i < n; i++) {
+        if (jobs[i].started && !jobs[i].lost) {
+            int frc = bs_job_finish(&jobs[i], FINISH_TIMEOUT_MS, &profiles[i]);
+            if (frc == BS_EXIT_OK)
+                have[i] = any = 1;
+            else if (rc == BS_EXIT_OK)
+                rc = frc;
+        }
+        bs_remote_detach(&nodes[i]);
+    }
+    if (any) {
+        int wrc = BS_EXIT_OK;
+        if (n == 1 || a->per_node) {
+            for (int i = 0; i < n; i++)
+                if (have[i]) {
+                    int r = write_profile(a, &profiles[i], n == 1 ? NULL : nodes[i].node.name);
+                    if (r != BS_EXIT_OK)
+                        wrc = r;
+                }
+        } else {
+            bs_profile all;
+            if (bs_profile_init(&all) < 0) {
+                wrc = BS_EXIT_FAILURE;
+            } else {
+                for (int i = 0; i < n && wrc == BS_EXIT_OK; i++)
+                    if (have[i] && bs_profile_add_under(&all, &profiles[i], nodes[i].node.name) < 0)
+                        wrc = BS_EXIT_FAILURE;
+                if (wrc == BS_EXIT_OK)
+                    wrc = write_profile(a, &all, NULL);
+                else
+                    bs_cli_error("out of memory");
+                bs_profile_free(&all);
+            }
+        }
+        if (rc == BS_EXIT_OK)
+            rc = wrc;
+    }
+    for (int i = 0; i < n; i++)
+        if (have[i])
+            bs_profile_free(&profiles[i]);
+    for (int i = 0; i < n; i++)
+        bs_job_free(&jobs[i]);
+    free(nodes), free(jobs), free(profiles), free(have);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    sigprocmask(SIG_UNBLOCK, &stop_signals, NULL);
+    return rc;
+}
+
+int bs_cmd_record(int argc, char **argv)
+{
+    record_args a;
+    memset(&a, 0, sizeof a);
+    bs_remote_opts_init(&a.remote);
+    bs_job_spec_init(&a.job);
+    a.progress = -1;
+    int rc = parse_args(argc, argv, &a);
+    if (rc == -1 && (rc = check_args(&a)) == BS_EXIT_OK) {
+        if (a.job.duration_ms == 0)
+            a.job.duration_ms = DEFAULT_DURATION_MS;
+        rc = record(&a);
+    }
+    free(a.outputs);
+    bs_job_spec_free(&a.job);
+    return rc;
+}

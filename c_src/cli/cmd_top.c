@@ -1,0 +1,322 @@
+/* cmd_top.c — `beamspy top --node N`: a live view, refreshed every second,
+ * of the processes of a node doing the most reductions and the functions
+ * they run (sampled on the node by beamspy_top: a full pass over the
+ * processes per refresh, and the current function of the busiest few every
+ * --interval, so the overhead stays small).
+ *
+ * On a terminal the screen is redrawn in place (ANSI home + clear, which
+ * tmux and every terminal emulator understand) and fitted to its width;
+ * otherwise each refresh is printed as plain text, one screen after the
+ * other. --once prints one screen and exits. */
+#define _GNU_SOURCE /* getopt_long */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/select.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "job.h"
+#include "remote.h"
+
+#define CMD "top"
+
+enum { OPT_ONCE = BS_OPT_REMOTE_FIRST_OWN, OPT_INTERVAL, OPT_REFRESH, OPT_LIMIT, OPT_COUNT };
+
+typedef struct top_args {
+    bs_remote_opts remote;
+    bs_job_spec job;
+    unsigned long long refresh_ms;
+    unsigned long long screens; /* 0: until Ctrl-C */
+} top_args;
+
+void bs_cmd_top_usage(FILE *out)
+{
+    fputs("usage: beamspy top --node NAME [--once] [options]\n"
+          "\n"
+          "A live view of the processes of a running node doing the most work\n"
+          "(reductions per second), with their message queue, memory and the\n"
+          "functions they were seen running, and the hottest functions of the node.\n"
+          "Functions come from sampling the busiest processes, so the view costs the\n"
+          "node little. Ctrl-C quits.\n"
+          "\n"
+          "connection:\n",
+          out);
+    bs_remote_options_usage(out, 0);
+    fputs("\n"
+          "options:\n"
+          "  --once              print one screen (after one refresh period) and exit\n"
+          "  --count N           print N screens and exit\n"
+          "  --refresh T         time between screens (default 1s)\n"
+          "  --interval T        sampling period on the node (default 100ms)\n"
+          "  --limit N           processes listed (default 20)\n"
+          "  -h, --help          this text\n"
+          "\n"
+          "On a terminal the screen is redrawn in place; otherwise (a pipe, a file)\n"
+          "every screen is printed as plain text.\n"
+          "\n"
+          "examples:\n"
+          "  beamspy top --node app@host\n"
+          "  beamspy top --node app@host --once --limit 5\n"
+          "\n",
+          out);
+    bs_cli_exit_codes_usage(out);
+}
+
+static int parse_args(int argc, char **argv, top_args *a)
+{
+    static const struct option longopts[] = {
+        {"once", no_argument, NULL, OPT_ONCE},
+        {"count", required_argument, NULL, OPT_COUNT},
+        {"refresh", required_argument, NULL, OPT_REFRESH},
+        {"interval", required_argument, NULL, OPT_INTERVAL},
+        {"limit", required_argument, NULL, OPT_LIMIT},
+        {"help", no_argument, NULL, 'h'},
+        BS_REMOTE_LONG_OPTIONS,
+        {NULL, 0, NULL, 0},
+    };
+    opterr = 0;
+    optind = 1;
+    int c, rc;
+    char *end;
+    unsigned long long v;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h':
+            bs_cmd_top_usage(stdout);
+            return BS_EXIT_OK;
+        case OPT_ONCE:
+            a->screens = 1;
+            break;
+        case OPT_COUNT:
+        case OPT_LIMIT:
+            errno = 0;
+            v = strtoull(optarg, &end, 10);
+            if (errno || *end || optarg[0] < '1' || optarg[0] > '9' || v > 100000)
+                return bs_cli_usage_error(CMD, "bad %s '%s' (a positive number)", c == OPT_COUNT ? "--count" : "--limit",
+                                          optarg);
+            if (c == OPT_COUNT)
+                a->screens = v;
+            else
+                a->job.limit = (unsigned)v;
+            break;
+        case OPT_REFRESH:
+            if (bs_parse_duration_ms(optarg, &a->refresh_ms) < 0 || a->refresh_ms < 100 || a->refresh_ms > 600000)
+                return bs_cli_usage_error(CMD, "bad --refresh '%s' (100ms to 10m)", optarg);
+            break;
+        case OPT_INTERVAL:
+            if (bs_parse_duration_ms(optarg, &v) < 0 || v > 60000)
+                return bs_cli_usage_error(CMD, "bad --interval '%s' (e.g. 50ms)", optarg);
+            a->job.interval_ms = (unsigned)v;
+            break;
+        case '?':
+        case ':':
+            return bs_cli_getopt_error(CMD, c, argv);
+        default:
+            rc = bs_remote_option(CMD, c, optarg, &a->remote, 1);
+            if (rc != 0)
+                return rc < 0 ? bs_cli_getopt_error(CMD, '?', argv) : rc;
+        }
+    }
+    if (optind < argc)
+        return bs_cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+    if (a->remote.n_nodes == 0)
+        return bs_cli_usage_error(CMD, "no node: give --node NAME");
+    return -1;
+}
+
+static volatile sig_atomic_t quit_requested;
+
+static void on_quit(int sig)
+{
+    (void)sig;
+    quit_requested = 1;
+}
+
+static long long int_of(const bs_eterm *map, const char *key)
+{
+    int ok = 0;
+    long long v = bs_eterm_int(bs_eterm_map_get(map, key), &ok);
+    return ok ? v : 0;
+}
+
+static const char *text_of(const bs_eterm *map, const char *key)
+{
+    const char *t = bs_eterm_text(bs_eterm_map_get(map, key));
+    return t ? t : "";
+}
+
+static void human_bytes(long long n, char *buf, size_t size)
+{
+    const char *units[] = {"B", "K", "M", "G", "T"};
+    double v = (double)n;
+    int u = 0;
+    while (v >= 1024 && u < 4)
+        v /= 1024, u++;
+    snprintf(buf, size, u ? "%.1f%s" : "%.0f%s", v, units[u]);
+}
+
+/* "fun/1 80%, other/2 20%" of a [{Name, Samples}] list, shares of total. */
+static void functions_text(const bs_eterm *list, long long total, char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < bs_eterm_size(list) && used + 1 < size; i++) {
+        const bs_eterm *pair = bs_eterm_item(list, i);
+        int ok = 0;
+        long long n = bs_eterm_int(bs_eterm_item(pair, 1), &ok);
+        const char *name = bs_eterm_text(bs_eterm_item(pair, 0));
+        if (!name || !ok)
+            continue;
+        int w = snprintf(buf + used, size - used, "%s%s %lld%%", used ? ", " : "", name,
+                         total > 0 ? n * 100 / total : 0);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+    if (used >= size && size > 4)
+        strcpy(buf + size - 4, "...");
+}
+
+/* Prints s cut to width columns (bytes: names are mostly ASCII). */
+static void put_cut(FILE *out, const char *s, int width)
+{
+    int n = (int)strlen(s);
+    if (width > 0 && n > width)
+        fprintf(out, "%.*s\n", width, s);
+    else
+        fprintf(out, "%s\n", s);
+}
+
+static void draw(FILE *out, const char *node, const bs_eterm *report, int on_terminal, int width)
+{
+    char line[4096], mem[32], funcs[2048];
+    long long window = int_of(report, "window_ms");
+    double per_s = window > 0 ? 1000.0 / (double)window : 1.0;
+    time_t now = time(NULL);
+    struct tm tm;
+    char clock[16] = "";
+    if (localtime_r(&now, &tm))
+        strftime(clock, sizeof clock, "%H:%M:%S", &tm);
+    if (on_terminal)
+        fputs("\033[H\033[2J", out);
+    snprintf(line, sizeof line, "beamspy top  %s  %s  %lld processes, run queue %lld, %.0f reductions/s, %lld samples",
+             node, clock, int_of(report, "process_count"), int_of(report, "run_queue"),
+             (double)int_of(report, "total_reductions") * per_s, int_of(report, "samples"));
+    put_cut(out, line, width);
+    fputc('\n', out);
+    snprintf(line, sizeof line, "%-14s %-24s %12s %7s %8s  %s", "PID", "NAME", "REDUCTIONS/s", "MSGQ", "MEMORY",
+             "RUNNING (share of samples)");
+    put_cut(out, line, width);
+    const bs_eterm *procs = bs_eterm_map_get(report, "processes");
+    for (size_t i = 0; i < bs_eterm_size(procs); i++) {
+        const bs_eterm *p = bs_eterm_item(procs, i);
+        const bs_eterm *fl = bs_eterm_map_get(p, "functions");
+        long long total = 0;
+        for (size_t k = 0; k < bs_eterm_size(fl); k++) {
+            int ok;
+            total += bs_eterm_int(bs_eterm_item(bs_eterm_item(fl, k), 1), &ok);
+        }
+        functions_text(fl, total, funcs, sizeof funcs);
+        if (!funcs[0])
+            snprintf(funcs, sizeof funcs, "%s", text_of(p, "current"));
+        human_bytes(int_of(p, "memory"), mem, sizeof mem);
+        snprintf(line, sizeof line, "%-14s %-24.24s %12.0f %7lld %8s  %s", text_of(p, "pid"), text_of(p, "name"),
+                 (double)int_of(p, "reductions") * per_s, int_of(p, "message_queue_len"), mem, funcs);
+        put_cut(out, line, width);
+    }
+    const bs_eterm *hot = bs_eterm_map_get(report, "functions");
+    if (bs_eterm_size(hot)) {
+        long long samples = int_of(report, "samples");
+        fputs("\nhottest functions (share of samples)\n", out);
+        for (size_t i = 0; i < bs_eterm_size(hot) && i < 10; i++) {
+            const bs_eterm *pair = bs_eterm_item(hot, i);
+            int ok = 0;
+            long long n = bs_eterm_int(bs_eterm_item(pair, 1), &ok);
+            const char *name = bs_eterm_text(bs_eterm_item(pair, 0));
+            snprintf(line, sizeof line, "%5.1f%%  %s", samples > 0 ? 100.0 * (double)n / (double)samples : 0.0,
+                     name ? name : "?");
+            put_cut(out, line, width);
+        }
+    }
+    if (!on_terminal)
+        fputc('\n', out);
+    fflush(out);
+}
+
+static int terminal_width(void)
+{
+    struct winsize ws;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20)
+        return ws.ws_col;
+    return 0;
+}
+
+static int top(top_args *a)
+{
+    bs_remote r;
+    bs_job job;
+    memset(&job, 0, sizeof job);
+    int rc = bs_remote_attach(&a->remote, 0, &r);
+    if (rc != BS_EXIT_OK)
+        return rc;
+    sigset_t quit_signals, waiting_mask;
+    sigemptyset(&quit_signals);
+    sigaddset(&quit_signals, SIGINT);
+    sigaddset(&quit_signals, SIGTERM);
+    sigprocmask(SIG_BLOCK, &quit_signals, &waiting_mask);
+    sigdelset(&waiting_mask, SIGINT);
+    sigdelset(&waiting_mask, SIGTERM);
+    struct sigaction sa = {.sa_handler = on_quit}, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    quit_requested = 0;
+
+    a->job.duration_ms = 0;
+    rc = bs_job_start(&job, &r, &a->job);
+    int on_terminal = isatty(STDOUT_FILENO);
+    for (unsigned long long shown = 0; rc == BS_EXIT_OK && !quit_requested && (!a->screens || shown < a->screens);) {
+        struct timespec ts = {.tv_sec = (time_t)(a->refresh_ms / 1000),
+                              .tv_nsec = (long)(a->refresh_ms % 1000) * 1000000};
+        pselect(0, NULL, NULL, NULL, &ts, &waiting_mask);
+        if (quit_requested)
+            break;
+        rc = bs_job_poll(&job);
+        if (rc != BS_EXIT_OK)
+            break;
+        const bs_eterm *p = bs_eterm_tagged(bs_eterm_root(job.last_poll), "ok");
+        const bs_eterm *report = bs_eterm_map_get(p, "report");
+        if (bs_eterm_kind_of(report) != BS_ET_MAP)
+            continue; /* the node had no figures for this window */
+        draw(stdout, r.node.name, report, on_terminal, on_terminal ? terminal_width() : 0);
+        shown++;
+    }
+    if (job.started)
+        bs_job_stop(&job);
+    bs_job_free(&job);
+    bs_remote_detach(&r);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    sigprocmask(SIG_UNBLOCK, &quit_signals, NULL);
+    return rc;
+}
+
+int bs_cmd_top(int argc, char **argv)
+{
+    top_args a;
+    memset(&a, 0, sizeof a);
+    bs_remote_opts_init(&a.remote);
+    bs_job_spec_init(&a.job);
+    a.job.top = 1;
+    a.refresh_ms = 1000;
+    int rc = parse_args(argc, argv, &a);
+    if (rc == -1)
+        rc = top(&a);
+    return rc;
+}

@@ -1,0 +1,349 @@
+/* job.c — starting, polling and finishing beamspy_agent jobs on a node
+ * (see job.h). */
+#define _GNU_SOURCE /* fmemopen */
+#include "job.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../dist/call_args.h"
+#include "../formats/readers.h"
+#include "cli.h"
+
+/* A recording is stopped by the node itself this long after the planned
+ * end, should the tool be held up (the lease usually ends it sooner). */
+#define SAFETY_MARGIN_MS 30000ULL
+
+void bs_job_spec_init(bs_job_spec *s)
+{
+    memset(s, 0, sizeof *s);
+    s->timeline = -1;
+    s->calls = 1;
+}
+
+void bs_job_spec_free(bs_job_spec *s)
+{
+    (void)s; /* targets point into argv */
+}
+
+int bs_job_add_target(bs_job_spec *s, const char *target)
+{
+    if (s->n_targets >= BS_JOB_MAX_TARGETS)
+        return -1;
+    s->targets[s->n_targets++] = target;
+    return 0;
+}
+
+int bs_job_parse_mfa(const char *text, bs_job_spec *s)
+{
+    const char *slash = strrchr(text, '/');
+    if (!slash || !slash[1])
+        return -1;
+    char *end = NULL;
+    long arity = strtol(slash + 1, &end, 10);
+    if (*end || arity < 0 || arity > 255 || !isdigit((unsigned char)slash[1]))
+        return -1;
+    const char *colon = memchr(text, ':', (size_t)(slash - text));
+    const char *sep = colon;
+    int elixir = 0;
+    if (!sep) { /* Elixir: Mod.Sub.fun/2 */
+        for (const char *p = slash; p > text; p--)
+            if (p[-1] == '.') {
+                sep = p - 1;
+                break;
+            }
+        elixir = 1;
+    }
+    if (!sep || sep == text || sep + 1 == slash)
+        return -1;
+    size_t mlen = (size_t)(sep - text), flen = (size_t)(slash - sep - 1);
+    const char *prefix = elixir && strncmp(text, "Elixir.", 7) != 0 ? "Elixir." : "";
+    if (mlen + strlen(prefix) >= sizeof s->module || flen >= sizeof s->function)
+        return -1;
+    snprintf(s->module, sizeof s->module, "%s%.*s", prefix, (int)mlen, text);
+    snprintf(s->function, sizeof s->function, "%.*s", (int)flen, sep + 1);
+    s->arity = (int)arity;
+    return 0;
+}
+
+/* Map entries are encoded into body, counted in *n. */
+static int put_atom(ei_x_buff *body, int *n, const char *key, const char *value)
+{
+    (*n)++;
+    return ei_x_encode_atom(body, key) | ei_x_encode_atom(body, value);
+}
+
+static int put_int(ei_x_buff *body, int *n, const char *key, long long value)
+{
+    (*n)++;
+    return ei_x_encode_atom(body, key) | ei_x_encode_longlong(body, value);
+}
+
+static int put_bool(ei_x_buff *body, int *n, const char *key, int value)
+{
+    return put_atom(body, n, key, value ? "true" : "false");
+}
+
+static int put_targets(ei_x_buff *body, int *n, const bs_job_spec *s)
+{
+    (*n)++;
+    int rc = ei_x_encode_atom(body, "targets");
+    if (s->target_kind == BS_TARGET_ALL)
+        return rc | ei_x_encode_atom(body, "all");
+    if (s->n_targets)
+        rc |= ei_x_encode_list_header(body, s->n_targets);
+    for (int i = 0; i < s->n_targets; i++)
+        rc |= ei_x_encode_string(body, s->targets[i]);
+    return rc | ei_x_encode_empty_list(body);
+}
+
+static const char *kind_name(const bs_job_spec *s)
+{
+    if (s->top)
+        return "top";
+    if (s->target_kind == BS_TARGET_FUNCTION)
+        return "capture";
+    return s->sample ? "sample" : "record";
+}
+
+/* The options map of beamspy_agent:start/3 for this spec. */
+static int encode_options(const bs_job_spec *s, const bs_delivery *d, ei_x_buff *out)
+{
+    ei_x_buff body;
+    int n = 0, rc = 0;
+    if (ei_x_new(&body) < 0)
+        return -1;
+    if (s->lease_ms)
+        rc |= put_int(&body, &n, "lease_ms", s->lease_ms);
+    n++;
+    rc |= ei_x_encode_atom(&body, "unload") | bs_delivery_encode_modules(d, &body);
+    unsigned long long safety = s->duration_ms + SAFETY_MARGIN_MS;
+    const char *kind = kind_name(s);
+    if (strcmp(kind, "top") == 0) {
+        if (s->interval_ms)
+            rc |= put_int(&body, &n, "interval_ms", s->interval_ms);
+        if (s->limit)
+            rc |= put_int(&body, &n, "limit", s->limit);
+    } else if (strcmp(kind, "sample") == 0) {
+        rc |= put_targets(&body, &n, s);
+        if (s->interval_ms)
+            rc |= put_int(&body, &n, "interval_ms", s->interval_ms);
+        rc |= put_int(&body, &n, "max_duration_ms", (long long)safety);
+    } else {
+        if (strcmp(kind, "capture") == 0) {
+            n++;
+            rc |= ei_x_encode_atom(&body, "mfa") | ei_x_encode_tuple_header(&body, 3) |
+                  ei_x_encode_atom(&body, s->module) | ei_x_encode_atom(&body, s->function) |
+                  ei_x_encode_long(&body, s->arity);
+            rc |= put_int(&body, &n, "calls", s->calls);
+            rc |= put_int(&body, &n, "timeout", (long long)s->duration_ms);
+            rc |= put_int(&body, &n, "max_duration", (long long)safety);
+        } else {
+            rc |= put_targets(&body, &n, s);
+            rc |= put_int(&body, &n, "max_duration", (long long)safety);
+        }
+        if (s->max_events)
+            rc |= put_int(&body, &n, "max_events", (long long)s->max_events);
+        if (s->max_memory)
+            rc |= put_int(&body, &n, "max_memory", (long long)s->max_memory);
+        if (s->max_processes)
+            rc |= put_int(&body, &n, "max_processes", (long long)s->max_processes);
+        rc |= put_bool(&body, &n, "children", s->children);
+        rc |= put_bool(&body, &n, "gc", s->gc);
+        rc |= put_bool(&body, &n, "sleep", !s->no_sleep);
+        rc |= put_atom(&body, &n, "names", s->elixir ? "elixir" : "erlang");
+        if (s->timeline == 0)
+            rc |= put_atom(&body, &n, "timeline", "false");
+        else if (s->timeline > 0)
+            rc |= put_int(&body, &n, "timeline", s->timeline);
+    }
+    if (rc == 0 && ei_x_new(out) == 0) {
+        rc = ei_x_encode_map_header(out, n) | ei_x_append_buf(out, body.buff, body.index);
+        if (rc)
+            ei_x_free(out);
+    } else {
+        rc = -1;
+    }
+    ei_x_free(&body);
+    return rc ? -1 : 0;
+}
+
+/* "beamspy: app@host: <what the node said>" for an {error, Reason}. */
+static void report_error(const bs_job *j, const char *doing, const bs_eterm *reason)
+{
+    char text[700];
+    bs_eterm_format(text, sizeof text, reason);
+    bs_cli_error("%s: %s failed: %s", j->remote->node.name, doing, text);
+}
+
+int bs_job_start(bs_job *j, bs_remote *r, const bs_job_spec *s)
+{
+    memset(j, 0, sizeof *j);
+    j->spec = s;
+    j->remote = r;
+    j->progress.limit_permille = -1;
+    ei_x_buff opts, args;
+    if (encode_options(s, &r->delivery, &opts) < 0) {
+        bs_cli_error("out of memory");
+        return BS_EXIT_FAILURE;
+    }
+    int rc = bs_call_args(&args, "apt", kind_name(s), ei_self(&r->node.ec), &opts);
+    ei_x_free(&opts);
+    if (rc < 0) {
+        bs_cli_error("out of memory");
+        return BS_EXIT_FAILURE;
+    }
+    bs_eterm_tree *t = NULL;
+    rc = bs_remote_call(r, "beamspy_agent", "start", &args, r->timeout_ms + 60000, &t);
+    if (rc != BS_EXIT_OK)
+        return rc;
+    const bs_eterm *root = bs_eterm_root(t);
+    const bs_eterm *pid = bs_eterm_tagged(root, "ok");
+    if (!pid || bs_eterm_kind_of(pid) != BS_ET_PID) {
+        const bs_eterm *why = bs_eterm_tagged(root, "error");
+        report_error(j, "starting the recording", why ? why : root);
+        bs_eterm_free(t);
+        return BS_EXIT_FAILURE;
+    }
+    const bs_eterm_pid *p = bs_eterm_pid_of(pid);
+    erlang_pid ep;
+    memset(&ep, 0, sizeof ep);
+    snprintf(ep.node, sizeof ep.node, "%s", p->node);
+    ep.num = p->number;
+    ep.serial = p->serial;
+    ep.creation = p->creation;
+    rc = ei_x_new(&j->pid) | ei_x_encode_pid(&j->pid, &ep);
+    bs_eterm_free(t);
+    if (rc) {
+        bs_cli_error("out of memory");
+        return BS_EXIT_FAILURE;
+    }
+    j->started = 1;
+    return BS_EXIT_OK;
+}
+
+static unsigned long long map_uint(const bs_eterm *map, const char *key)
+{
+    int ok = 0;
+    long long v = bs_eterm_int(bs_eterm_map_get(map, key), &ok);
+    return ok && v > 0 ? (unsigned long long)v : 0;
+}
+
+int bs_job_poll(bs_job *j)
+{
+    ei_x_buff request;
+    if (ei_x_new(&request) < 0 || ei_x_encode_atom(&request, "poll") < 0)
+        return BS_EXIT_FAILURE;
+    bs_eterm_free(j->last_poll);
+    j->last_poll = NULL;
+    int rc = bs_remote_request(j->remote, &j->pid, &request, j->remote->timeout_ms, &j->last_poll);
+    ei_x_free(&request);
+    if (rc != BS_EXIT_OK)
+        return rc;
+    const bs_eterm *p = bs_eterm_tagged(bs_eterm_root(j->last_poll), "ok");
+    if (!p || bs_eterm_kind_of(p) != BS_ET_MAP) {
+        report_error(j, "following the recording", bs_eterm_root(j->last_poll));
+        return BS_EXIT_FAILURE;
+    }
+    bs_job_progress *g = &j->progress;
+    g->events = map_uint(p, "events");
+    g->memory = map_uint(p, "memory");
+    g->samples = map_uint(p, "samples");
+    g->processes = map_uint(p, "processes");
+    g->elapsed_ms = map_uint(p, "elapsed_ms");
+    const bs_eterm *limit = bs_eterm_map_get(p, "nearest_limit");
+    if (limit && bs_eterm_kind_of(limit) == BS_ET_TUPLE && bs_eterm_size(limit) == 2) {
+        int ok = 0;
+        long long permille = bs_eterm_int(bs_eterm_item(limit, 1), &ok);
+        const char *name = bs_eterm_text(bs_eterm_item(limit, 0));
+        if (name && ok) {
+            snprintf(g->limit_name, sizeof g->limit_name, "%s", name);
+            g->limit_permille = (int)permille;
+        }
+    }
+    const bs_eterm *state = bs_eterm_map_get(p, "state");
+    if (state && bs_eterm_is_atom(state, "done")) {
+        j->done = 1;
+        const char *why = bs_eterm_text(bs_eterm_map_get(p, "stopped"));
+        snprintf(g->stopped, sizeof g->stopped, "%s", why && strcmp(why, "false") != 0 ? why : "");
+    }
+    return BS_EXIT_OK;
+}
+
+/* Reads the bytes of a .bspy or folded result into out. */
+static int read_result(const bs_job *j, const char *format, const void *data, size_t len, bs_profile *out)
+{
+    if (len == 0) {
+        bs_cli_error("%s: nothing was recorded", j->remote->node.name);
+        return BS_EXIT_FAILURE;
+    }
+    FILE *in = fmemopen((void *)data, len, "rb");
+    if (!in) {
+        bs_cli_error("out of memory");
+        return BS_EXIT_FAILURE;
+    }
+    bs_read_error err;
+    memset(&err, 0, sizeof err);
+    int rc = strcmp(format, "bspy") == 0 ? bs_read_bspy(in, j->remote->node.name, out, &err)
+                                         : bs_read_folded(in, j->remote->node.name, out, &err);
+    fclose(in);
+    if (rc != 0) {
+        bs_cli_error("%s: the recording came back unreadable: %s", j->remote->node.name, err.msg);
+        return BS_EXIT_FAILURE;
+    }
+    if (!out->meta.node[0]) {
+        size_t n = strnlen(j->remote->node.name, sizeof out->meta.node - 1);
+        memcpy(out->meta.node, j->remote->node.name, n);
+        out->meta.node[n] = '\0';
+    }
+    return BS_EXIT_OK;
+}
+
+int bs_job_finish(bs_job *j, unsigned timeout_ms, bs_profile *out)
+{
+    ei_x_buff request;
+    if (ei_x_new(&request) < 0 || ei_x_encode_atom(&request, "finish") < 0)
+        return BS_EXIT_FAILURE;
+    bs_eterm_tree *t = NULL;
+    int rc = bs_remote_request(j->remote, &j->pid, &request, timeout_ms, &t);
+    ei_x_free(&request);
+    j->started = 0;
+    if (rc != BS_EXIT_OK)
+        return rc;
+    const bs_eterm *root = bs_eterm_root(t);
+    const bs_eterm *r = bs_eterm_tagged(root, "ok");
+    const char *format = r ? bs_eterm_text(bs_eterm_map_get(r, "format")) : NULL;
+    const bs_eterm *data = r ? bs_eterm_map_get(r, "data") : NULL;
+    if (!format || !data || bs_eterm_kind_of(data) != BS_ET_BINARY) {
+        const bs_eterm *why = bs_eterm_tagged(root, "error");
+        report_error(j, "finishing the recording", why ? why : root);
+        bs_eterm_free(t);
+        return BS_EXIT_FAILURE;
+    }
+    rc = read_result(j, format, bs_eterm_text(data), bs_eterm_text_len(data), out);
+    bs_eterm_free(t);
+    return rc;
+}
+
+void bs_job_stop(bs_job *j)
+{
+    if (!j->started)
+        return;
+    ei_x_buff request;
+    bs_eterm_tree *t = NULL;
+    if (ei_x_new(&request) == 0 && ei_x_encode_atom(&request, "finish") == 0 &&
+        bs_remote_request(j->remote, &j->pid, &request, 20000, &t) == BS_EXIT_OK)
+        bs_eterm_free(t);
+    ei_x_free(&request);
+    j->started = 0;
+}
+
+void bs_job_free(bs_job *j)
+{
+    bs_eterm_free(j->last_poll);
+    j->last_poll = NULL;
+    if (j->pid.buff)
+        ei_x_free(&j->pid);
+}

@@ -1,0 +1,75 @@
+/* job.h — a job run on a node by beamspy_agent for the command-line tool:
+ * a live trace, a function capture, stack sampling or top's figures. The
+ * tool starts it, polls it (each poll renews the job's lease on the node:
+ * a job that stops hearing from its tool ends itself), and fetches its
+ * result as a profile. */
+#ifndef BS_JOB_H
+#define BS_JOB_H
+
+#include "../engine/profile.h"
+#include "remote.h"
+
+#define BS_JOB_MAX_TARGETS 1024
+
+typedef enum bs_job_target_kind {
+    BS_TARGET_NONE = 0,
+    BS_TARGET_LIST,     /* pids and registered names */
+    BS_TARGET_ALL,
+    BS_TARGET_FUNCTION  /* capture calls of module:function/arity */
+} bs_job_target_kind;
+
+/* What to run; filled from the command line. */
+typedef struct bs_job_spec {
+    int top;                          /* a top job (figures, no profile) */
+    bs_job_target_kind target_kind;
+    const char *targets[BS_JOB_MAX_TARGETS]; /* "<0.1.0>" or a registered name */
+    int n_targets;
+    char module[256], function[256];
+    int arity;
+    unsigned calls;
+    int sample;                       /* stack sampling instead of tracing */
+    unsigned interval_ms;             /* sampling period (0: the node's default) */
+    unsigned long long duration_ms;
+    unsigned long long max_events, max_memory, max_processes; /* 0: defaults */
+    int children, gc, no_sleep, elixir;
+    long long timeline;               /* -1: default */
+    unsigned lease_ms;                /* 0: default (5 s) */
+    unsigned limit;                   /* top: processes listed */
+} bs_job_spec;
+
+typedef struct bs_job_progress {
+    unsigned long long events, memory, samples, processes, elapsed_ms;
+    int limit_permille;               /* -1 unknown */
+    char limit_name[32];
+    char stopped[64];                 /* "" or why the job stopped by itself */
+} bs_job_progress;
+
+typedef struct bs_job {
+    const bs_job_spec *spec;
+    bs_remote *remote;
+    ei_x_buff pid;                    /* the job's pid, encoded */
+    int started, done, lost;
+    bs_job_progress progress;
+    bs_eterm_tree *last_poll;         /* the last poll's answer (top reads its report) */
+} bs_job;
+
+void bs_job_spec_init(bs_job_spec *s);
+void bs_job_spec_free(bs_job_spec *s);
+/* Adds a --pid or --name target; -1 when there are too many. */
+int bs_job_add_target(bs_job_spec *s, const char *target);
+/* Parses "mod:fun/2" or Elixir "Mod.Sub.fun/2" into s; -1 when malformed. */
+int bs_job_parse_mfa(const char *text, bs_job_spec *s);
+
+/* Starts the job on an attached node. BS_EXIT_OK or an exit code, message
+ * printed ("beamspy: app@host: ..."). */
+int bs_job_start(bs_job *j, bs_remote *r, const bs_job_spec *s);
+/* Polls: updates progress, sets done when the job stopped by itself. */
+int bs_job_poll(bs_job *j);
+/* Ends the job and reads its result into out (a profile of the node; meta
+ * node set). Not for top jobs: they end with bs_job_stop. */
+int bs_job_finish(bs_job *j, unsigned timeout_ms, bs_profile *out);
+/* Ends the job, discarding any result. */
+void bs_job_stop(bs_job *j);
+void bs_job_free(bs_job *j);
+
+#endif

@@ -1,0 +1,211 @@
+/* remote.c — connection options, attach/detach and calls for the commands
+ * that work on running nodes (see remote.h). */
+#include "remote.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define DEFAULT_TIMEOUT_MS 10000u
+
+void bs_remote_opts_init(bs_remote_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->timeout_ms = DEFAULT_TIMEOUT_MS;
+}
+
+int bs_parse_duration_ms(const char *text, unsigned long long *ms)
+{
+    char *end = NULL;
+    errno = 0;
+    if (!isdigit((unsigned char)text[0]))
+        return -1;
+    double v = strtod(text, &end);
+    if (errno || end == text || v < 0)
+        return -1;
+    double scale;
+    if (strcmp(end, "") == 0 || strcmp(end, "ms") == 0)
+        scale = 1;
+    else if (strcmp(end, "s") == 0)
+        scale = 1e3;
+    else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
+        scale = 60e3;
+    else if (strcmp(end, "h") == 0)
+        scale = 3600e3;
+    else
+        return -1;
+    double r = v * scale;
+    if (r < 1 || r > 1e12)
+        return -1;
+    *ms = (unsigned long long)r;
+    return 0;
+}
+
+int bs_parse_bytes(const char *text, unsigned long long *bytes)
+{
+    char *end = NULL;
+    errno = 0;
+    if (!isdigit((unsigned char)text[0]))
+        return -1;
+    double v = strtod(text, &end);
+    if (errno || end == text || v < 0)
+        return -1;
+    double scale = 1;
+    if (*end == 'K' || *end == 'k')
+        scale = 1024.0, end++;
+    else if (*end == 'M')
+        scale = 1024.0 * 1024, end++;
+    else if (*end == 'G')
+        scale = 1024.0 * 1024 * 1024, end++;
+    if (*end == 'i' && scale > 1)
+        end++;
+    if (*end == 'B')
+        end++;
+    if (*end)
+        return -1;
+    double r = v * scale;
+    if (r < 1 || r > 1e15)
+        return -1;
+    *bytes = (unsigned long long)r;
+    return 0;
+}
+
+int bs_remote_option(const char *cmd, int code, const char *arg, bs_remote_opts *o, int max_nodes)
+{
+    unsigned long long ms;
+    switch (code) {
+    case BS_OPT_NODE:
+        if (o->n_nodes >= max_nodes)
+            return max_nodes == 1 ? bs_cli_usage_error(cmd, "one --node only")
+                                  : bs_cli_usage_error(cmd, "at most %d nodes", max_nodes);
+        o->nodes[o->n_nodes++] = arg;
+        return 0;
+    case BS_OPT_COOKIE:
+        o->cookie = arg;
+        return 0;
+    case BS_OPT_COOKIE_FILE:
+        o->cookie_file = arg;
+        return 0;
+    case BS_OPT_CONNECT_TIMEOUT:
+        if (bs_parse_duration_ms(arg, &ms) < 0 || ms > 3600000)
+            return bs_cli_usage_error(cmd, "bad --connect-timeout '%s' (e.g. 500ms, 10s)", arg);
+        o->timeout_ms = (unsigned)ms;
+        return 0;
+    case BS_OPT_KEEP:
+        o->keep = 1;
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+void bs_remote_options_usage(FILE *out, int several_nodes)
+{
+    fputs(several_nodes ? "  --node NAME         the node: name@host (long names when host has a dot),\n"
+                          "                      or a bare name on this host; repeat for several nodes\n"
+                        : "  --node NAME         the node: name@host (long names when host has a dot),\n"
+                          "                      or a bare name on this host\n",
+          out);
+    fputs("  --cookie COOKIE     the node's cookie (visible in ps: prefer --cookie-file)\n"
+          "  --cookie-file FILE  read the cookie from FILE (default ~/.erlang.cookie)\n"
+          "  --connect-timeout T give up connecting or waiting for an answer after T\n"
+          "                      (default 10s)\n"
+          "  --keep              leave beamspy's modules loaded on the node afterwards\n"
+          "                      (by default what beamspy loaded there is removed)\n",
+          out);
+}
+
+int bs_remote_exit_code(bs_node_status st)
+{
+    switch (st) {
+    case BS_NODE_OK:
+        return BS_EXIT_OK;
+    case BS_NODE_NOT_FOUND:
+        return BS_EXIT_NODE_NOT_FOUND;
+    case BS_NODE_REFUSED:
+        return BS_EXIT_NODE_REFUSED;
+    case BS_NODE_COOKIE:
+        return BS_EXIT_COOKIE_REJECTED;
+    case BS_NODE_INCOMPATIBLE:
+        return BS_EXIT_NODE_INCOMPATIBLE;
+    case BS_NODE_TIMEOUT:
+        return BS_EXIT_TIMEOUT;
+    case BS_NODE_LOST:
+        return BS_EXIT_CONNECTION_LOST;
+    default:
+        return BS_EXIT_FAILURE;
+    }
+}
+
+int bs_remote_attach(const bs_remote_opts *o, int i, bs_remote *r)
+{
+    char cookie[EI_MAX_COOKIE_SIZE + 2], origin[4200], err[1024];
+    memset(r, 0, sizeof *r);
+    r->node.fd = -1;
+    r->timeout_ms = o->timeout_ms;
+    r->keep = o->keep;
+    if (bs_cookie_resolve(o->cookie, o->cookie_file, cookie, sizeof cookie, origin, sizeof origin, err,
+                          sizeof err) < 0) {
+        bs_cli_error("%s", err);
+        return BS_EXIT_FAILURE;
+    }
+    bs_node_status st = bs_node_connect(&r->node, o->nodes[i], cookie, origin, o->timeout_ms, err, sizeof err);
+    memset(cookie, 0, sizeof cookie);
+    if (st == BS_NODE_OK)
+        st = bs_deliver_code(&r->node, &r->delivery, o->timeout_ms, err, sizeof err);
+    if (st != BS_NODE_OK) {
+        bs_cli_error("%s", err);
+        bs_node_close(&r->node);
+        return st == BS_NODE_FAILED ? BS_EXIT_FAILURE : bs_remote_exit_code(st);
+    }
+    return BS_EXIT_OK;
+}
+
+void bs_remote_detach(bs_remote *r)
+{
+    char err[512];
+    if (r->node.fd >= 0 && !r->keep)
+        bs_remove_code(&r->node, &r->delivery, r->timeout_ms, err, sizeof err);
+    bs_node_close(&r->node);
+}
+
+static int decode_reply(bs_remote *r, bs_node_status st, ei_x_buff *reply, int index, const char *why,
+                        bs_eterm_tree **out)
+{
+    char err[1024];
+    if (st != BS_NODE_OK) {
+        bs_cli_error("%s", why);
+        return bs_remote_exit_code(st);
+    }
+    int rc = bs_eterm_decode(reply->buff, reply->index, &index, out, err, sizeof err);
+    ei_x_free(reply);
+    if (rc < 0) {
+        bs_cli_error("unreadable answer from %s: %s", r->node.name, err);
+        return BS_EXIT_FAILURE;
+    }
+    return BS_EXIT_OK;
+}
+
+int bs_remote_request(bs_remote *r, const ei_x_buff *to, const ei_x_buff *request, unsigned timeout_ms,
+                      bs_eterm_tree **out)
+{
+    ei_x_buff reply;
+    int index = 0;
+    char err[1024];
+    bs_node_status st = bs_node_request(&r->node, to, request, timeout_ms, &reply, &index, err, sizeof err);
+    return decode_reply(r, st, &reply, index, err, out);
+}
+
+int bs_remote_call(bs_remote *r, const char *mod, const char *fun, ei_x_buff *args, unsigned timeout_ms,
+                   bs_eterm_tree **out)
+{
+    ei_x_buff reply;
+    int index = 0;
+    char err[1024];
+    bs_node_status st = bs_node_call(&r->node, mod, fun, args, timeout_ms, &reply, &index, err, sizeof err);
+    ei_x_free(args);
+    return decode_reply(r, st, &reply, index, err, out);
+}

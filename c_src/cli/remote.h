@@ -1,0 +1,89 @@
+/* remote.h — what the commands that work on running nodes share (record,
+ * dump, top, run): the connection options, attaching to a node (connect,
+ * check, deliver beamspy's code), detaching (remove that code unless
+ * --keep), jobs run by beamspy_agent on the node, and durations as people
+ * write them ("500ms", "10s", "2m"). */
+#ifndef BS_REMOTE_H
+#define BS_REMOTE_H
+
+#include <stdio.h>
+
+#include "../dist/code_delivery.h"
+#include "../dist/eterm.h"
+#include "../dist/node_conn.h"
+
+#define BS_REMOTE_MAX_NODES 64
+
+/* Long-option codes of the connection options (after the shared drawing
+ * options of cli.h). */
+enum {
+    BS_OPT_NODE = 0x200,
+    BS_OPT_COOKIE,
+    BS_OPT_COOKIE_FILE,
+    BS_OPT_CONNECT_TIMEOUT,
+    BS_OPT_KEEP,
+    BS_OPT_REMOTE_FIRST_OWN
+};
+
+#define BS_REMOTE_LONG_OPTIONS                                              \
+    {"node", required_argument, NULL, BS_OPT_NODE},                         \
+    {"cookie", required_argument, NULL, BS_OPT_COOKIE},                     \
+    {"cookie-file", required_argument, NULL, BS_OPT_COOKIE_FILE},           \
+    {"connect-timeout", required_argument, NULL, BS_OPT_CONNECT_TIMEOUT},   \
+    {"keep", no_argument, NULL, BS_OPT_KEEP}
+
+typedef struct bs_remote_opts {
+    const char *nodes[BS_REMOTE_MAX_NODES];
+    int n_nodes;
+    const char *cookie;       /* never printed */
+    const char *cookie_file;
+    unsigned timeout_ms;      /* connecting and each call (default 10000) */
+    int keep;                 /* leave delivered code loaded */
+} bs_remote_opts;
+
+/* One attached node. */
+typedef struct bs_remote {
+    bs_node node;
+    bs_delivery delivery;
+    unsigned timeout_ms;
+    int keep;
+} bs_remote;
+
+void bs_remote_opts_init(bs_remote_opts *o);
+
+/* Applies connection option `code`: 0 done, -1 not a connection option,
+ * else the exit code (message printed). max_nodes: 1 for commands that work
+ * on one node. */
+int bs_remote_option(const char *cmd, int code, const char *arg, bs_remote_opts *o, int max_nodes);
+
+/* Help lines of the connection options. */
+void bs_remote_options_usage(FILE *out, int several_nodes);
+
+/* Connects to o->nodes[i] and makes beamspy's modules available there.
+ * Returns BS_EXIT_OK or the exit code, with the message printed. */
+int bs_remote_attach(const bs_remote_opts *o, int i, bs_remote *r);
+
+/* Removes delivered code (unless keep) and disconnects. Quiet on failure:
+ * a node that went away has nothing left to remove. */
+void bs_remote_detach(bs_remote *r);
+
+/* The exit code for a node status (BS_NODE_FAILED: BS_EXIT_FAILURE). */
+int bs_remote_exit_code(bs_node_status st);
+
+/* Calls mod:fun(args) on the node and decodes the result into *out (free
+ * with bs_eterm_free). Returns BS_EXIT_OK or an exit code, message printed. */
+int bs_remote_call(bs_remote *r, const char *mod, const char *fun, ei_x_buff *args, unsigned timeout_ms,
+                   bs_eterm_tree **out);
+
+/* Sends Request to the beamspy process `to` on the node and decodes its
+ * reply (bs_node_request); as bs_remote_call otherwise. */
+int bs_remote_request(bs_remote *r, const ei_x_buff *to, const ei_x_buff *request, unsigned timeout_ms,
+                      bs_eterm_tree **out);
+
+/* Parses "250ms", "10s", "2m", "1h" or plain milliseconds. 0 ok, -1 bad. */
+int bs_parse_duration_ms(const char *text, unsigned long long *ms);
+
+/* Parses "64M", "1G", "512K" or plain bytes. 0 ok, -1 bad. */
+int bs_parse_bytes(const char *text, unsigned long long *bytes);
+
+#endif

@@ -1,0 +1,386 @@
+%%% @doc The target-side end of the `beamspy' command-line tool.
+%%%
+%%% `beamspy record|top --node N' connects to a node as a C node, loads
+%%% beamspy's modules there if needed, and runs one job through this module:
+%%% a live recording (`record'), a function capture (`capture'), stack
+%%% sampling (`sample') or the figures of `top'. The tool then polls the job
+%%% (progress), and finally asks for the result, which comes back as bytes:
+%%% a `.bspy' profile or folded stacks, rendered on the tool's side.
+%%%
+%%% A job never outlives the tool that started it. It watches the tool's
+%%% node (`monitor_node/2': a killed tool or a closed connection is seen at
+%%% once) and expects a poll at least every `lease_ms' (default 5000: a
+%%% network that silently drops is seen within that time, long before the
+%%% distribution tick would notice). Either way the job stops recording
+%%% (tracing off everywhere, trace patterns removed), deletes its temporary
+%%% files and, when the tool delivered beamspy's code for the job, unloads
+%%% those modules from the node.
+%%%
+%%% ```
+%%% 1> {ok, Job} = beamspy_agent:start(record, self(), #{targets => all, lease_ms => 5000}).
+%%% 2> {ok, #{events := _, state := running}} = beamspy_agent:poll(Job).
+%%% 3> {ok, #{format := bspy, data := Bytes}} = beamspy_agent:finish(Job, 60000).
+%%% '''
+-module(beamspy_agent).
+
+-export([start/3, poll/1, finish/2, unload/1, dump/1]).
+-export([init/4]).
+
+-type kind() :: record | capture | sample | top.
+-type job() :: pid().
+-export_type([kind/0, job/0]).
+
+-define(DEFAULT_LEASE_MS, 5000).
+
+%%% ---------------------------------------------------------------------
+%%% API
+%%% ---------------------------------------------------------------------
+
+%% @doc Starts a job of Kind for Tool (the pid of the command-line tool, or
+%% any process: the job ends when it goes away). Options: `lease_ms',
+%% `unload' (modules to unload when the job ends without the tool),
+%% `targets' (record, sample), `mfa' and `calls' and `timeout' (capture),
+%% `interval_ms' (sample, top), `limit' (top), and for record and capture
+%% every option of {@link beamspy:start/2}. Returns once recording is on.
+%%
+%% ```
+%% 1> {ok, Job} = beamspy_agent:start(sample, self(), #{targets => all, interval_ms => 10}).
+%% '''
+-spec start(kind(), pid(), map()) -> {ok, job()} | {error, term()}.
+start(Kind, Tool, Opts) when is_pid(Tool), is_map(Opts) ->
+    case lists:member(Kind, [record, capture, sample, top]) of
+        true ->
+            Ref = make_ref(),
+            Pid = proc_lib:spawn(?MODULE, init, [Kind, Tool, Opts, {self(), Ref}]),
+            Mon = erlang:monitor(process, Pid),
+            receive
+                {Ref, {ok, Pid}} ->
+                    erlang:demonitor(Mon, [flush]),
+                    {ok, Pid};
+                {Ref, {error, _} = Error} ->
+                    erlang:demonitor(Mon, [flush]),
+                    Error;
+                {'DOWN', Mon, process, Pid, Why} ->
+                    {error, {job_failed, Why}}
+            end;
+        false ->
+            {error, {bad_job, Kind}}
+    end;
+start(Kind, Tool, Opts) ->
+    {error, {bad_job, {Kind, Tool, Opts}}}.
+
+%% @doc Renews the job's lease and returns its progress: `state'
+%% (`running', or `done' once a limit tripped or the capture completed),
+%% `elapsed_ms', and what the job kind knows (`events', `memory',
+%% `processes', `nearest_limit' as `{Name, Permille}' for record; samples
+%% for sample; the last window's figures for top).
+%%
+%% ```
+%% 1> {ok, #{state := running}} = beamspy_agent:poll(Job).
+%% '''
+-spec poll(job()) -> {ok, map()} | {error, term()}.
+poll(Job) ->
+    call(Job, poll, 10000).
+
+%% @doc Ends the job and returns its result: `#{format => bspy | folded,
+%% data => binary(), truncated => false | atom()}' (empty data and format
+%% `none' for top). The job's temporary files are gone when it returns.
+%%
+%% ```
+%% 1> {ok, #{format := bspy, data := <<"BSPY", _/binary>>}} = beamspy_agent:finish(Job, 60000).
+%% '''
+-spec finish(job(), timeout()) -> {ok, map()} | {error, term()}.
+finish(Job, Timeout) ->
+    call(Job, finish, Timeout).
+
+%% @doc `beamspy dump': {@link beamspy_dump:snapshot/1} with the targets
+%% given as the tool sends them (`all', or texts that are pids or
+%% registered names) in `targets'; other options are passed on.
+%%
+%% ```
+%% 1> {ok, #{processes := [_ | _]}} = beamspy_agent:dump(#{targets => all, interval_ms => 100}).
+%% '''
+-spec dump(map()) -> {ok, map()} | {error, term()}.
+dump(Opts) when is_map(Opts) ->
+    Snap = maps:with([interval_ms, max_processes], Opts),
+    beamspy_dump:snapshot(Snap#{pids => targets(maps:get(targets, Opts, all))}).
+
+%% @doc Unloads Modules from this node, whoever runs them: what the job
+%% does when its tool went away without cleaning up. The caller may be
+%% running one of them: the last purge is done by a process that runs only
+%% OTP code.
+%%
+%% ```
+%% 1> beamspy_agent:unload([beamspy_agent]).
+%% ok
+%% '''
+-spec unload([module()]) -> ok.
+unload(Modules) ->
+    _ = [code:purge(M) || M <- Modules],
+    _ = [code:delete(M) || M <- Modules],
+    _ = erlang:spawn(lists, foreach, [fun code:purge/1, Modules]),
+    ok.
+
+%%% ---------------------------------------------------------------------
+%%% The job process
+%%% ---------------------------------------------------------------------
+
+%% @private
+init(Kind, Tool, Opts, {Starter, Ref}) ->
+    Watch = watch(Tool),
+    Dir = make_private_dir(),
+    case begin_job(Kind, Opts#{starter => Starter}, Dir) of
+        {ok, Job} ->
+            Starter ! {Ref, {ok, self()}},
+            T0 = erlang:monotonic_time(millisecond),
+            loop(#{kind => Kind, job => Job, dir => Dir, tool => Tool, watch => Watch, t0 => T0,
+                   lease => maps:get(lease_ms, Opts, ?DEFAULT_LEASE_MS),
+                   unload => maps:get(unload, Opts, []), state => running, stopped => false});
+        {error, _} = Error ->
+            remove_dir(Dir),
+            Starter ! {Ref, Error}
+    end.
+
+watch(Tool) when node(Tool) =:= node() ->
+    {process, erlang:monitor(process, Tool)};
+watch(Tool) ->
+    true = erlang:monitor_node(node(Tool), true),
+    {node, node(Tool)}.
+
+loop(#{lease := Lease} = S) ->
+    receive
+        {Ref, From, poll} ->
+            From ! {Ref, {ok, progress(S)}},
+            loop(S);
+        {Ref, From, finish} ->
+            Result = end_job(S),
+            remove_dir(maps:get(dir, S)),
+            From ! {Ref, Result};
+        {beamspy, _Session, {stopped, Reason, _Files}} ->
+            loop(S#{state => done, stopped => Reason});
+        {beamspy_capture, _Ref, Result} ->
+            loop(S#{state => done, capture_result => Result});
+        {nodedown, Node} when map_get(watch, S) =:= {node, Node} ->
+            abandon(S);
+        {'DOWN', Mon, process, _, _} when map_get(watch, S) =:= {process, Mon} ->
+            abandon(S)
+    after Lease ->
+            abandon(S)
+    end.
+
+%% The tool is gone: stop everything, remove what was set, leave no trace.
+abandon(#{dir := Dir, unload := Modules} = S) ->
+    _ = catch end_job(S),
+    remove_dir(Dir),
+    case Modules of
+        [] -> ok;
+        _ -> unload(Modules)
+    end.
+
+call(Job, Request, Timeout) ->
+    Mon = erlang:monitor(process, Job),
+    Job ! {Mon, self(), Request},
+    receive
+        {Mon, Reply} ->
+            erlang:demonitor(Mon, [flush]),
+            Reply;
+        {'DOWN', Mon, process, _, Why} ->
+            {error, {no_job, Why}}
+    after Timeout ->
+            erlang:demonitor(Mon, [flush]),
+            {error, timeout}
+    end.
+
+%%% ---------------------------------------------------------------------
+%%% Kinds of jobs
+%%% ---------------------------------------------------------------------
+
+begin_job(record, Opts, Dir) ->
+    Out = filename:join(Dir, "profile.bspy"),
+    Targets = case targets(maps:get(targets, Opts, all)) of
+                  [One] -> One;
+                  Many -> Many
+              end,
+    Ignore = [self() | [P || P <- [maps:get(starter, Opts, undefined)], is_pid(P), node(P) =:= node()]],
+    case beamspy:start(Targets, (session_opts(Opts))#{output => Out, quiet => true, ignore => Ignore}) of
+        {ok, Session} ->
+            %% `all' and `existing' trace every process, the job's too: it
+            %% is not the tool's to record.
+            _ = catch erlang:trace(self(), false, [all]),
+            {ok, #{session => Session, output => Out}};
+        {error, _} = Error -> Error
+    end;
+begin_job(capture, Opts, Dir) ->
+    Out = filename:join(Dir, "capture.bspy"),
+    #{mfa := MFA, calls := N} = Opts,
+    COpts = (session_opts(Opts))#{output => Out, quiet => true, merge => true,
+                                  timeout => maps:get(timeout, Opts, 60000)},
+    case beamspy:capture_async(MFA, N, COpts) of
+        {ok, Ref} -> {ok, #{capture => Ref, output => Out}};
+        {error, _} = Error -> Error
+    end;
+begin_job(sample, Opts, _Dir) ->
+    SOpts0 = maps:with([interval_ms, max_stacks, max_duration_ms], Opts),
+    SOpts = SOpts0#{targets => targets(maps:get(targets, Opts, all))},
+    case beamspy_sampler:start(SOpts#{owner => self()}) of
+        {ok, Pid} -> {ok, #{sampler => Pid}};
+        {error, _} = Error -> Error
+    end;
+begin_job(top, Opts, _Dir) ->
+    TOpts = maps:with([interval_ms, limit], Opts),
+    case beamspy_top:start(TOpts#{owner => self()}) of
+        {ok, Pid} -> {ok, #{top => Pid}};
+        {error, _} = Error -> Error
+    end.
+
+%% Targets as the tool sends them: `all', or texts that are pids
+%% ("<0.12.0>") or registered names.
+targets(all) -> all;
+targets(Ts) when is_list(Ts) -> [target(T) || T <- Ts].
+
+target(T) when is_binary(T) -> target(unicode:characters_to_list(T));
+target("<" ++ _ = Text) ->
+    try list_to_pid(Text) catch error:badarg -> list_to_atom(Text) end;
+target(Text) when is_list(Text) -> list_to_atom(Text);
+target(T) -> T.
+
+%% Options of beamspy:start/2 and capture_async/3 the tool may pass on.
+session_opts(Opts) ->
+    maps:with([children, sleep, gc, max_memory, max_processes, max_events, max_duration,
+               names, timeline, pids], Opts).
+
+progress(#{job := Job, t0 := T0, state := State} = S) ->
+    Base = #{state => State, elapsed_ms => erlang:monotonic_time(millisecond) - T0,
+             stopped => maps:get(stopped, S)},
+    maps:merge(Base, job_progress(Job)).
+
+job_progress(#{session := Session}) ->
+    case [I || #{session := S} = I <- beamspy:sessions(), S =:= Session] of
+        [#{events := Events, memory := Memory, processes := Procs} = Info] ->
+            #{events => Events, memory => Memory, processes => Procs,
+              nearest_limit => nearest_limit(Info)};
+        _ ->
+            #{}
+    end;
+job_progress(#{capture := _}) ->
+    case [I || #{kind := capture} = I <- beamspy:sessions()] of
+        [#{events := Events, memory := Memory} | _] -> #{events => Events, memory => Memory};
+        _ -> #{}
+    end;
+job_progress(#{sampler := Pid}) ->
+    case beamspy_sampler:info(Pid) of
+        {ok, Info} -> maps:with([samples, rounds, processes, stacks, memory], Info);
+        _ -> #{}
+    end;
+job_progress(#{top := Pid}) ->
+    case beamspy_top:report(Pid) of
+        {ok, Report} -> #{report => Report};
+        _ -> #{}
+    end.
+
+%% The limit closest to tripping, as {Name, Permille of it used}.
+nearest_limit(#{limits := Limits} = Info) ->
+    Used = #{max_events => maps:get(events, Info, 0),
+             max_memory => maps:get(memory, Info, 0),
+             max_duration => maps:get(running_ms, Info, 0),
+             max_processes => maps:get(processes, Info, 0)},
+    Shares = [{K, min(1000, V * 1000 div Max)}
+              || {K, Max} <- maps:to_list(Limits), is_integer(Max), Max > 0,
+                 V <- [maps:get(K, Used, 0)]],
+    case lists:reverse(lists:keysort(2, Shares)) of
+        [Top | _] -> Top;
+        [] -> none
+    end;
+nearest_limit(_) ->
+    none.
+
+end_job(#{job := #{session := Session, output := Out}, stopped := Stopped}) ->
+    Stop = beamspy:stop(Session, #{}),
+    Result = case {Stop, file:read_file(Out)} of
+                 {{ok, #{truncated := Truncated}}, {ok, Data}} ->
+                     {ok, #{format => bspy, data => Data, truncated => Truncated}};
+                 {{ok, #{errors := Errors}}, _} when Errors =/= [] ->
+                     {error, {write_failed, Errors}};
+                 {{error, {no_session, _}}, {ok, Data}} ->
+                     {ok, #{format => bspy, data => Data, truncated => Stopped}};
+                 {{error, _} = Error, _} ->
+                     Error;
+                 {_, {error, Why}} ->
+                     {error, {no_profile, Why}}
+             end,
+    _ = file:delete(Out),
+    Result;
+end_job(#{job := #{capture := Ref, output := Out}} = S) ->
+    Captured = case maps:find(capture_result, S) of
+                   {ok, R} -> R;
+                   error -> wait_capture(Ref)
+               end,
+    Merged = filename:rootname(Out, ".bspy") ++ "-merged.bspy",
+    Result = case Captured of
+                 {ok, Files} ->
+                     case file:read_file(Merged) of
+                         {ok, Data} -> {ok, #{format => bspy, data => Data, truncated => false,
+                                              calls => length(Files) - 1}};
+                         {error, Why} -> {error, {no_profile, Why}}
+                     end;
+                 {error, _} = Error ->
+                     Error
+             end,
+    _ = [file:delete(F) || {ok, Fs} <- [Captured], F <- Fs],
+    _ = file:delete(Merged),
+    Result;
+end_job(#{job := #{sampler := Pid}}) ->
+    case beamspy_sampler:stop(Pid) of
+        {ok, #{folded := Folded} = Info} ->
+            {ok, (maps:without([folded], Info))#{format => folded, data => Folded, truncated => false}};
+        {error, _} = Error ->
+            Error
+    end;
+end_job(#{job := #{top := Pid}}) ->
+    _ = beamspy_top:stop(Pid),
+    {ok, #{format => none, data => <<>>, truncated => false}}.
+
+%% A capture that has not completed yet: its owner stops on its timeout; the
+%% tool asking to finish means "now", so stop waiting after a grace period.
+wait_capture(Ref) ->
+    receive
+        {beamspy_capture, Ref, Result} -> Result
+    after 5000 ->
+            {error, {no_calls_captured, timeout}}
+    end.
+
+%%% ---------------------------------------------------------------------
+%%% Private temporary directory
+%%% ---------------------------------------------------------------------
+
+make_private_dir() ->
+    Base = case os:getenv("TMPDIR") of
+               false -> "/tmp";
+               "" -> "/tmp";
+               T -> T
+           end,
+    make_private_dir(Base, 10).
+
+make_private_dir(Base, 0) ->
+    error({no_temporary_directory, Base});
+make_private_dir(Base, Tries) ->
+    Name = "beamspy-" ++ integer_to_list(erlang:unique_integer([positive])) ++ "-"
+        ++ integer_to_list(rand:uniform(1 bsl 40)),
+    Dir = filename:join(Base, Name),
+    case file:make_dir(Dir) of
+        ok ->
+            ok = file:change_mode(Dir, 8#700),
+            Dir;
+        {error, eexist} ->
+            make_private_dir(Base, Tries - 1);
+        {error, Why} ->
+            error({no_temporary_directory, Base, Why})
+    end.
+
+remove_dir(Dir) ->
+    case file:list_dir(Dir) of
+        {ok, Names} -> _ = [file:delete(filename:join(Dir, N)) || N <- Names];
+        _ -> ok
+    end,
+    _ = file:del_dir(Dir),
+    ok.

@@ -1,0 +1,297 @@
+%%% @doc The data behind `beamspy top': which processes work the most and in
+%%% which functions, window by window (the tool asks for a report every
+%%% second and shows it).
+%%%
+%%% The command-line tool loads this module into a running node (with
+%%% `code:load_binary/3') and drives it with rpc, so it depends on kernel,
+%%% stdlib and {@link beamspy_sampler:frame_name/1} only, and needs no
+%%% application to be started. Every text in a report is a UTF-8 binary.
+%%%
+%%% Cost stays bounded on a node with many processes:
+%%% <ul>
+%%% <li>the reductions of every process are read once per {@link report/1}
+%%%   (a full pass), plus once `interval_ms' after start, to pick the
+%%%   processes sampled in the first window;</li>
+%%% <li>every `interval_ms' a tick reads the current function of the
+%%%   `limit' processes that did the most reductions in the previous window
+%%%   only, never of every process;</li>
+%%% <li>memory: one reductions counter per process (the last full pass),
+%%%   and sample counts per function for at most `limit' processes.</li>
+%%% </ul>
+%%% The top process itself and its owner are never listed nor counted.
+%%%
+%%% ```
+%%% {ok, Top} = beamspy_top:start(#{owner => self(), limit => 10}),
+%%% timer:sleep(1000),
+%%% {ok, #{processes := [#{pid := Pid, functions := Hot} | _]}} = beamspy_top:report(Top),
+%%% ok = beamspy_top:stop(Top).
+%%% '''
+-module(beamspy_top).
+
+-export([start/1, report/1, stop/1]).
+
+%% The top process's entry point (spawned by start/1).
+-export([init/3]).
+
+-define(DEFAULT_INTERVAL_MS, 100).
+-define(DEFAULT_LIMIT, 20).
+-define(FUNCTIONS_PER_PROCESS, 3).
+-define(FUNCTIONS_PER_REPORT, 20).
+-define(CALL_TIMEOUT_MS, 60000).
+
+-type opts() :: #{owner := pid(), interval_ms => pos_integer(), limit => pos_integer()}.
+-type process_row() :: #{pid := binary(), name := binary(), reductions := non_neg_integer(),
+                         message_queue_len := non_neg_integer(), memory := non_neg_integer(),
+                         current := binary(), functions := [{binary(), pos_integer()}]}.
+-type report() :: #{window_ms := non_neg_integer(), process_count := non_neg_integer(),
+                    run_queue := non_neg_integer(), total_reductions := non_neg_integer(),
+                    samples := non_neg_integer(), processes := [process_row()],
+                    functions := [{binary(), pos_integer()}]}.
+-export_type([opts/0, report/0, process_row/0]).
+
+%%% ---------------------------------------------------------------------
+%%% API
+%%% ---------------------------------------------------------------------
+
+%% @doc Starts watching the node for `owner' (required; top stops when it
+%% dies), sampling every `interval_ms' (default 100) the current function
+%% of the `limit' (default 20) busiest processes.
+%%
+%% ```
+%% {ok, Top} = beamspy_top:start(#{owner => self()}).
+%% '''
+-spec start(opts()) -> {ok, pid()} | {error, term()}.
+start(Opts) when is_map(Opts) ->
+    case check_opts(Opts) of
+        {ok, Config} ->
+            Ref = make_ref(),
+            {Pid, Mon} = spawn_monitor(?MODULE, init, [self(), Ref, Config]),
+            receive
+                {Ref, started} ->
+                    erlang:demonitor(Mon, [flush]),
+                    {ok, Pid};
+                {'DOWN', Mon, process, Pid, Why} ->
+                    {error, {top_failed, Why}}
+            end;
+        {error, _} = Error ->
+            Error
+    end;
+start(Other) ->
+    {error, {bad_option, Other}}.
+
+%% @doc The window since the previous report (or since start): the
+%% `limit' processes that did the most reductions in it, busiest first,
+%% each with its three most sampled functions, and the hottest functions
+%% over every sample of the window (at most 20). A new window starts.
+%%
+%% ```
+%% {ok, #{window_ms := 1000, processes := [#{pid := <<"<0.95.0>">>,
+%%                                           reductions := 200000,
+%%                                           functions := [{<<"m:loop/1">>, 9}]} | _]}} =
+%%     beamspy_top:report(Top).
+%% '''
+-spec report(pid()) -> {ok, report()} | {error, term()}.
+report(Top) ->
+    call(Top, report).
+
+%% @doc Stops the top process.
+%%
+%% ```
+%% ok = beamspy_top:stop(Top).
+%% '''
+-spec stop(pid()) -> ok | {error, term()}.
+stop(Top) ->
+    case call(Top, stop) of
+        {ok, ok} -> ok;
+        {error, noproc} -> ok;
+        {error, _} = Error -> Error
+    end.
+
+%%% ---------------------------------------------------------------------
+%%% Options and calls
+%%% ---------------------------------------------------------------------
+
+check_opts(Opts) ->
+    Defaults = #{interval_ms => ?DEFAULT_INTERVAL_MS, limit => ?DEFAULT_LIMIT},
+    case maps:find(owner, Opts) of
+        {ok, Owner} when is_pid(Owner) ->
+            check_each(maps:to_list(maps:remove(owner, Opts)), maps:merge(Defaults, Opts));
+        {ok, Bad} ->
+            {error, {bad_option, {owner, Bad}}};
+        error ->
+            {error, {bad_option, {owner, missing}}}
+    end.
+
+check_each([], Config) ->
+    {ok, Config};
+check_each([{Key, Value} | Rest], Config) when Key =:= interval_ms; Key =:= limit ->
+    case is_integer(Value) andalso Value > 0 of
+        true -> check_each(Rest, Config);
+        false -> {error, {bad_option, {Key, Value}}}
+    end;
+check_each([{Key, Value} | _], _) ->
+    {error, {bad_option, {Key, Value}}}.
+
+call(Top, Request) when is_pid(Top) ->
+    Mon = erlang:monitor(process, Top),
+    Top ! {?MODULE, Request, self(), Mon},
+    receive
+        {Mon, Reply} ->
+            erlang:demonitor(Mon, [flush]),
+            {ok, Reply};
+        {'DOWN', Mon, process, Top, noproc} ->
+            {error, noproc};
+        {'DOWN', Mon, process, Top, Why} ->
+            {error, {top_failed, Why}}
+    after ?CALL_TIMEOUT_MS ->
+            erlang:demonitor(Mon, [flush]),
+            {error, timeout}
+    end;
+call(Other, _) ->
+    {error, {bad_top, Other}}.
+
+%%% ---------------------------------------------------------------------
+%%% The top process
+%%% ---------------------------------------------------------------------
+
+%% @private
+init(Parent, Ref, #{owner := Owner, interval_ms := Interval} = Config) ->
+    OwnerMon = erlang:monitor(process, Owner),
+    _ = erlang:send_after(Interval, self(), {?MODULE, bootstrap}),
+    Parent ! {Ref, started},
+    loop(new_window(Config#{owner_mon => OwnerMon, bootstrapped => false, ticking => false},
+                    full_pass(Owner), [])).
+
+%% A window starts from a full pass (Pid => reductions) and samples Pids.
+new_window(State, Pass, Pids) ->
+    State#{baseline => Pass,
+           window_start_ms => now_ms(),
+           sampled => Pids,
+           samples => 0,
+           process_functions => #{},   % Pid => #{MFA => samples}
+           functions => #{}}.          % MFA => samples
+
+loop(#{owner_mon := OwnerMon} = State) ->
+    receive
+        {?MODULE, bootstrap} ->
+            loop(bootstrap(State));
+        {?MODULE, tick} ->
+            loop(tick(State));
+        {?MODULE, report, From, Tag} ->
+            {Report, Next} = report_and_renew(State),
+            From ! {Tag, Report},
+            loop(Next);
+        {?MODULE, stop, From, Tag} ->
+            From ! {Tag, ok};
+        {'DOWN', OwnerMon, process, _, _} ->
+            ok;
+        _Other ->
+            loop(State)
+    end.
+
+now_ms() ->
+    erlang:monotonic_time(millisecond).
+
+%% Reductions of every process but top and its owner.
+full_pass(Owner) ->
+    Self = self(),
+    maps:from_list([{P, R} || P <- erlang:processes(), P =/= Self, P =/= Owner,
+                              {reductions, R} <- [erlang:process_info(P, reductions)]]).
+
+%% Deltas against the baseline, busiest first (a process born in the
+%% window counts all its reductions).
+busiest(Pass, Baseline) ->
+    Deltas = maps:fold(fun(P, R, Acc) -> [{max(0, R - maps:get(P, Baseline, 0)), P} | Acc] end,
+                       [], Pass),
+    {Busy, Idle} = lists:partition(fun({D, _}) -> D > 0 end, Deltas),
+    %% Only the processes that worked are sorted; the idle ones follow.
+    {lists:sort(fun({D1, P1}, {D2, P2}) -> {D1, P2} >= {D2, P1} end, Busy) ++ Idle,
+     lists:sum([D || {D, _} <- Busy])}.
+
+%% Once, interval_ms after start: picks the processes of the first window
+%% (unless a report did already).
+bootstrap(#{bootstrapped := true} = State) ->
+    State;
+bootstrap(#{owner := Owner, baseline := Baseline, limit := Limit} = State) ->
+    {Ranked, _} = busiest(full_pass(Owner), Baseline),
+    start_ticks(State#{bootstrapped := true,
+                       sampled := [P || {_, P} <- lists:sublist(Ranked, Limit)]}).
+
+%% The ticks begin with the first window's processes (bootstrap or report).
+start_ticks(#{ticking := true} = State) ->
+    State;
+start_ticks(State) ->
+    self() ! {?MODULE, tick},
+    State#{ticking := true}.
+
+tick(#{interval_ms := Interval, sampled := Pids} = State) ->
+    Start = now_ms(),
+    Next = lists:foldl(fun sample/2, State, Pids),
+    _ = erlang:send_after(max(0, Interval - (now_ms() - Start)), self(), {?MODULE, tick}),
+    Next.
+
+sample(Pid, #{samples := N, process_functions := PF, functions := Fs} = State) ->
+    case erlang:process_info(Pid, current_function) of
+        {current_function, MFA} ->
+            Own = maps:get(Pid, PF, #{}),
+            State#{samples := N + 1,
+                   process_functions := PF#{Pid => bump(MFA, Own)},
+                   functions := bump(MFA, Fs)};
+        undefined ->
+            State
+    end.
+
+bump(Key, Counts) ->
+    Counts#{Key => maps:get(Key, Counts, 0) + 1}.
+
+report_and_renew(#{owner := Owner, baseline := Baseline, limit := Limit,
+                   window_start_ms := Started, samples := Samples,
+                   process_functions := PF, functions := Fs} = State) ->
+    Pass = full_pass(Owner),
+    Now = now_ms(),
+    {Ranked, Total} = busiest(Pass, Baseline),
+    Rows = rows(Ranked, Limit, PF, []),
+    Report = #{window_ms => Now - Started,
+               process_count => erlang:system_info(process_count),
+               run_queue => erlang:statistics(total_run_queue_lengths),
+               total_reductions => Total,
+               samples => Samples,
+               processes => Rows,
+               functions => hottest(Fs, ?FUNCTIONS_PER_REPORT)},
+    Sampled = [P || {_, P} <- lists:sublist(Ranked, Limit)],
+    {Report, start_ticks(new_window(State#{bootstrapped := true}, Pass, Sampled))}.
+
+%% The first Limit processes of Ranked still alive.
+rows(_, 0, _, Acc) ->
+    lists:reverse(Acc);
+rows([], _, _, Acc) ->
+    lists:reverse(Acc);
+rows([{Delta, Pid} | Rest], Left, PF, Acc) ->
+    case erlang:process_info(Pid, [registered_name, message_queue_len, memory,
+                                   current_function]) of
+        [{registered_name, Name}, {message_queue_len, Q}, {memory, M}, {current_function, C}] ->
+            Row = #{pid => list_to_binary(pid_to_list(Pid)),
+                    name => case Name of
+                                [] -> <<>>;
+                                _ -> atom_to_binary(Name, utf8)
+                            end,
+                    reductions => Delta,
+                    message_queue_len => Q,
+                    memory => M,
+                    current => mfa_text(C),
+                    functions => hottest(maps:get(Pid, PF, #{}), ?FUNCTIONS_PER_PROCESS)},
+            rows(Rest, Left - 1, PF, [Row | Acc]);
+        undefined ->
+            rows(Rest, Left, PF, Acc)
+    end.
+
+%% The N most sampled functions, most first (ties by name).
+hottest(Counts, N) ->
+    Named = [{mfa_text(MFA), Count} || {MFA, Count} <- maps:to_list(Counts)],
+    Sorted = lists:sort(fun({Name1, C1}, {Name2, C2}) -> {C1, Name2} >= {C2, Name1} end, Named),
+    lists:sublist(Sorted, N).
+
+mfa_text({M, F, A}) when is_atom(M), is_atom(F), is_integer(A) ->
+    beamspy_sampler:frame_name({M, F, A});
+mfa_text(Other) ->
+    unicode:characters_to_binary(io_lib:format("~tw", [Other])).

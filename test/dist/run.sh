@@ -1,0 +1,367 @@
+#!/usr/bin/env bash
+# test/dist/run.sh — the distribution layer: bin/beamspy record, dump, top
+# and run against real Erlang nodes on this machine.
+#
+# Each target node is a real VM (erl -sname ... -detached) running the
+# workload of bs_dist_wl.erl, with a random cookie kept in a file. beamspy's
+# modules are NOT on the nodes' code path: the tool delivers them. After
+# each command the node is inspected with erl_call (the C client of
+# erl_interface): nothing traced, no trace pattern left, beamspy unloaded.
+# Checks print "ok - NAME" or "FAIL - NAME: why"; the last line is
+#   LAYER dist: <passed> passed, <failed> failed
+# Works from any directory. Needs tmux (deps.sh installs it) and python3.
+set -u
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+build="$here/build"
+cli="$root/bin/beamspy"
+passed=0
+failed=0
+t_start=$(date +%s)
+
+finish() {
+    cleanup_nodes
+    echo "dist layer took $(($(date +%s) - t_start)) s"
+    echo "LAYER dist: $passed passed, $failed failed"
+    [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+    exit $?
+}
+
+ok() {
+    echo "ok - $1"
+    passed=$((passed + 1))
+}
+
+fail() {
+    echo "FAIL - $1: $2"
+    failed=$((failed + 1))
+}
+
+# check NAME COMMAND...: passes when the command succeeds.
+check() {
+    local name=$1
+    shift
+    if "$@"; then ok "$name"; else fail "$name" "$*"; fi
+}
+
+if ! make -s -C "$root" all >"$build.make.log" 2>&1; then
+    cat "$build.make.log"
+    fail build "make all failed"
+    finish
+fi
+rm -f "$build.make.log"
+rm -rf "$build"
+mkdir -p "$build/out"
+erlc -o "$build" "$here/bs_dist_wl.erl" || {
+    fail build "erlc bs_dist_wl.erl"
+    finish
+}
+
+erl_call=$(ls "$(erl -noshell -eval 'io:format("~s", [code:root_dir()]), halt().')"/lib/erl_interface-*/bin/erl_call 2>/dev/null | head -1)
+[ -x "$erl_call" ] || {
+    fail setup "erl_call not found (erlang-dev)"
+    finish
+}
+
+cookie="bs$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+cookie_file="$build/cookie"
+(umask 077 && printf '%s' "$cookie" >"$cookie_file")
+host=$(hostname -s)
+tag="bsd$$"
+nodes=()
+pids=()
+
+# start_node SHORT [erl args...]: a detached node running the workload.
+start_node() {
+    local short=$1 name="${tag}_$1"
+    shift
+    erl -sname "$name" -setcookie "$cookie" -detached -noinput -pa "$build" "$@" \
+        -eval 'bs_dist_wl:start()' || return 1
+    nodes+=("$name")
+    for _ in $(seq 1 100); do
+        if [ "$(rpc "$short" 'erlang:whereis(stuck) =/= undefined.')" = "true" ]; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    return 1
+}
+
+node_name() { echo "${tag}_$1@$host"; }
+
+# rpc SHORT EXPR: evaluates EXPR on the node, prints the result term.
+rpc() {
+    printf '%s\n' "$2" | "$erl_call" -sname "${tag}_$1" -c "$cookie" -e 2>/dev/null |
+        sed -e 's/^{ok, *//' -e 's/}$//'
+}
+
+os_pid() { rpc "$1" 'os:getpid().' | tr -d '"'; }
+
+stop_node() {
+    local p
+    p=$(os_pid "$1")
+    [ -n "$p" ] && kill -9 "$p" 2>/dev/null
+}
+
+cleanup_nodes() {
+    for n in "${nodes[@]}"; do
+        printf 'erlang:halt().\n' | "$erl_call" -sname "$n" -c "$cookie" -e >/dev/null 2>&1
+    done
+    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+    tmux kill-session -t "$tag" 2>/dev/null
+}
+trap cleanup_nodes EXIT
+
+# What beamspy left on a node: "modules=N traced=N pattern=P".
+leftovers() {
+    rpc "$1" '
+        Mods = [M || {M, _} <- code:all_loaded(), lists:prefix("beamspy", atom_to_list(M))],
+        Traced = [P || P <- processes(), P =/= self(),
+                       case erlang:trace_info(P, flags) of {flags, [_ | _]} -> true; _ -> false end],
+        {traced, Pat} = erlang:trace_info({bs_dist_wl, work, 1}, traced),
+        lists:flatten(io_lib:format("modules=~w traced=~w pattern=~w", [length(Mods), length(Traced), Pat])).' |
+        tr -d '"'
+}
+
+clean() { [ "$(leftovers "$1")" = "modules=0 traced=0 pattern=false" ]; }
+
+# wait_clean SHORT SECONDS: until nothing is left, at most SECONDS.
+wait_clean() {
+    for _ in $(seq 1 $(($2 * 10))); do
+        clean "$1" && return 0
+        sleep 0.1
+    done
+    echo "    left on $1: $(leftovers "$1")"
+    return 1
+}
+
+bs() { "$cli" "$@" --cookie-file "$cookie_file"; }
+
+out="$build/out"
+
+echo "--- starting nodes"
+start_node n1 || fail setup "node n1 did not start"
+start_node n2 || fail setup "node n2 did not start"
+n1=$(node_name n1)
+n2=$(node_name n2)
+
+echo "--- record"
+bs record --node "$n1" --name busy --duration 1s -o "$out/name.folded" -o "$out/name.svg" -o "$out/name.bspy" \
+    2>"$out/name.err"
+rc=$?
+check "record --name: exit 0" [ $rc -eq 0 ]
+check "record --name: the busy process is the root" grep -q '^<[0-9.]*> busy;' "$out/name.folded"
+check "record --name: its functions are there" grep -q 'bs_dist_wl:spin/1;bs_dist_wl:work/1;' "$out/name.folded"
+check "record --name: only that process" [ "$(cut -d';' -f1 "$out/name.folded" | sort -u | wc -l)" -eq 1 ]
+check "record --name: SVG is well-formed XML" xmllint --noout "$out/name.svg"
+check "record --name: .bspy renders again" "$cli" render "$out/name.bspy" -o "$out/name2.folded"
+check "record --name: nothing left on the node" clean n1
+check "record --name: says what it wrote" grep -q "wrote $out/name.svg" "$out/name.err"
+
+busy_pid=$(rpc n1 'pid_to_list(whereis(busy)).' | tr -d '"')
+bs record --node "$n1" --pid "$busy_pid" --duration 500ms -o "$out/pid.folded" 2>/dev/null
+check "record --pid: exit 0 and rooted at the pid" grep -q "^$busy_pid busy;" "$out/pid.folded"
+
+bs record --node "$n1" --all --duration 1s -o "$out/all.folded" -o "$out/all.html" 2>/dev/null
+check "record --all: exit 0" [ -s "$out/all.html" ]
+check "record --all: many processes" [ "$(cut -d';' -f1 "$out/all.folded" | cut -d' ' -f1 | sort -u | wc -l)" -ge 10 ]
+check "record --all: the workload is there" grep -q '> busy;.*bs_dist_wl:spin/1' "$out/all.folded"
+check "record --all: beamspy's own processes are not" bash -c "! grep -q beamspy '$out/all.folded'"
+check "record --all: nothing left on the node" clean n1
+
+bs record --node "$n1" --function bs_dist_wl:handle/1 --calls 3 --duration 20s -o "$out/fun.folded" 2>"$out/fun.err"
+rc=$?
+check "record --function: exit 0" [ $rc -eq 0 ]
+check "record --function: the captured calls" grep -q 'bs_dist_wl:handle/1;bs_dist_wl:work/1' "$out/fun.folded"
+check "record --function: nothing from outside the calls" bash -c "! grep -q 'spin/1' '$out/fun.folded'"
+check "record --function: nothing left on the node" clean n1
+
+bs record --node "$n1" --all --mode sample --interval 5ms --duration 1s -o "$out/sample.folded" 2>/dev/null
+check "record --mode sample: the busy process's stacks" grep -q '> busy;.*bs_dist_wl:spin/1' "$out/sample.folded"
+check "record --mode sample: idle processes end in SLEEP" grep -q ';SLEEP [0-9]*$' "$out/sample.folded"
+check "record --mode sample: nothing left on the node" clean n1
+
+echo "--- several nodes"
+bs record --node "$n1" --node "$n2" --name busy --duration 1s -o "$out/two.folded" 2>/dev/null
+check "two nodes: n1 is a root frame" grep -q "^$n1;<[0-9.]*> busy;" "$out/two.folded"
+check "two nodes: n2 is a root frame" grep -q "^$n2;<[0-9.]*> busy;" "$out/two.folded"
+bs record --node "$n1" --node "$n2" --name busy --duration 500ms --per-node -o "$out/per.folded" 2>/dev/null
+check "two nodes --per-node: one file each" [ -s "$out/per.$n1.folded" ] && [ -s "$out/per.$n2.folded" ]
+check "two nodes: nothing left on either" bash -c "$(declare -f rpc leftovers clean); erl_call='$erl_call' cookie='$cookie' tag='$tag'; clean n1 && clean n2"
+
+echo "--- connection errors"
+bs record --node "$n1" --name busy -o "$out/x.folded" --cookie wrongcookie 2>"$out/cookie.err"
+rc=$?
+check "wrong cookie: exit 6" [ $rc -eq 6 ]
+check "wrong cookie: says so in one line" [ "$(wc -l <"$out/cookie.err")" -eq 1 ] && grep -q 'rejected' "$out/cookie.err"
+check "wrong cookie: the cookie is never printed" bash -c "! grep -q wrongcookie '$out/cookie.err'"
+"$cli" record --node "${tag}_absent@$host" --name busy -o "$out/x.folded" --cookie-file "$cookie_file" 2>"$out/absent.err"
+check "absent node: exit 4" [ $? -eq 4 ]
+check "absent node: one line naming it" grep -q "no node '${tag}_absent'" "$out/absent.err"
+"$cli" dump --node "x@no-such-host.invalid" --cookie-file "$cookie_file" 2>/dev/null
+check "unknown host: exit 4" [ $? -eq 4 ]
+bs record --node "$n1" -o "$out/x.folded" 2>/dev/null
+check "no target: usage error 2" [ $? -eq 2 ]
+
+# A name epmd knows whose port refuses connections: registered by hand
+# (ALIVE2_REQ) for a port nobody listens on.
+python3 - "$tag" >"$out/fake_epmd.log" 2>&1 <<'EOF' &
+import socket, struct, sys, time
+name = (sys.argv[1] + "_fake").encode()
+free = socket.socket(); free.bind(("127.0.0.1", 0)); port = free.getsockname()[1]; free.close()
+body = struct.pack(">BHBBHH", 120, port, 77, 0, 6, 5) + struct.pack(">H", len(name)) + name + struct.pack(">H", 0)
+s = socket.create_connection(("127.0.0.1", 4369))
+s.sendall(struct.pack(">H", len(body)) + body)
+print(s.recv(4), flush=True)
+time.sleep(30)
+EOF
+fake=$!
+pids+=("$fake")
+sleep 0.5
+"$cli" record --node "${tag}_fake@$host" --name busy -o "$out/x.folded" --cookie-file "$cookie_file" 2>"$out/refused.err"
+check "connection refused: exit 5" [ $? -eq 5 ]
+check "connection refused: says so" grep -q 'refused' "$out/refused.err"
+kill "$fake" 2>/dev/null
+
+start_node n3 || fail setup "node n3 did not start"
+n3=$(node_name n3)
+n3_pid=$(os_pid n3)
+kill -STOP "$n3_pid"
+t0=$(date +%s)
+bs dump --node "$n3" --connect-timeout 1s >/dev/null 2>"$out/timeout.err"
+rc=$?
+check "node not answering: exit 8" [ $rc -eq 8 ]
+check "node not answering: gives up in time" [ $(($(date +%s) - t0)) -le 5 ]
+kill -CONT "$n3_pid"
+
+echo "--- the node or the tool goes away during a record"
+"$cli" record --node "$n3" --all --duration 20s -o "$out/lost.folded" --cookie-file "$cookie_file" 2>"$out/lost.err" &
+rec=$!
+sleep 2
+kill -9 "$n3_pid"
+t0=$(date +%s)
+wait $rec
+rc=$?
+check "node killed during record: exit 9" [ $rc -eq 9 ]
+check "node killed during record: noticed at once" [ $(($(date +%s) - t0)) -le 5 ]
+check "node killed during record: says so" grep -q 'lost the connection' "$out/lost.err"
+
+"$cli" record --node "$n1" --all --duration 30s -o "$out/killed.folded" --cookie-file "$cookie_file" 2>/dev/null &
+rec=$!
+disown "$rec"
+pids+=("$rec")
+sleep 2
+check "kill -9 of the tool: tracing was on" bash -c "[ \"\$($(declare -f rpc leftovers); erl_call='$erl_call' cookie='$cookie' tag='$tag'; leftovers n1)\" != 'modules=0 traced=0 pattern=false' ]"
+kill -9 "$rec"
+t0=$(date +%s)
+check "kill -9 of the tool: the node stops tracing and unloads beamspy by itself" wait_clean n1 10
+echo "    (after $(($(date +%s) - t0)) s)"
+check "kill -9 of the tool: the node's processes are fine" [ "$(rpc n1 'is_pid(whereis(busy)).')" = "true" ]
+
+"$cli" record --node "$n1" --all --duration 60s --lease 2s -o "$out/stopped.folded" --cookie-file "$cookie_file" 2>/dev/null &
+rec=$!
+disown "$rec"
+pids+=("$rec")
+sleep 2
+kill -STOP "$rec"
+t0=$(date +%s)
+check "silent tool (network gone): the node gives up after the lease" wait_clean n1 10
+echo "    (after $(($(date +%s) - t0)) s)"
+kill -9 "$rec"
+
+"$cli" record --node "$n1" --all --duration 60s -o "$out/int.folded" -o "$out/int.svg" --cookie-file "$cookie_file" \
+    2>"$out/int.err" &
+rec=$!
+sleep 2
+t0=$(date +%s)
+kill -INT "$rec"
+wait $rec
+rc=$?
+check "Ctrl-C: exit 0" [ $rc -eq 0 ]
+check "Ctrl-C: stops at once" [ $(($(date +%s) - t0)) -le 10 ]
+check "Ctrl-C: outputs written" [ -s "$out/int.folded" ] && xmllint --noout "$out/int.svg"
+check "Ctrl-C: nothing left on the node" clean n1
+
+echo "--- code already on the node"
+bs record --node "$n1" --name busy --duration 300ms --keep -o "$out/keep.folded" 2>/dev/null
+check "--keep: beamspy stays loaded" [ "$(leftovers n1 | cut -d' ' -f1)" != "modules=0" ]
+bs record --node "$n1" --name busy --duration 300ms -o "$out/keep2.folded" 2>/dev/null
+check "same version already loaded: used, and left loaded" [ -s "$out/keep2.folded" ] &&
+    [ "$(leftovers n1 | cut -d' ' -f1)" != "modules=0" ]
+rpc n1 '[begin code:purge(M), code:delete(M), code:purge(M) end || {M, _} <- code:all_loaded(), lists:prefix("beamspy", atom_to_list(M))], ok.' >/dev/null
+check "modules removed by hand again" clean n1
+
+echo "--- dump"
+bs dump --node "$n1" >"$out/dump.txt" 2>"$out/dump.err"
+check "dump: exit 0" [ $? -eq 0 ]
+check "dump: the stuck process comes first" bash -c "grep -m1 '^<' '$out/dump.txt' | grep -q ' stuck$'"
+check "dump: says why it looks stuck" grep -q 'message queue 10000' "$out/dump.txt"
+check "dump: its stack" grep -q 'bs_dist_wl:wait_for_go/0' "$out/dump.txt"
+check "dump: every process" [ "$(grep -c '^<' "$out/dump.txt")" -ge 20 ]
+bs dump --node "$n1" --json >"$out/dump.json" 2>/dev/null
+check "dump --json: valid JSON, stuck first" python3 -c "
+import json, sys
+d = json.load(open('$out/dump.json'))
+p = d['processes'][0]
+assert p['name'] == 'stuck' and p['message_queue_len'] == 10000, p
+assert any('wait_for_go' in f for f in p['stack'])
+assert d['node'] == '$n1'
+"
+bs dump --node "$n1" --name busy --json >"$out/dump1.json" 2>/dev/null
+check "dump --name: that process only" python3 -c "
+import json
+d = json.load(open('$out/dump1.json'))
+assert [p['name'] for p in d['processes']] == ['busy'], d
+"
+check "dump: nothing left on the node" clean n1
+
+echo "--- top"
+bs top --node "$n1" --once --limit 5 >"$out/top.txt" 2>"$out/top.err"
+check "top --once: exit 0" [ $? -eq 0 ]
+check "top --once: the busy process is first" bash -c "grep -A1 '^PID' '$out/top.txt' | tail -1 | grep -q ' busy '"
+check "top --once: plain text when not a terminal" bash -c "! grep -q \$'\\033' '$out/top.txt'"
+check "top: nothing left on the node" clean n1
+tmux new-session -d -s "$tag" -x 160 -y 40 \
+    "'$cli' top --node '$n1' --cookie-file '$cookie_file' --count 3 --limit 5; sleep 60"
+shown=""
+for _ in $(seq 1 100); do
+    sleep 0.1
+    shown=$(tmux capture-pane -p -t "$tag" 2>/dev/null)
+    echo "$shown" | grep -q ' busy ' && break
+done
+echo "$shown" >"$out/top_tmux.txt"
+check "top in tmux: shows the busy process" grep -q '^<[0-9.]*> *busy ' "$out/top_tmux.txt"
+check "top in tmux: its function" grep -q 'bs_dist_wl:\|lists:' "$out/top_tmux.txt"
+tmux kill-session -t "$tag" 2>/dev/null
+tmux new-session -d -s "$tag" -x 160 -y 40 \
+    "'$cli' record --node '$n1' --cookie-file '$cookie_file' --all --duration 3s -o '$out/tty.folded'; sleep 60"
+shown=""
+for _ in $(seq 1 30); do
+    sleep 0.1
+    shown=$(tmux capture-pane -p -t "$tag" 2>/dev/null)
+    echo "$shown" | grep -q 'events' && break
+done
+echo "$shown" >"$out/progress_tmux.txt"
+check "record on a terminal: a progress line" grep -q 'recording 1 node: .* events, .* MiB on the node' "$out/progress_tmux.txt"
+tmux kill-session -t "$tag" 2>/dev/null
+sleep 3.5
+wait_clean n1 10 >/dev/null
+
+echo "--- run"
+before=$(ls -d /tmp/beamspy-run-* 2>/dev/null | wc -l)
+"$cli" run -o "$out/run.folded" -o "$out/run.svg" -e 'lists:sort([X rem 997 || X <- lists:seq(1, 200000)])' \
+    >"$out/run.out" 2>&1
+check "run -e: exit 0" [ $? -eq 0 ]
+check "run -e: the expression's work is recorded" grep -q 'lists:sort/1' "$out/run.folded"
+"$cli" run -o "$out/run2.folded" -- erl -noshell -pa "$build" -eval 'bs_dist_wl:work(5), halt(3).' \
+    >"$out/run2.out" 2>&1
+check "run -- erl ... halt(3): the command's exit code" [ $? -eq 3 ]
+check "run -- erl: recorded up to halt" grep -q 'bs_dist_wl:work/1' "$out/run2.folded"
+"$cli" run -o "$out/run3.folded" -- erl -noshell -eval 'io:format("out~n"), init:stop().' >"$out/run3.out" 2>&1
+check "run: init:stop ends it too, output passes through" [ $? -eq 0 ] && grep -q '^out$' "$out/run3.out" && [ -s "$out/run3.folded" ]
+check "run: temporary files removed" [ "$(ls -d /tmp/beamspy-run-* 2>/dev/null | wc -l)" -eq "$before" ]
+"$cli" run -o "$out/x.folded" -- no-such-command-here >/dev/null 2>"$out/run4.err"
+check "run: a command that does not exist" [ $? -ne 0 ] && grep -q 'cannot run no-such-command-here' "$out/run4.err"
+
+finish
