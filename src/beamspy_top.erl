@@ -82,7 +82,8 @@ start(Other) ->
 %% @doc The window since the previous report (or since start): the
 %% `limit' processes that did the most reductions in it, busiest first,
 %% each with its three most sampled functions, and the hottest functions
-%% over every sample of the window (at most 20). A new window starts.
+%% over the samples that found a process running, not waiting (at most
+%% 20); `samples' counts those. A new window starts.
 %%
 %% ```
 %% {ok, #{window_ms := 1000, processes := [#{pid := <<"<0.95.0>">>,
@@ -230,12 +231,15 @@ tick(#{interval_ms := Interval, sampled := Pids} = State) ->
     _ = erlang:send_after(max(0, Interval - (now_ms() - Start)), self(), {?MODULE, tick}),
     Next.
 
+%% A process seen waiting counts for its own row (where it waits), not for
+%% the node's hottest functions: those are what runs.
 sample(Pid, #{samples := N, process_functions := PF, functions := Fs} = State) ->
-    case erlang:process_info(Pid, current_function) of
-        {current_function, MFA} ->
-            Own = maps:get(Pid, PF, #{}),
+    case erlang:process_info(Pid, [current_function, status]) of
+        [{current_function, MFA}, {status, waiting}] ->
+            State#{process_functions := PF#{Pid => bump(MFA, maps:get(Pid, PF, #{}))}};
+        [{current_function, MFA}, _] ->
             State#{samples := N + 1,
-                   process_functions := PF#{Pid => bump(MFA, Own)},
+                   process_functions := PF#{Pid => bump(MFA, maps:get(Pid, PF, #{}))},
                    functions := bump(MFA, Fs)};
         undefined ->
             State
