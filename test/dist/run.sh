@@ -218,7 +218,10 @@ time.sleep(30)
 EOF
 fake=$!
 pids+=("$fake")
-sleep 0.5
+for _ in $(seq 1 50); do
+    epmd -names 2>/dev/null | grep -q "name ${tag}_fake " && break
+    sleep 0.1
+done
 "$cli" record --node "${tag}_fake@$host" --name busy -o "$out/x.folded" --cookie-file "$cookie_file" 2>"$out/refused.err"
 check "connection refused: exit 5" [ $? -eq 5 ]
 check "connection refused: says so" grep -q 'refused' "$out/refused.err"
@@ -291,6 +294,34 @@ check "same version already loaded: used, and left loaded" [ -s "$out/keep2.fold
     [ "$(leftovers n1 | cut -d' ' -f1)" != "modules=0" ]
 rpc n1 '[begin code:purge(M), code:delete(M), code:purge(M) end || {M, _} <- code:all_loaded(), lists:prefix("beamspy", atom_to_list(M))], ok.' >/dev/null
 check "modules removed by hand again" clean n1
+
+echo "--- another version of beamspy on the node"
+mkdir -p "$build/fake"
+cat >"$build/fake/beamspy_dump.erl" <<'EOF'
+-module(beamspy_dump).
+-export([snapshot/1, fake/0]).
+snapshot(_) -> {error, fake}.
+fake() -> true.
+EOF
+erlc -o "$build/fake" "$build/fake/beamspy_dump.erl"
+rpc n2 "code:add_patha(\"$build/fake\"), {module, _} = code:load_file(beamspy_dump), ok." >/dev/null
+bs dump --node "$n2" --limit 1 >"$out/other.txt" 2>/dev/null
+check "another version on the node: beamspy's own is used" grep -q '^<' "$out/other.txt"
+check "another version on the node: the node's is back afterwards" [ "$(rpc n2 'beamspy_dump:fake().')" = "true" ]
+rpc n2 "code:purge(beamspy_dump), code:delete(beamspy_dump), code:purge(beamspy_dump), code:del_path(\"$build/fake\")." >/dev/null
+check "another version on the node: nothing else left" clean n2
+
+echo "--- usage errors"
+usage() { "$cli" "$@" >/dev/null 2>&1; [ $? -eq 2 ]; }
+check "record: unknown output extension" usage record --node "$n1" --all -o x.unknown
+check "record: bad --function" usage record --node "$n1" --function nonsense -o x.svg
+check "record: bad --duration" usage record --node "$n1" --all --duration 5parsecs -o x.svg
+check "record: --function with --mode sample" usage record --node "$n1" --function m:f/1 --mode sample -o x.svg
+check "dump: one node only" usage dump --node "$n1" --node "$n2"
+check "top: no node" usage top --once
+check "run: no output" usage run -e ok
+check "run: no command" usage run -o x.svg
+check "help of each command" bash -c "for c in record dump top run; do '$cli' help \$c | grep -q 'usage: beamspy '\$c || exit 1; done"
 
 echo "--- dump"
 bs dump --node "$n1" >"$out/dump.txt" 2>"$out/dump.err"

@@ -1,0 +1,132 @@
+/* test_profile_nodes.c — bs_profile_add_under (engine/profile.h): profiles
+ * of several nodes combined under one root frame per node, as `beamspy
+ * record --node a --node b` writes them. Inputs are folded stacks read with
+ * the real reader; the result is checked through the real folded writer,
+ * totals, units, truncation and time-ordered spans. */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/profile.h"
+#include "formats/readers.h"
+#include "formats/writers.h"
+
+static void read_text(const char *text, bs_profile *p)
+{
+    FILE *in = fmemopen((void *)text, strlen(text), "rb");
+    assert_non_null(in);
+    bs_read_error err;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(bs_read_folded(in, "test", p, &err), 0);
+    fclose(in);
+}
+
+/* The folded text of p, sorted lines (callers free). */
+static char *folded_of(const bs_profile *p)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    assert_non_null(out);
+    bs_render_opts o;
+    memset(&o, 0, sizeof o);
+    assert_int_equal(bs_write_folded_opts(out, p, &o), 0);
+    fclose(out);
+    return buf;
+}
+
+static void test_two_nodes_under_their_names(void **state)
+{
+    (void)state;
+    bs_profile a, b, all;
+    read_text("<0.80.0> busy;m:f/1;m:g/0 30\n<0.80.0> busy;m:f/1 10\n<0.81.0>;SLEEP 5\n", &a);
+    read_text("<0.80.0> busy;m:f/1;m:g/0 7\n", &b);
+    assert_int_equal(bs_profile_init(&all), 0);
+    assert_int_equal(bs_profile_add_under(&all, &a, "a@host"), 0);
+    assert_int_equal(bs_profile_add_under(&all, &b, "b@host"), 0);
+    assert_int_equal(all.n_trees, 3);
+    char *text = folded_of(&all);
+    /* Same pid on two nodes: two processes, each under its node. */
+    assert_non_null(strstr(text, "a@host;<0.80.0> busy;m:f/1;m:g/0 30\n"));
+    assert_non_null(strstr(text, "a@host;<0.80.0> busy;m:f/1 10\n"));
+    assert_non_null(strstr(text, "a@host;<0.81.0>;SLEEP 5\n"));
+    assert_non_null(strstr(text, "b@host;<0.80.0> busy;m:f/1;m:g/0 7\n"));
+    assert_null(strstr(text, "\n<0.80.0>"));
+    free(text);
+    /* Totals: each node root holds its processes' time. */
+    assert_int_equal(all.trees[0].nodes[0].total_ns, 40);
+    assert_int_equal(all.trees[2].nodes[0].total_ns, 7);
+    assert_int_equal(all.unit, a.unit);
+    bs_profile_free(&a);
+    bs_profile_free(&b);
+    bs_profile_free(&all);
+}
+
+static void test_stacks_without_a_process_frame(void **state)
+{
+    (void)state;
+    bs_profile a, all;
+    read_text("main;work 4\nmain 1\n", &a);
+    assert_int_equal(bs_profile_init(&all), 0);
+    assert_int_equal(bs_profile_add_under(&all, &a, "n@h"), 0);
+    char *text = folded_of(&all);
+    assert_non_null(strstr(text, "n@h;main;work 4\n"));
+    assert_non_null(strstr(text, "n@h;main 1\n"));
+    free(text);
+    bs_profile_free(&a);
+    bs_profile_free(&all);
+}
+
+static void test_truncation_and_spans(void **state)
+{
+    (void)state;
+    bs_profile a, b, all;
+    read_text("<0.1.0>;m:f/0 10\n", &a);
+    read_text("<0.2.0>;m:g/0 10\n", &b);
+    /* Give both a timeline: one span of the leaf each; b started 3 us
+     * after a on the wall clock, on a clock of its own. */
+    for (int k = 0; k < 2; k++) {
+        bs_profile *p = k ? &b : &a;
+        p->has_timeline = 1;
+        p->start_ns = k ? 5000000 : 1000;
+        p->meta.start_unix_us = k ? 1003 : 1000;
+        p->trees[0].spans = malloc(sizeof *p->trees[0].spans);
+        assert_non_null(p->trees[0].spans);
+        p->trees[0].spans[0] = (bs_pspan){1, p->start_ns + 100, p->start_ns + 200};
+        p->trees[0].n_spans = 1;
+    }
+    bs_profile_set_truncated(&b, "max_events");
+    assert_int_equal(bs_profile_init(&all), 0);
+    assert_int_equal(bs_profile_add_under(&all, &a, "a@h"), 0);
+    assert_int_equal(bs_profile_add_under(&all, &b, "b@h"), 0);
+    assert_string_equal(all.truncated, "max_events");
+    assert_true(all.has_timeline);
+    assert_int_equal(all.start_ns, 1000);
+    /* The span now points at the same frame one level deeper. */
+    assert_int_equal(all.trees[0].spans[0].node, 2);
+    assert_string_equal(bs_frame_name(&all.frames, all.trees[0].nodes[2].frame), "m:f/0");
+    assert_int_equal(all.trees[0].spans[0].start_ns, 1100);
+    /* b's span: 100 ns after b's start, b started 3000 ns after a. */
+    assert_int_equal(all.trees[1].spans[0].start_ns, 1000 + 3000 + 100);
+    assert_int_equal(all.trees[1].spans[0].end_ns, 1000 + 3000 + 200);
+    bs_profile_free(&a);
+    bs_profile_free(&b);
+    bs_profile_free(&all);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_two_nodes_under_their_names),
+        cmocka_unit_test(test_stacks_without_a_process_frame),
+        cmocka_unit_test(test_truncation_and_spans),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
