@@ -480,12 +480,15 @@ static int record(record_args *a)
     sigaction(SIGTERM, &sa, &old_term);
     stop_requested = 0;
 
+    /* Every node attached (and its code delivered) before any recording
+     * starts, so the nodes record the same stretch of time. */
     int rc = BS_EXIT_OK;
-    for (int i = 0; i < n && rc == BS_EXIT_OK; i++) {
+    for (int i = 0; i < n; i++)
+        nodes[i].node.fd = -1; /* not connected: nothing to detach */
+    for (int i = 0; i < n && rc == BS_EXIT_OK; i++)
         rc = bs_remote_attach(&a->remote, i, &nodes[i]);
-        if (rc == BS_EXIT_OK)
-            rc = bs_job_start(&jobs[i], &nodes[i], &a->job);
-    }
+    for (int i = 0; i < n && rc == BS_EXIT_OK; i++)
+        rc = bs_job_start(&jobs[i], &nodes[i], &a->job);
     if (rc == BS_EXIT_OK)
         rc = watch_jobs(a, jobs, n, &waiting_mask);
     int any = 0;

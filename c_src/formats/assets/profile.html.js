@@ -65,8 +65,16 @@
     if (n && !p.syntheticRoot) isRootFrame[frame[0]] = 1;
     let sum = 0;
     for (let i = 0; i < n; i++) sum += p.self[i];
+    // Several nodes recorded together put the node above each process
+    // (node -> <pid> name): such a process is labelled with both.
+    let label = n ? FRAMES[rootFrame] : '(empty)';
+    if (n > 1 && !p.syntheticRoot && parent[1] === 0 && /^<\d+\.\d+\.\d+>/.test(FRAMES[frame[1]])) {
+      let onlyChild = true;
+      for (let i = 2; i < n && onlyChild; i++) if (parent[i] === 0) onlyChild = false;
+      if (onlyChild) label += ' ' + FRAMES[frame[1]];
+    }
     return { n, parent, frame, self: p.self, calls: p.calls, rootFrame, synthetic: p.syntheticRoot,
-      label: n ? FRAMES[rootFrame] : '(empty)', totalTime: sum };
+      label, totalTime: sum };
   });
 
   // ---- Trees --------------------------------------------------------------

@@ -67,8 +67,16 @@ static const char BS_ASSET_profile_html_js[] =
     "    if (n && !p.syntheticRoot) isRootFrame[frame[0]] = 1;\n"
     "    let sum = 0;\n"
     "    for (let i = 0; i < n; i++) sum += p.self[i];\n"
+    "    // Several nodes recorded together put the node above each process\n"
+    "    // (node -> <pid> name): such a process is labelled with both.\n"
+    "    let label = n \? FRAMES[rootFrame] : '(empty)';\n"
+    "    if (n > 1 && !p.syntheticRoot && parent[1] === 0 && /^<\\d+\\.\\d+\\.\\d+>/.test(FRAMES[frame[1]])) {\n"
+    "      let onlyChild = true;\n"
+    "      for (let i = 2; i < n && onlyChild; i++) if (parent[i] === 0) onlyChild = false;\n"
+    "      if (onlyChild) label += ' ' + FRAMES[frame[1]];\n"
+    "    }\n"
     "    return { n, parent, frame, self: p.self, calls: p.calls, rootFrame, synthetic: p.syntheticRoot,\n"
-    "      label: n \? FRAMES[rootFrame] : '(empty)', totalTime: sum };\n"
+    "      label, totalTime: sum };\n"
     "  });\n"
     "\n"
     "  // ---- Trees --------------------------------------------------------------\n"
@@ -802,4 +810,4 @@ static const char BS_ASSET_profile_html_js[] =
     "  };\n"
     "})();\n"
     "";
-static const char BS_ASSET_profile_html_js_sha256[] = "JTVcecBdHpcUoSTYlvc5tyJ/ohG/86afgOW8+0T/1K0=";
+static const char BS_ASSET_profile_html_js_sha256[] = "FoMPxYfXpoy6wkCQ5wzP0mrpkWRAdH9ZivLopOZp57I=";
