@@ -4,6 +4,8 @@
 #   fuzz_folded     the folded-stacks reader (and folded/.bspy round trips)
 #   fuzz_bspy       the .bspy reader
 #   fuzz_roundtrip  read (either format) -> write .bspy -> read: equal profiles
+#   fuzz_eterm      the external-term-format decoder (c_src/dist/eterm.c, with
+#                   erl_interface's libei)
 #
 #   scripts/fuzz.sh long     each target for FUZZ_SECONDS s (default 300): `make fuzz`
 #   scripts/fuzz.sh short    each target for FUZZ_SECONDS s (default 15): test/fuzz/run.sh
@@ -35,9 +37,14 @@ esac
 CLANG=${CLANG:-clang}
 CC=${CC:-gcc}
 build=fuzz/build
-targets=(folded bspy roundtrip)
-sources=(c_src/engine/*.c c_src/formats/*.c)
-common=(-std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -g -Ic_src -Itest/c)
+targets=(folded bspy roundtrip eterm)
+sources=(c_src/engine/*.c c_src/formats/*.c c_src/dist/eterm.c)
+# erl_interface (ei.h, libei.a) for the term decoder, found like the Makefile does.
+erl_root=$(erl -noshell -eval 'io:format("~s", [code:root_dir()]), halt().' 2>/dev/null)
+[ -f "$erl_root/usr/include/ei.h" ] || erl_root=/usr/lib/erlang
+common=(-std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -g -pthread -Ic_src -Itest/c
+    -I"$erl_root/usr/include")
+libs=(-L"$erl_root/usr/lib" -lei -lpthread)
 # FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION: the .bspy reader accepts a zero
 # checksum, so mutated inputs get through whole (and others are still
 # checked), and both readers use tiny buffers, so small inputs cross buffer
@@ -76,10 +83,10 @@ build_all() {
     compile_objects || return 1
     for t in "${targets[@]}"; do
         "$CLANG" "${common[@]}" "${fuzz_flags[@]}" -fsanitize=fuzzer -o "$build/fuzz_$t" "fuzz/fuzz_$t.c" \
-            "$build"/obj/*.o -lpthread 2>>"$log" || return 1
+            "$build"/obj/*.o "${libs[@]}" 2>>"$log" || return 1
     done
-    "$CC" "${common[@]}" -O1 -o "$build/make_bspy_seed" fuzz/make_bspy_seed.c "${sources[@]}" -lpthread 2>>"$log" ||
-        return 1
+    "$CC" "${common[@]}" -O1 -o "$build/make_bspy_seed" fuzz/make_bspy_seed.c "${sources[@]}" "${libs[@]}" \
+        2>>"$log" || return 1
     rm -f "$build"/seeds/bspy/*
     for f in fuzz/corpus/folded/*; do
         "$build/make_bspy_seed" "$f" "$build/seeds/bspy/$(basename "$f").bspy" 2>>"$log" || true
@@ -96,8 +103,8 @@ up_to_date() {
     local t newer
     for t in "${targets[@]}"; do
         [ -x "$build/fuzz_$t" ] || return 1
-        newer=$(find c_src/engine c_src/formats fuzz test/c/test_util.h scripts/fuzz.sh -newer "$build/fuzz_$t" \
-            -type f -not -path 'fuzz/corpus/*' -not -path "$build/*" | head -n 1)
+        newer=$(find c_src/engine c_src/formats c_src/dist fuzz test/c/test_util.h scripts/fuzz.sh \
+            -newer "$build/fuzz_$t" -type f -not -path 'fuzz/corpus/*' -not -path "$build/*" | head -n 1)
         [ -z "$newer" ] || return 1
     done
 }

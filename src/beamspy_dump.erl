@@ -169,22 +169,11 @@ valid_option(interval_ms, N) -> is_integer(N) andalso N >= 0;
 valid_option(max_processes, N) -> is_integer(N) andalso N > 0;
 valid_option(_, _) -> false.
 
-resolve(all) ->
-    Self = self(),
-    {ok, [P || P <- erlang:processes(), P =/= Self]};
 resolve(Targets) ->
-    resolve(Targets, []).
-
-resolve([], Acc) ->
-    {ok, lists:usort(Acc)};
-resolve([T | Ts], Acc) ->
-    Pid = case is_atom(T) of
-              true -> whereis(T);
-              false -> T
-          end,
-    case is_pid(Pid) andalso is_process_alive(Pid) of
-        true -> resolve(Ts, [Pid | Acc]);
-        false -> {error, {noproc, T}}
+    Self = self(),
+    case beamspy_procs:resolve(Targets) of
+        {ok, all} -> {ok, [P || P <- erlang:processes(), P =/= Self]};
+        Other -> Other
     end.
 
 %%% ---------------------------------------------------------------------

@@ -56,7 +56,6 @@
 -define(DEFAULT_MAX_STACKS, 100000).
 -define(DEFAULT_MAX_DURATION_MS, 60000).
 -define(SAMPLING_DEPTH, 64).
--define(CALL_TIMEOUT_MS, 60000).
 -define(SLEEP_FRAME, <<"SLEEP">>).
 -define(OTHER_STACKS_FRAME, <<"[other stacks]">>).
 
@@ -95,7 +94,7 @@
 start(Opts) when is_map(Opts) ->
     case check_opts(Opts) of
         {ok, Config0} ->
-            case resolve_targets(maps:get(targets, Config0)) of
+            case beamspy_procs:resolve(maps:get(targets, Config0)) of
                 {ok, Targets} ->
                     start_sampler(Config0#{targets := Targets});
                 {error, _} = Error ->
@@ -194,22 +193,6 @@ valid_option(max_stacks, N) -> is_integer(N) andalso N > 0;
 valid_option(max_duration_ms, N) -> is_integer(N) andalso N > 0;
 valid_option(_, _) -> false.
 
-resolve_targets(all) ->
-    {ok, all};
-resolve_targets(Targets) ->
-    resolve_targets(Targets, []).
-
-resolve_targets([], Acc) ->
-    {ok, lists:usort(Acc)};
-resolve_targets([T | Ts], Acc) ->
-    Pid = case is_atom(T) of
-              true -> whereis(T);
-              false -> T
-          end,
-    case is_pid(Pid) andalso is_process_alive(Pid) of
-        true -> resolve_targets(Ts, [Pid | Acc]);
-        false -> {error, {noproc, T}}
-    end.
 
 %%% ---------------------------------------------------------------------
 %%% Talking to the sampler
@@ -227,20 +210,7 @@ start_sampler(Config) ->
     end.
 
 call(Sampler, Request) when is_pid(Sampler) ->
-    Mon = erlang:monitor(process, Sampler),
-    Sampler ! {?MODULE, Request, self(), Mon},
-    receive
-        {Mon, Reply} ->
-            erlang:demonitor(Mon, [flush]),
-            {ok, Reply};
-        {'DOWN', Mon, process, Sampler, noproc} ->
-            {error, noproc};
-        {'DOWN', Mon, process, Sampler, Why} ->
-            {error, {sampler_failed, Why}}
-    after ?CALL_TIMEOUT_MS ->
-            erlang:demonitor(Mon, [flush]),
-            {error, timeout}
-    end;
+    beamspy_procs:call(Sampler, ?MODULE, Request, sampler_failed);
 call(Other, _) ->
     {error, {bad_sampler, Other}}.
 

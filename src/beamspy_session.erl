@@ -156,7 +156,7 @@ slot_name(I) ->
 -spec excluded_modules() -> [module()].
 excluded_modules() ->
     [beamspy, beamspy_session, beamspy_tracer, beamspy_opts, beamspy_backend, beamspy_capture,
-     beamspy_agent, beamspy_dump, beamspy_sampler, beamspy_top, beamspy_runner,
+     beamspy_agent, beamspy_dump, beamspy_sampler, beamspy_top, beamspy_runner, beamspy_procs,
      'Elixir.BeamSpy'].
 
 %%% ---------------------------------------------------------------------

@@ -37,7 +37,6 @@
 -define(DEFAULT_LIMIT, 20).
 -define(FUNCTIONS_PER_PROCESS, 3).
 -define(FUNCTIONS_PER_REPORT, 20).
--define(CALL_TIMEOUT_MS, 60000).
 
 -type opts() :: #{owner := pid(), interval_ms => pos_integer(), limit => pos_integer()}.
 -type process_row() :: #{pid := binary(), name := binary(), reductions := non_neg_integer(),
@@ -134,20 +133,7 @@ check_each([{Key, Value} | _], _) ->
     {error, {bad_option, {Key, Value}}}.
 
 call(Top, Request) when is_pid(Top) ->
-    Mon = erlang:monitor(process, Top),
-    Top ! {?MODULE, Request, self(), Mon},
-    receive
-        {Mon, Reply} ->
-            erlang:demonitor(Mon, [flush]),
-            {ok, Reply};
-        {'DOWN', Mon, process, Top, noproc} ->
-            {error, noproc};
-        {'DOWN', Mon, process, Top, Why} ->
-            {error, {top_failed, Why}}
-    after ?CALL_TIMEOUT_MS ->
-            erlang:demonitor(Mon, [flush]),
-            {error, timeout}
-    end;
+    beamspy_procs:call(Top, ?MODULE, Request, top_failed);
 call(Other, _) ->
     {error, {bad_top, Other}}.
 

@@ -94,6 +94,18 @@ void bs_cli_shared_options_usage(FILE *out, const char *default_title);
 /* The exit-code paragraph of every help text. */
 void bs_cli_exit_codes_usage(FILE *out);
 
+/* --palette hot|beam: 0, or BS_EXIT_USAGE with the message printed. */
+int bs_cli_palette_option(const char *cmd, const char *arg, bs_render_opts *o);
+
+/* Writes p to every output, each atomically, in format `forced` or the
+ * one its extension names (BS_FORMAT_UNKNOWN). With insert, a file's name
+ * gets ".<insert>" before its extension (prof.svg -> prof.app@host.svg).
+ * With announce, "beamspy: wrote PATH" goes to stderr for each file. A file
+ * that cannot be written is reported, the others are still written.
+ * Returns BS_EXIT_OK or BS_EXIT_FAILURE. */
+int bs_cli_write_outputs(const char *const *outputs, int n, int forced_format, const bs_profile *p,
+                         const bs_render_opts *o, const char *insert, int announce);
+
 /* Appends an -o path to a growing list; returns BS_EXIT_OK or BS_EXIT_FAILURE. */
 int bs_cli_add_output(const char ***outputs, int *n_outputs, const char *path);
 

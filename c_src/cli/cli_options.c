@@ -2,6 +2,8 @@
  * cli.h): parsing their values and printing their help. */
 #include "cli.h"
 
+#include "../formats/writers.h"
+
 #include <errno.h>
 #include <math.h>
 #include <regex.h>
@@ -156,4 +158,54 @@ int bs_cli_add_output(const char ***outputs, int *n_outputs, const char *path)
     *outputs = more;
     more[(*n_outputs)++] = path;
     return BS_EXIT_OK;
+}
+
+int bs_cli_palette_option(const char *cmd, const char *arg, bs_render_opts *o)
+{
+    if (strcmp(arg, "hot") == 0)
+        o->palette = BS_PALETTE_HOT;
+    else if (strcmp(arg, "beam") == 0)
+        o->palette = BS_PALETTE_BEAM;
+    else
+        return bs_cli_usage_error(cmd, "unknown palette '%s' (hot or beam)", arg);
+    return 0;
+}
+
+/* "dir/prof.svg" + "a@h" -> "dir/prof.a@h.svg" (before the first dot of
+ * the file's own name, so ".speedscope.json" stays whole). */
+static char *path_with(const char *path, const char *insert)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    const char *dot = strchr(base + (base[0] == '.'), '.');
+    size_t head = dot ? (size_t)(dot - path) : strlen(path);
+    size_t len = strlen(path) + strlen(insert) + 2;
+    char *out = malloc(len);
+    if (out)
+        snprintf(out, len, "%.*s.%s%s", (int)head, path, insert, dot ? dot : "");
+    return out;
+}
+
+int bs_cli_write_outputs(const char *const *outputs, int n, int forced_format, const bs_profile *p,
+                         const bs_render_opts *o, const char *insert, int announce)
+{
+    int rc = BS_EXIT_OK;
+    for (int i = 0; i < n; i++) {
+        char *path = insert ? path_with(outputs[i], insert) : strdup(outputs[i]);
+        if (!path) {
+            bs_cli_error("out of memory");
+            return BS_EXIT_FAILURE;
+        }
+        bs_format f = forced_format != BS_FORMAT_UNKNOWN ? (bs_format)forced_format : bs_format_from_path(outputs[i]);
+        errno = 0;
+        if (bs_write_file(path, f, p, o) == 0) {
+            if (announce)
+                fprintf(stderr, "beamspy: wrote %s\n", path);
+        } else {
+            bs_cli_error("%s: cannot write %s: %s", path, bs_format_name(f), strerror(errno ? errno : EIO));
+            rc = BS_EXIT_FAILURE;
+        }
+        free(path);
+    }
+    return rc;
 }

@@ -126,51 +126,26 @@ static int parse_args(int argc, char **argv, dump_args *a)
     return -1;
 }
 
-static long long int_of(const bs_eterm *map, const char *key)
-{
-    int ok = 0;
-    long long v = bs_eterm_int(bs_eterm_map_get(map, key), &ok);
-    return ok ? v : 0;
-}
-
-static const char *text_of(const bs_eterm *map, const char *key)
-{
-    const char *t = bs_eterm_text(bs_eterm_map_get(map, key));
-    return t ? t : "";
-}
-
-/* 1536 -> "1.5 KiB" */
-static const char *human_bytes(long long n, char *buf, size_t size)
-{
-    const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)(n < 0 ? -n : n);
-    int u = 0;
-    while (v >= 1024 && u < 4)
-        v /= 1024, u++;
-    snprintf(buf, size, u ? "%s%.1f %s" : "%s%.0f %s", n < 0 ? "-" : "", v, units[u]);
-    return buf;
-}
-
 static void print_text_process(FILE *out, const bs_eterm *p)
 {
     char mem[32], growth[32];
-    const char *name = text_of(p, "name");
-    fprintf(out, "%s%s%s\n", text_of(p, "pid"), name[0] ? " " : "", name);
+    const char *name = bs_term_text(p, "name");
+    fprintf(out, "%s%s%s\n", bs_term_text(p, "pid"), name[0] ? " " : "", name);
     const bs_eterm *reasons = bs_eterm_map_get(p, "reasons");
     for (size_t i = 0; i < bs_eterm_size(reasons); i++)
         fprintf(out, "  ! %s\n", bs_eterm_text(bs_eterm_item(reasons, i)) ? bs_eterm_text(bs_eterm_item(reasons, i))
                                                                          : "?");
-    long long mg = int_of(p, "memory_growth");
-    fprintf(out, "  initial call %s, status %s, message queue %lld", text_of(p, "initial_call"), text_of(p, "status"),
-            int_of(p, "message_queue_len"));
-    if (int_of(p, "queue_growth"))
-        fprintf(out, " (%+lld)", int_of(p, "queue_growth"));
-    fprintf(out, ", memory %s", human_bytes(int_of(p, "memory"), mem, sizeof mem));
+    long long mg = bs_term_int(p, "memory_growth");
+    fprintf(out, "  initial call %s, status %s, message queue %lld", bs_term_text(p, "initial_call"), bs_term_text(p, "status"),
+            bs_term_int(p, "message_queue_len"));
+    if (bs_term_int(p, "queue_growth"))
+        fprintf(out, " (%+lld)", bs_term_int(p, "queue_growth"));
+    fprintf(out, ", memory %s", bs_human_bytes(bs_term_int(p, "memory"), 0, mem, sizeof mem));
     if (mg)
-        fprintf(out, " (%s%s)", mg > 0 ? "+" : "", human_bytes(mg, growth, sizeof growth));
-    fprintf(out, ", reductions %lld (%+lld)", int_of(p, "reductions"), int_of(p, "reductions_delta"));
-    if (int_of(p, "idle_ms"))
-        fprintf(out, ", idle for %lld+ ms", int_of(p, "idle_ms"));
+        fprintf(out, " (%s%s)", mg > 0 ? "+" : "", bs_human_bytes(mg, 0, growth, sizeof growth));
+    fprintf(out, ", reductions %lld (%+lld)", bs_term_int(p, "reductions"), bs_term_int(p, "reductions_delta"));
+    if (bs_term_int(p, "idle_ms"))
+        fprintf(out, ", idle for %lld+ ms", bs_term_int(p, "idle_ms"));
     fputc('\n', out);
     const bs_eterm *stack = bs_eterm_map_get(p, "stack");
     size_t depth = bs_eterm_size(stack);
@@ -179,7 +154,7 @@ static void print_text_process(FILE *out, const bs_eterm *p)
         fprintf(out, "    %s\n", frame ? frame : "?");
     }
     if (depth == 0)
-        fprintf(out, "    (no stack: %s)\n", text_of(p, "current"));
+        fprintf(out, "    (no stack: %s)\n", bs_term_text(p, "current"));
     if (bs_eterm_is_atom(bs_eterm_map_get(p, "stack_complete"), "false"))
         fputs("    ... (deeper frames not shown)\n", out);
     fputc('\n', out);
@@ -189,17 +164,17 @@ static void print_text(FILE *out, const bs_eterm *d, unsigned long long limit)
 {
     const bs_eterm *procs = bs_eterm_map_get(d, "processes");
     size_t n = bs_eterm_size(procs);
-    time_t taken = (time_t)(int_of(d, "taken_at_us") / 1000000);
+    time_t taken = (time_t)(bs_term_int(d, "taken_at_us") / 1000000);
     struct tm tm;
     char when[64] = "?";
     if (gmtime_r(&taken, &tm))
         strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
     size_t shown = limit && limit < n ? (size_t)limit : n;
     fprintf(out, "node %s at %s: %lld processes (looked at twice, %lld ms apart); %zu shown, most stuck first\n\n",
-            text_of(d, "node"), when, int_of(d, "process_count"), int_of(d, "interval_ms"), shown);
+            bs_term_text(d, "node"), when, bs_term_int(d, "process_count"), bs_term_int(d, "interval_ms"), shown);
     for (size_t i = 0; i < shown; i++)
         print_text_process(out, bs_eterm_item(procs, i));
-    long long omitted = int_of(d, "omitted") + (long long)(n - shown);
+    long long omitted = bs_term_int(d, "omitted") + (long long)(n - shown);
     if (omitted > 0)
         fprintf(out, "(%lld more processes not shown)\n", omitted);
 }
@@ -262,7 +237,7 @@ static void print_json(FILE *out, const bs_eterm *d, unsigned long long limit)
         bs_json_write_string(out, head[k]);
         fputc(':', out);
         if (strcmp(head[k], "omitted") == 0)
-            fprintf(out, "%lld", int_of(d, "omitted") + (long long)(n - shown));
+            fprintf(out, "%lld", bs_term_int(d, "omitted") + (long long)(n - shown));
         else
             print_json_term(out, bs_eterm_map_get(d, head[k]));
         fputc(',', out);

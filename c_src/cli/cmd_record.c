@@ -32,28 +32,18 @@
 #define FINISH_TIMEOUT_MS 300000u
 
 enum {
-    OPT_MODE = BS_OPT_REMOTE_FIRST_OWN,
+    OPT_MODE = BS_OPT_RECORDING_FIRST_OWN,
     OPT_PID,
     OPT_NAME,
     OPT_ALL,
     OPT_FUNCTION,
     OPT_CALLS,
-    OPT_DURATION,
     OPT_INTERVAL,
     OPT_PER_NODE,
-    OPT_MAX_EVENTS,
-    OPT_MAX_MEMORY,
-    OPT_MAX_PROCESSES,
     OPT_CHILDREN,
-    OPT_GC,
-    OPT_NO_SLEEP,
-    OPT_TIMELINE,
-    OPT_ELIXIR,
     OPT_LEASE,
     OPT_PROGRESS,
-    OPT_NO_PROGRESS,
-    OPT_FLAMECHART,
-    OPT_PALETTE
+    OPT_NO_PROGRESS
 };
 
 typedef struct record_args {
@@ -90,18 +80,11 @@ void bs_cmd_record_usage(FILE *out)
           "  --mode trace|sample trace (default): every call and return, exact;\n"
           "                      sample: the stacks of the targets every --interval,\n"
           "                      cheap on busy nodes, approximate (not with --function)\n"
-          "  --duration T        stop after T: 500ms, 10s, 2m (default 10s; with\n"
-          "                      --function: the longest wait for the calls)\n"
           "  --interval T        sampling period (default 10ms)\n"
-          "  --children          trace: also processes the targets spawn\n"
-          "  --gc                trace: charge garbage collection to a GC frame\n"
-          "  --no-sleep          trace: leave out time spent scheduled out (SLEEP)\n"
-          "  --timeline N        trace: calls kept in time order for flame charts,\n"
-          "                      Chrome trace and speedscope (default 1000000; 0: none)\n"
-          "  --max-events N      trace: stop after N events (default 10000000)\n"
-          "  --max-memory SIZE   trace: memory the recording may use on the node\n"
-          "                      (default 256M)\n"
-          "  --max-processes N   trace: processes recorded at most (default 10000)\n"
+          "  --children          trace: also processes the targets spawn\n",
+          out);
+    bs_job_options_usage(out);
+    fputs("  (--duration: default 10s; with --function, the longest wait for the calls)\n"
           "  --lease T           the node stops the recording by itself when it has\n"
           "                      heard nothing from this tool for T (default 5s)\n"
           "  Ctrl-C stops the recording early; the outputs are still written.\n"
@@ -113,9 +96,6 @@ void bs_cmd_record_usage(FILE *out)
           "  --per-node          several nodes: one file per node (FILE gets the node\n"
           "                      name before its extension) instead of one file with\n"
           "                      a root frame per node\n"
-          "  --elixir            Elixir names (Mod.fun/2)\n"
-          "  --flamechart        SVG: x is time (needs the timeline)\n"
-          "  --palette hot|beam  SVG and HTML colours\n"
           "  --progress, --no-progress\n"
           "                      a progress line on standard error (default: when it\n"
           "                      is a terminal)\n",
@@ -131,16 +111,6 @@ void bs_cmd_record_usage(FILE *out)
           "\n",
           out);
     bs_cli_exit_codes_usage(out);
-}
-
-static int parse_count(const char *arg, unsigned long long *v)
-{
-    char *end = NULL;
-    errno = 0;
-    if (arg[0] < '0' || arg[0] > '9')
-        return -1;
-    *v = strtoull(arg, &end, 10);
-    return (errno || *end) ? -1 : 0;
 }
 
 static int set_targets_kind(record_args *a, bs_job_target_kind kind, const char *opt)
@@ -162,23 +132,14 @@ static int parse_args(int argc, char **argv, record_args *a)
         {"all", no_argument, NULL, OPT_ALL},
         {"function", required_argument, NULL, OPT_FUNCTION},
         {"calls", required_argument, NULL, OPT_CALLS},
-        {"duration", required_argument, NULL, OPT_DURATION},
         {"interval", required_argument, NULL, OPT_INTERVAL},
         {"per-node", no_argument, NULL, OPT_PER_NODE},
-        {"max-events", required_argument, NULL, OPT_MAX_EVENTS},
-        {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
-        {"max-processes", required_argument, NULL, OPT_MAX_PROCESSES},
         {"children", no_argument, NULL, OPT_CHILDREN},
-        {"gc", no_argument, NULL, OPT_GC},
-        {"no-sleep", no_argument, NULL, OPT_NO_SLEEP},
-        {"timeline", required_argument, NULL, OPT_TIMELINE},
-        {"elixir", no_argument, NULL, OPT_ELIXIR},
         {"lease", required_argument, NULL, OPT_LEASE},
         {"progress", no_argument, NULL, OPT_PROGRESS},
         {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
-        {"flamechart", no_argument, NULL, OPT_FLAMECHART},
-        {"palette", required_argument, NULL, OPT_PALETTE},
         {"help", no_argument, NULL, 'h'},
+        BS_RECORDING_LONG_OPTIONS,
         BS_REMOTE_LONG_OPTIONS,
         BS_CLI_SHARED_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
@@ -225,13 +186,9 @@ static int parse_args(int argc, char **argv, record_args *a)
                                           optarg);
             break;
         case OPT_CALLS:
-            if (parse_count(optarg, &v) < 0 || v == 0 || v > 100000)
+            if (bs_parse_count(optarg, &v) < 0 || v == 0 || v > 100000)
                 return bs_cli_usage_error(CMD, "bad --calls '%s' (1 to 100000)", optarg);
             a->job.calls = (unsigned)v;
-            break;
-        case OPT_DURATION:
-            if (bs_parse_duration_ms(optarg, &a->job.duration_ms) < 0)
-                return bs_cli_usage_error(CMD, "bad --duration '%s' (e.g. 500ms, 10s, 2m)", optarg);
             break;
         case OPT_INTERVAL:
             if (bs_parse_duration_ms(optarg, &v) < 0 || v > 60000)
@@ -241,34 +198,8 @@ static int parse_args(int argc, char **argv, record_args *a)
         case OPT_PER_NODE:
             a->per_node = 1;
             break;
-        case OPT_MAX_EVENTS:
-            if (parse_count(optarg, &a->job.max_events) < 0 || a->job.max_events == 0)
-                return bs_cli_usage_error(CMD, "bad --max-events '%s'", optarg);
-            break;
-        case OPT_MAX_MEMORY:
-            if (bs_parse_bytes(optarg, &a->job.max_memory) < 0)
-                return bs_cli_usage_error(CMD, "bad --max-memory '%s' (e.g. 64M, 1G)", optarg);
-            break;
-        case OPT_MAX_PROCESSES:
-            if (parse_count(optarg, &a->job.max_processes) < 0 || a->job.max_processes == 0)
-                return bs_cli_usage_error(CMD, "bad --max-processes '%s'", optarg);
-            break;
         case OPT_CHILDREN:
             a->job.children = 1;
-            break;
-        case OPT_GC:
-            a->job.gc = 1;
-            break;
-        case OPT_NO_SLEEP:
-            a->job.no_sleep = 1;
-            break;
-        case OPT_TIMELINE:
-            if (parse_count(optarg, &v) < 0 || v > 100000000)
-                return bs_cli_usage_error(CMD, "bad --timeline '%s' (0 to 100000000 calls)", optarg);
-            a->job.timeline = (long long)v;
-            break;
-        case OPT_ELIXIR:
-            a->job.elixir = 1;
             break;
         case OPT_LEASE:
             if (bs_parse_duration_ms(optarg, &v) < 0 || v < 1000 || v > 600000)
@@ -281,22 +212,13 @@ static int parse_args(int argc, char **argv, record_args *a)
         case OPT_NO_PROGRESS:
             a->progress = 0;
             break;
-        case OPT_FLAMECHART:
-            a->render.flamechart = 1;
-            break;
-        case OPT_PALETTE:
-            if (strcmp(optarg, "hot") == 0)
-                a->render.palette = BS_PALETTE_HOT;
-            else if (strcmp(optarg, "beam") == 0)
-                a->render.palette = BS_PALETTE_BEAM;
-            else
-                return bs_cli_usage_error(CMD, "unknown palette '%s' (hot or beam)", optarg);
-            break;
         case '?':
         case ':':
             return bs_cli_getopt_error(CMD, c, argv);
         default:
             rc = bs_remote_option(CMD, c, optarg, &a->remote, BS_REMOTE_MAX_NODES);
+            if (rc < 0)
+                rc = bs_job_option(CMD, c, optarg, &a->job, &a->render);
             if (rc < 0)
                 rc = bs_cli_shared_option(CMD, c, optarg, &a->render);
             if (rc != 0)
@@ -348,41 +270,9 @@ static void wait_a_little(long long ms, const sigset_t *waiting_mask)
     pselect(0, NULL, NULL, NULL, &ts, waiting_mask);
 }
 
-/* "prof.svg" for node a@h -> "prof.a@h.svg" (before the first dot of the
- * file's own name). */
-static char *per_node_path(const char *path, const char *node)
-{
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
-    const char *dot = strchr(base + (base[0] == '.'), '.');
-    size_t head = dot ? (size_t)(dot - path) : strlen(path);
-    size_t len = strlen(path) + strlen(node) + 2;
-    char *out = malloc(len);
-    if (out)
-        snprintf(out, len, "%.*s.%s%s", (int)head, path, node, dot ? dot : "");
-    return out;
-}
-
 static int write_profile(const record_args *a, const bs_profile *p, const char *node)
 {
-    int rc = BS_EXIT_OK;
-    for (int i = 0; i < a->n_outputs; i++) {
-        char *path = node ? per_node_path(a->outputs[i], node) : strdup(a->outputs[i]);
-        if (!path) {
-            bs_cli_error("out of memory");
-            return BS_EXIT_FAILURE;
-        }
-        bs_format f = bs_format_from_path(a->outputs[i]);
-        errno = 0;
-        if (bs_write_file(path, f, p, &a->render) == 0) {
-            fprintf(stderr, "beamspy: wrote %s\n", path);
-        } else {
-            bs_cli_error("%s: cannot write %s: %s", path, bs_format_name(f), strerror(errno ? errno : EIO));
-            rc = BS_EXIT_FAILURE;
-        }
-        free(path);
-    }
-    return rc;
+    return bs_cli_write_outputs(a->outputs, a->n_outputs, BS_FORMAT_UNKNOWN, p, &a->render, node, 1);
 }
 
 /* One line, rewritten in place: elapsed time, events, memory on the node,

@@ -101,12 +101,8 @@ static int parse_args(int argc, char **argv, render_args *a)
             a->opts.flamechart = 1;
             break;
         case OPT_PALETTE:
-            if (strcmp(optarg, "hot") == 0)
-                a->opts.palette = BS_PALETTE_HOT;
-            else if (strcmp(optarg, "beam") == 0)
-                a->opts.palette = BS_PALETTE_BEAM;
-            else
-                return bs_cli_usage_error(CMD, "unknown palette '%s' (hot or beam)", optarg);
+            if ((rc = bs_cli_palette_option(CMD, optarg, &a->opts)) != 0)
+                return rc;
             break;
         case '?':
         case ':':
@@ -149,21 +145,6 @@ static int check_args(const render_args *a)
     return BS_EXIT_OK;
 }
 
-static int write_outputs(const render_args *a, const bs_profile *p)
-{
-    int rc = BS_EXIT_OK;
-    for (int i = 0; i < a->n_outputs; i++) {
-        const char *path = a->outputs[i];
-        bs_format f = output_format(a, path);
-        errno = 0;
-        if (bs_write_file(path, f, p, &a->opts) == 0)
-            continue;
-        bs_cli_error("%s: cannot write %s: %s", path, bs_format_name(f), strerror(errno ? errno : EIO));
-        rc = BS_EXIT_FAILURE;
-    }
-    return rc;
-}
-
 static int writes_svg(const render_args *a)
 {
     for (int i = 0; i < a->n_outputs; i++)
@@ -181,7 +162,7 @@ static int render(const render_args *a)
     if (a->opts.flamechart && !p.has_timeline && writes_svg(a))
         bs_cli_error("warning: --flamechart needs a profile recorded with a timeline; "
                      "the SVG is drawn as a flame graph");
-    rc = write_outputs(a, &p);
+    rc = bs_cli_write_outputs(a->outputs, a->n_outputs, a->format, &p, &a->opts, NULL, 0);
     bs_profile_free(&p);
     return rc;
 }

@@ -24,32 +24,18 @@
 #include "../formats/readers.h"
 #include "../formats/writers.h"
 #include "cli.h"
+#include "job.h"
 #include "remote.h"
 
 #define CMD "run"
 
-enum {
-    OPT_DURATION = 0x300,
-    OPT_MAX_EVENTS,
-    OPT_MAX_MEMORY,
-    OPT_MAX_PROCESSES,
-    OPT_GC,
-    OPT_NO_SLEEP,
-    OPT_TIMELINE,
-    OPT_ELIXIR,
-    OPT_FLAMECHART,
-    OPT_PALETTE
-};
-
 typedef struct run_args {
+    bs_job_spec job; /* the recording options (target: every process) */
     bs_render_opts render;
     const char **outputs;
     int n_outputs;
     const char *expr;
     char **command;
-    unsigned long long duration_ms, max_events, max_memory, max_processes;
-    long long timeline; /* -1 default */
-    int gc, no_sleep, elixir;
 } run_args;
 
 void bs_cmd_run_usage(FILE *out)
@@ -69,18 +55,9 @@ void bs_cmd_run_usage(FILE *out)
           "                      extension: .folded .svg .html .speedscope.json\n"
           "                      .trace.json .perf.txt .bspy\n"
           "  -e, --eval EXPR     the Erlang expressions to run (instead of a command)\n"
-          "  --duration T        stop recording after T (500ms, 10s, 2m); the VM goes on\n"
-          "  --gc                charge garbage collection to a GC frame\n"
-          "  --no-sleep          leave out time spent scheduled out (SLEEP)\n"
-          "  --timeline N        calls kept in time order (flame charts, Chrome trace,\n"
-          "                      speedscope); default 1000000, 0: none\n"
-          "  --max-events N      stop recording after N events (default 10000000)\n"
-          "  --max-memory SIZE   memory the recording may use (default 256M)\n"
-          "  --max-processes N   processes recorded at most (default 10000)\n"
-          "  --elixir            Elixir names (Mod.fun/2)\n"
-          "  --flamechart        SVG: x is time\n"
-          "  --palette hot|beam  SVG and HTML colours\n",
+          "  (--duration: the VM goes on, unrecorded, after it)\n",
           out);
+    bs_job_options_usage(out);
     bs_cli_shared_options_usage(out, "\"Flame Graph\"");
     fputs("  -h, --help          this text\n"
           "\n"
@@ -100,39 +77,19 @@ void bs_cmd_run_usage(FILE *out)
           out);
 }
 
-static int parse_count(const char *arg, unsigned long long *v)
-{
-    char *end = NULL;
-    errno = 0;
-    if (arg[0] < '0' || arg[0] > '9')
-        return -1;
-    *v = strtoull(arg, &end, 10);
-    return (errno || *end) ? -1 : 0;
-}
-
 static int parse_args(int argc, char **argv, run_args *a)
 {
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'},
         {"eval", required_argument, NULL, 'e'},
-        {"duration", required_argument, NULL, OPT_DURATION},
-        {"max-events", required_argument, NULL, OPT_MAX_EVENTS},
-        {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
-        {"max-processes", required_argument, NULL, OPT_MAX_PROCESSES},
-        {"gc", no_argument, NULL, OPT_GC},
-        {"no-sleep", no_argument, NULL, OPT_NO_SLEEP},
-        {"timeline", required_argument, NULL, OPT_TIMELINE},
-        {"elixir", no_argument, NULL, OPT_ELIXIR},
-        {"flamechart", no_argument, NULL, OPT_FLAMECHART},
-        {"palette", required_argument, NULL, OPT_PALETTE},
         {"help", no_argument, NULL, 'h'},
+        BS_RECORDING_LONG_OPTIONS,
         BS_CLI_SHARED_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     opterr = 0;
     optind = 1;
     int c, rc;
-    unsigned long long v;
     /* "+": stop at the first non-option, so the command's own options are
      * never taken for ours (they come after "--" anyway). */
     while ((c = getopt_long(argc, argv, "+:o:e:h", longopts, NULL)) != -1) {
@@ -147,52 +104,13 @@ static int parse_args(int argc, char **argv, run_args *a)
         case 'e':
             a->expr = optarg;
             break;
-        case OPT_DURATION:
-            if (bs_parse_duration_ms(optarg, &a->duration_ms) < 0)
-                return bs_cli_usage_error(CMD, "bad --duration '%s' (e.g. 500ms, 10s, 2m)", optarg);
-            break;
-        case OPT_MAX_EVENTS:
-            if (parse_count(optarg, &a->max_events) < 0 || a->max_events == 0)
-                return bs_cli_usage_error(CMD, "bad --max-events '%s'", optarg);
-            break;
-        case OPT_MAX_MEMORY:
-            if (bs_parse_bytes(optarg, &a->max_memory) < 0)
-                return bs_cli_usage_error(CMD, "bad --max-memory '%s' (e.g. 64M, 1G)", optarg);
-            break;
-        case OPT_MAX_PROCESSES:
-            if (parse_count(optarg, &a->max_processes) < 0 || a->max_processes == 0)
-                return bs_cli_usage_error(CMD, "bad --max-processes '%s'", optarg);
-            break;
-        case OPT_GC:
-            a->gc = 1;
-            break;
-        case OPT_NO_SLEEP:
-            a->no_sleep = 1;
-            break;
-        case OPT_TIMELINE:
-            if (parse_count(optarg, &v) < 0 || v > 100000000)
-                return bs_cli_usage_error(CMD, "bad --timeline '%s' (0 to 100000000 calls)", optarg);
-            a->timeline = (long long)v;
-            break;
-        case OPT_ELIXIR:
-            a->elixir = 1;
-            break;
-        case OPT_FLAMECHART:
-            a->render.flamechart = 1;
-            break;
-        case OPT_PALETTE:
-            if (strcmp(optarg, "hot") == 0)
-                a->render.palette = BS_PALETTE_HOT;
-            else if (strcmp(optarg, "beam") == 0)
-                a->render.palette = BS_PALETTE_BEAM;
-            else
-                return bs_cli_usage_error(CMD, "unknown palette '%s' (hot or beam)", optarg);
-            break;
         case '?':
         case ':':
             return bs_cli_getopt_error(CMD, c, argv);
         default:
-            rc = bs_cli_shared_option(CMD, c, optarg, &a->render);
+            rc = bs_job_option(CMD, c, optarg, &a->job, &a->render);
+            if (rc < 0)
+                rc = bs_cli_shared_option(CMD, c, optarg, &a->render);
             if (rc != 0)
                 return rc < 0 ? bs_cli_getopt_error(CMD, '?', argv) : rc;
         }
@@ -262,7 +180,7 @@ static void remove_unpacked(const char *dir)
 }
 
 /* The options map of beamspy_runner (BEAMSPY_RUN_OPTIONS). */
-static void runner_options(const run_args *a, char *buf, size_t size)
+static void runner_options(const bs_job_spec *a, char *buf, size_t size)
 {
     size_t n = 0;
     n += (size_t)snprintf(buf + n, size - n, "#{gc => %s, sleep => %s, names => %s", a->gc ? "true" : "false",
@@ -293,7 +211,7 @@ static int run_command(const run_args *a, const char *dir)
     const char *theirs = getenv("ERL_AFLAGS");
     snprintf(aflags, sizeof aflags, "%s%s%s", ours, theirs && *theirs ? " " : "", theirs ? theirs : "");
     snprintf(output, sizeof output, "%s/run.bspy", dir);
-    runner_options(a, options, sizeof options);
+    runner_options(&a->job, options, sizeof options);
     char *eval_argv[] = {"erl", "-noshell", "-eval", (char *)a->expr, "-s", "init", "stop", NULL};
     char **argv = a->expr ? eval_argv : a->command;
 
@@ -344,17 +262,7 @@ static int render(const run_args *a, const char *dir)
         bs_cli_error("the VM's profile is unreadable: %s", err.msg);
         return BS_EXIT_FAILURE;
     }
-    rc = BS_EXIT_OK;
-    for (int i = 0; i < a->n_outputs; i++) {
-        bs_format f = bs_format_from_path(a->outputs[i]);
-        errno = 0;
-        if (bs_write_file(a->outputs[i], f, &p, &a->render) == 0) {
-            fprintf(stderr, "beamspy: wrote %s\n", a->outputs[i]);
-        } else {
-            bs_cli_error("%s: cannot write %s: %s", a->outputs[i], bs_format_name(f), strerror(errno ? errno : EIO));
-            rc = BS_EXIT_FAILURE;
-        }
-    }
+    rc = bs_cli_write_outputs(a->outputs, a->n_outputs, BS_FORMAT_UNKNOWN, &p, &a->render, NULL, 1);
     bs_profile_free(&p);
     return rc;
 }
@@ -391,7 +299,7 @@ int bs_cmd_run(int argc, char **argv)
 {
     run_args a;
     memset(&a, 0, sizeof a);
-    a.timeline = -1;
+    bs_job_spec_init(&a.job);
     int rc = parse_args(argc, argv, &a);
     if (rc == -1)
         rc = run(&a);

@@ -137,29 +137,6 @@ static void on_quit(int sig)
     quit_requested = 1;
 }
 
-static long long int_of(const bs_eterm *map, const char *key)
-{
-    int ok = 0;
-    long long v = bs_eterm_int(bs_eterm_map_get(map, key), &ok);
-    return ok ? v : 0;
-}
-
-static const char *text_of(const bs_eterm *map, const char *key)
-{
-    const char *t = bs_eterm_text(bs_eterm_map_get(map, key));
-    return t ? t : "";
-}
-
-static void human_bytes(long long n, char *buf, size_t size)
-{
-    const char *units[] = {"B", "K", "M", "G", "T"};
-    double v = (double)n;
-    int u = 0;
-    while (v >= 1024 && u < 4)
-        v /= 1024, u++;
-    snprintf(buf, size, u ? "%.1f%s" : "%.0f%s", v, units[u]);
-}
-
 /* "fun/1 80%, other/2 20%" of a [{Name, Samples}] list, shares of total. */
 static void functions_text(const bs_eterm *list, long long total, char *buf, size_t size)
 {
@@ -195,7 +172,7 @@ static void put_cut(FILE *out, const char *s, int width)
 static void draw(FILE *out, const char *node, const bs_eterm *report, int on_terminal, int width)
 {
     char line[4096], mem[32], funcs[2048];
-    long long window = int_of(report, "window_ms");
+    long long window = bs_term_int(report, "window_ms");
     double per_s = window > 0 ? 1000.0 / (double)window : 1.0;
     time_t now = time(NULL);
     struct tm tm;
@@ -205,8 +182,8 @@ static void draw(FILE *out, const char *node, const bs_eterm *report, int on_ter
     if (on_terminal)
         fputs("\033[H\033[2J", out);
     snprintf(line, sizeof line, "beamspy top  %s  %s  %lld processes, run queue %lld, %.0f reductions/s, %lld samples",
-             node, clock, int_of(report, "process_count"), int_of(report, "run_queue"),
-             (double)int_of(report, "total_reductions") * per_s, int_of(report, "samples"));
+             node, clock, bs_term_int(report, "process_count"), bs_term_int(report, "run_queue"),
+             (double)bs_term_int(report, "total_reductions") * per_s, bs_term_int(report, "samples"));
     put_cut(out, line, width);
     fputc('\n', out);
     snprintf(line, sizeof line, "%-14s %-24s %12s %7s %8s  %s", "PID", "NAME", "REDUCTIONS/s", "MSGQ", "MEMORY",
@@ -223,15 +200,15 @@ static void draw(FILE *out, const char *node, const bs_eterm *report, int on_ter
         }
         functions_text(fl, total, funcs, sizeof funcs);
         if (!funcs[0])
-            snprintf(funcs, sizeof funcs, "%s", text_of(p, "current"));
-        human_bytes(int_of(p, "memory"), mem, sizeof mem);
-        snprintf(line, sizeof line, "%-14s %-24.24s %12.0f %7lld %8s  %s", text_of(p, "pid"), text_of(p, "name"),
-                 (double)int_of(p, "reductions") * per_s, int_of(p, "message_queue_len"), mem, funcs);
+            snprintf(funcs, sizeof funcs, "%s", bs_term_text(p, "current"));
+        bs_human_bytes(bs_term_int(p, "memory"), 1, mem, sizeof mem);
+        snprintf(line, sizeof line, "%-14s %-24.24s %12.0f %7lld %8s  %s", bs_term_text(p, "pid"), bs_term_text(p, "name"),
+                 (double)bs_term_int(p, "reductions") * per_s, bs_term_int(p, "message_queue_len"), mem, funcs);
         put_cut(out, line, width);
     }
     const bs_eterm *hot = bs_eterm_map_get(report, "functions");
     if (bs_eterm_size(hot)) {
-        long long samples = int_of(report, "samples");
+        long long samples = bs_term_int(report, "samples");
         fputs("\nhottest functions (share of samples)\n", out);
         for (size_t i = 0; i < bs_eterm_size(hot) && i < 10; i++) {
             const bs_eterm *pair = bs_eterm_item(hot, i);

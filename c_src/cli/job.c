@@ -4,6 +4,7 @@
 #include "job.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,67 @@
 /* A recording is stopped by the node itself this long after the planned
  * end, should the tool be held up (the lease usually ends it sooner). */
 #define SAFETY_MARGIN_MS 30000ULL
+
+int bs_job_option(const char *cmd, int code, const char *arg, bs_job_spec *s, bs_render_opts *render)
+{
+    unsigned long long v;
+    switch (code) {
+    case BS_OPT_DURATION:
+        if (bs_parse_duration_ms(arg, &s->duration_ms) < 0)
+            return bs_cli_usage_error(cmd, "bad --duration '%s' (e.g. 500ms, 10s, 2m)", arg);
+        return 0;
+    case BS_OPT_MAX_EVENTS:
+        if (bs_parse_count(arg, &s->max_events) < 0 || s->max_events == 0)
+            return bs_cli_usage_error(cmd, "bad --max-events '%s'", arg);
+        return 0;
+    case BS_OPT_MAX_MEMORY:
+        if (bs_parse_bytes(arg, &s->max_memory) < 0)
+            return bs_cli_usage_error(cmd, "bad --max-memory '%s' (e.g. 64M, 1G)", arg);
+        return 0;
+    case BS_OPT_MAX_PROCESSES:
+        if (bs_parse_count(arg, &s->max_processes) < 0 || s->max_processes == 0)
+            return bs_cli_usage_error(cmd, "bad --max-processes '%s'", arg);
+        return 0;
+    case BS_OPT_GC:
+        s->gc = 1;
+        return 0;
+    case BS_OPT_NO_SLEEP:
+        s->no_sleep = 1;
+        return 0;
+    case BS_OPT_TIMELINE:
+        if (bs_parse_count(arg, &v) < 0 || v > 100000000)
+            return bs_cli_usage_error(cmd, "bad --timeline '%s' (0 to 100000000 calls)", arg);
+        s->timeline = (long long)v;
+        return 0;
+    case BS_OPT_ELIXIR:
+        s->elixir = 1;
+        return 0;
+    case BS_OPT_FLAMECHART:
+        render->flamechart = 1;
+        return 0;
+    case BS_OPT_PALETTE:
+        return bs_cli_palette_option(cmd, arg, render);
+    default:
+        return -1;
+    }
+}
+
+void bs_job_options_usage(FILE *out)
+{
+    fputs("  --duration T        stop recording after T: 500ms, 10s, 2m\n"
+          "  --gc                trace: charge garbage collection to a GC frame\n"
+          "  --no-sleep          trace: leave out time spent scheduled out (SLEEP)\n"
+          "  --timeline N        trace: calls kept in time order for flame charts,\n"
+          "                      Chrome trace and speedscope (default 1000000; 0: none)\n"
+          "  --max-events N      trace: stop after N events (default 10000000)\n"
+          "  --max-memory SIZE   trace: memory the recording may use on the node\n"
+          "                      (default 256M)\n"
+          "  --max-processes N   trace: processes recorded at most (default 10000)\n"
+          "  --elixir            Elixir names (Mod.fun/2)\n"
+          "  --flamechart        SVG: x is time (needs the timeline)\n"
+          "  --palette hot|beam  SVG and HTML colours\n",
+          out);
+}
 
 void bs_job_spec_init(bs_job_spec *s)
 {
@@ -226,9 +288,8 @@ int bs_job_start(bs_job *j, bs_remote *r, const bs_job_spec *s)
 
 static unsigned long long map_uint(const bs_eterm *map, const char *key)
 {
-    int ok = 0;
-    long long v = bs_eterm_int(bs_eterm_map_get(map, key), &ok);
-    return ok && v > 0 ? (unsigned long long)v : 0;
+    long long v = bs_term_int(map, key);
+    return v > 0 ? (unsigned long long)v : 0;
 }
 
 int bs_job_poll(bs_job *j)

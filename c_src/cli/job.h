@@ -6,7 +6,10 @@
 #ifndef BS_JOB_H
 #define BS_JOB_H
 
+#include <stdio.h>
+
 #include "../engine/profile.h"
+#include "../formats/render_opts.h"
 #include "remote.h"
 
 #define BS_JOB_MAX_TARGETS 1024
@@ -52,6 +55,40 @@ typedef struct bs_job {
     bs_job_progress progress;
     bs_eterm_tree *last_poll;         /* the last poll's answer (top reads its report) */
 } bs_job;
+
+/* Long-option codes of the recording options record and run share. */
+enum {
+    BS_OPT_DURATION = 0x300,
+    BS_OPT_MAX_EVENTS,
+    BS_OPT_MAX_MEMORY,
+    BS_OPT_MAX_PROCESSES,
+    BS_OPT_GC,
+    BS_OPT_NO_SLEEP,
+    BS_OPT_TIMELINE,
+    BS_OPT_ELIXIR,
+    BS_OPT_FLAMECHART,
+    BS_OPT_PALETTE,
+    BS_OPT_RECORDING_FIRST_OWN
+};
+
+#define BS_RECORDING_LONG_OPTIONS                                        \
+    {"duration", required_argument, NULL, BS_OPT_DURATION},              \
+    {"max-events", required_argument, NULL, BS_OPT_MAX_EVENTS},          \
+    {"max-memory", required_argument, NULL, BS_OPT_MAX_MEMORY},          \
+    {"max-processes", required_argument, NULL, BS_OPT_MAX_PROCESSES},    \
+    {"gc", no_argument, NULL, BS_OPT_GC},                                \
+    {"no-sleep", no_argument, NULL, BS_OPT_NO_SLEEP},                    \
+    {"timeline", required_argument, NULL, BS_OPT_TIMELINE},              \
+    {"elixir", no_argument, NULL, BS_OPT_ELIXIR},                        \
+    {"flamechart", no_argument, NULL, BS_OPT_FLAMECHART},                \
+    {"palette", required_argument, NULL, BS_OPT_PALETTE}
+
+/* Applies recording option `code`: 0 done, -1 not a recording option,
+ * else the exit code (message printed). */
+int bs_job_option(const char *cmd, int code, const char *arg, bs_job_spec *s, bs_render_opts *render);
+
+/* Help lines of the recording options. */
+void bs_job_options_usage(FILE *out);
 
 void bs_job_spec_init(bs_job_spec *s);
 void bs_job_spec_free(bs_job_spec *s);

@@ -44,6 +44,43 @@ int bs_parse_duration_ms(const char *text, unsigned long long *ms)
     return 0;
 }
 
+long long bs_term_int(const bs_eterm *map, const char *key)
+{
+    int ok = 0;
+    long long v = bs_eterm_int(bs_eterm_map_get(map, key), &ok);
+    return ok ? v : 0;
+}
+
+const char *bs_term_text(const bs_eterm *map, const char *key)
+{
+    const char *t = bs_eterm_text(bs_eterm_map_get(map, key));
+    return t ? t : "";
+}
+
+const char *bs_human_bytes(long long n, int compact, char *buf, size_t size)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)(n < 0 ? -n : n);
+    int u = 0;
+    while (v >= 1024 && u < 4)
+        v /= 1024, u++;
+    if (compact)
+        snprintf(buf, size, u ? "%s%.1f%c" : "%s%.0f%c", n < 0 ? "-" : "", v, u ? units[u][0] : 'B');
+    else
+        snprintf(buf, size, u ? "%s%.1f %s" : "%s%.0f %s", n < 0 ? "-" : "", v, units[u]);
+    return buf;
+}
+
+int bs_parse_count(const char *text, unsigned long long *v)
+{
+    char *end = NULL;
+    errno = 0;
+    if (!isdigit((unsigned char)text[0]))
+        return -1;
+    *v = strtoull(text, &end, 10);
+    return (errno || *end) ? -1 : 0;
+}
+
 int bs_parse_bytes(const char *text, unsigned long long *bytes)
 {
     char *end = NULL;

@@ -83,6 +83,17 @@ int bs_remote_request(bs_remote *r, const ei_x_buff *to, const ei_x_buff *reques
 /* Parses "250ms", "10s", "2m", "1h" or plain milliseconds. 0 ok, -1 bad. */
 int bs_parse_duration_ms(const char *text, unsigned long long *ms);
 
+/* Fields of a map the node sent: the integer under atom key (0 when absent
+ * or not an integer), the text (atom, binary or string; "" when absent). */
+long long bs_term_int(const bs_eterm *map, const char *key);
+const char *bs_term_text(const bs_eterm *map, const char *key);
+
+/* 1536 -> "1.5 KiB" (compact: "1.5K"); negative numbers keep their sign. */
+const char *bs_human_bytes(long long n, int compact, char *buf, size_t size);
+
+/* Parses a plain decimal count. 0 ok, -1 bad. */
+int bs_parse_count(const char *text, unsigned long long *v);
+
 /* Parses "64M", "1G", "512K" or plain bytes. 0 ok, -1 bad. */
 int bs_parse_bytes(const char *text, unsigned long long *bytes);
 

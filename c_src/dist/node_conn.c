@@ -184,18 +184,6 @@ bs_node_status bs_node_connect(bs_node *n, const char *name, const char *cookie,
     return BS_NODE_OK;
 }
 
-/* Reads {rex, Reply} out of a received message: *index at Reply. */
-static int rex_reply(const ei_x_buff *x, int *index)
-{
-    int i = 0, version, arity;
-    char atom[MAXATOMLEN_UTF8];
-    if (ei_decode_version(x->buff, &i, &version) < 0 || ei_decode_tuple_header(x->buff, &i, &arity) < 0 ||
-        arity != 2 || ei_decode_atom(x->buff, &i, atom) < 0 || strcmp(atom, "rex") != 0)
-        return -1;
-    *index = i;
-    return 0;
-}
-
 /* {badrpc, Reason} as one line of text. */
 static int badrpc_text(const ei_x_buff *x, int index, char *err, size_t err_size, const char *node)
 {
@@ -217,22 +205,33 @@ static int badrpc_text(const ei_x_buff *x, int index, char *err, size_t err_size
     return 1;
 }
 
-bs_node_status bs_node_call(bs_node *n, const char *mod, const char *fun, const ei_x_buff *args,
-                            unsigned timeout_ms, ei_x_buff *reply, int *index, char *err, size_t err_size)
+/* Whether the message in x is {Tag, _} with Tag's encoding equal to tag;
+ * *index then points at the second element. */
+static int tagged_reply(const ei_x_buff *x, const ei_x_buff *tag, int *index)
 {
-    if (n->fd < 0) {
-        snprintf(err, err_size, "not connected to %s", n->name);
-        return BS_NODE_LOST;
-    }
-    if (ei_rpc_to(&n->ec, n->fd, (char *)mod, (char *)fun, args->buff, args->index) < 0) {
-        snprintf(err, err_size, "lost the connection to %s", n->name);
-        return BS_NODE_LOST;
-    }
+    int i = 0, version, arity;
+    if (ei_decode_version(x->buff, &i, &version) < 0 || ei_decode_tuple_header(x->buff, &i, &arity) < 0 ||
+        arity != 2)
+        return 0;
+    int start = i;
+    if (ei_skip_term(x->buff, &i) < 0 || i - start != tag->index || memcmp(x->buff + start, tag->buff, (size_t)tag->index))
+        return 0;
+    *index = i;
+    return 1;
+}
+
+/* Receives until a message {Tag, Reply} arrives (*index at Reply), the
+ * deadline passes or the connection breaks. Ticks are answered by ei;
+ * other messages (links, exits, strays) are dropped. `what` names the call
+ * in the timeout message. */
+static bs_node_status await_reply(bs_node *n, const ei_x_buff *tag, unsigned timeout_ms, const char *what,
+                                  ei_x_buff *reply, int *index, char *err, size_t err_size)
+{
     long long deadline = now_ms() + timeout_ms;
     for (;;) {
         long long left = deadline - now_ms();
         if (left <= 0) {
-            snprintf(err, err_size, "%s:%s on %s did not answer within %u ms", mod, fun, n->name, timeout_ms);
+            snprintf(err, err_size, "%s on %s did not answer within %u ms", what, n->name, timeout_ms);
             return BS_NODE_TIMEOUT;
         }
         erlang_msg msg;
@@ -252,30 +251,37 @@ bs_node_status bs_node_call(bs_node *n, const char *mod, const char *fun, const 
             snprintf(err, err_size, "lost the connection to %s", n->name);
             return BS_NODE_LOST;
         }
-        if ((msg.msgtype == ERL_SEND || msg.msgtype == ERL_REG_SEND) && rex_reply(reply, index) == 0) {
-            if (badrpc_text(reply, *index, err, err_size, n->name)) {
-                ei_x_free(reply);
-                return BS_NODE_FAILED;
-            }
+        if ((msg.msgtype == ERL_SEND || msg.msgtype == ERL_REG_SEND) && tagged_reply(reply, tag, index))
             return BS_NODE_OK;
-        }
-        ei_x_free(reply); /* links, exits, stray messages: not ours */
+        ei_x_free(reply);
     }
 }
 
-/* Whether the message in x is {Tag, _} with Tag's encoding equal to tag;
- * *index then points at the second element. */
-static int tagged_reply(const ei_x_buff *x, const ei_x_buff *tag, int *index)
+bs_node_status bs_node_call(bs_node *n, const char *mod, const char *fun, const ei_x_buff *args,
+                            unsigned timeout_ms, ei_x_buff *reply, int *index, char *err, size_t err_size)
 {
-    int i = 0, version, arity;
-    if (ei_decode_version(x->buff, &i, &version) < 0 || ei_decode_tuple_header(x->buff, &i, &arity) < 0 ||
-        arity != 2)
-        return 0;
-    int start = i;
-    if (ei_skip_term(x->buff, &i) < 0 || i - start != tag->index || memcmp(x->buff + start, tag->buff, (size_t)tag->index))
-        return 0;
-    *index = i;
-    return 1;
+    if (n->fd < 0) {
+        snprintf(err, err_size, "not connected to %s", n->name);
+        return BS_NODE_LOST;
+    }
+    if (ei_rpc_to(&n->ec, n->fd, (char *)mod, (char *)fun, args->buff, args->index) < 0) {
+        snprintf(err, err_size, "lost the connection to %s", n->name);
+        return BS_NODE_LOST;
+    }
+    char what[2 * MAXATOMLEN_UTF8 + 2];
+    snprintf(what, sizeof what, "%s:%s", mod, fun);
+    ei_x_buff rex;
+    if (ei_x_new(&rex) < 0 || ei_x_encode_atom(&rex, "rex") < 0) {
+        snprintf(err, err_size, "out of memory");
+        return BS_NODE_FAILED;
+    }
+    bs_node_status st = await_reply(n, &rex, timeout_ms, what, reply, index, err, err_size);
+    ei_x_free(&rex);
+    if (st == BS_NODE_OK && badrpc_text(reply, *index, err, err_size, n->name)) {
+        ei_x_free(reply);
+        return BS_NODE_FAILED;
+    }
+    return st;
 }
 
 bs_node_status bs_node_request(bs_node *n, const ei_x_buff *to, const ei_x_buff *request, unsigned timeout_ms,
@@ -302,50 +308,19 @@ bs_node_status bs_node_request(bs_node *n, const ei_x_buff *to, const ei_x_buff 
              ei_x_encode_ulonglong(&tag, ++n->requests);
     rc |= ei_x_encode_tuple_header(&msg, 3) | ei_x_append_buf(&msg, tag.buff, tag.index) |
           ei_x_encode_pid(&msg, ei_self(&n->ec)) | ei_x_append_buf(&msg, request->buff, request->index);
-    if (rc == 0 && ei_send(n->fd, &dest, msg.buff, msg.index) < 0) {
-        ei_x_free(&tag);
-        ei_x_free(&msg);
+    bs_node_status st = BS_NODE_OK;
+    if (rc) {
+        snprintf(err, err_size, "out of memory");
+        st = BS_NODE_FAILED;
+    } else if (ei_send(n->fd, &dest, msg.buff, msg.index) < 0) {
         snprintf(err, err_size, "lost the connection to %s", n->name);
-        return BS_NODE_LOST;
+        st = BS_NODE_LOST;
     }
     ei_x_free(&msg);
-    if (rc) {
-        ei_x_free(&tag);
-        snprintf(err, err_size, "out of memory");
-        return BS_NODE_FAILED;
-    }
-    long long deadline = now_ms() + timeout_ms;
-    for (;;) {
-        long long left = deadline - now_ms();
-        if (left <= 0) {
-            ei_x_free(&tag);
-            snprintf(err, err_size, "%s did not answer within %u ms", n->name, timeout_ms);
-            return BS_NODE_TIMEOUT;
-        }
-        erlang_msg m;
-        if (ei_x_new(reply) < 0) {
-            ei_x_free(&tag);
-            return BS_NODE_FAILED;
-        }
-        int r = ei_xreceive_msg_tmo(n->fd, &m, reply, (unsigned)left);
-        if (r == ERL_TICK) {
-            ei_x_free(reply);
-            continue;
-        }
-        if (r == ERL_ERROR) {
-            ei_x_free(reply);
-            if (erl_errno == ETIMEDOUT || erl_errno == EAGAIN)
-                continue;
-            ei_x_free(&tag);
-            snprintf(err, err_size, "lost the connection to %s", n->name);
-            return BS_NODE_LOST;
-        }
-        if (m.msgtype == ERL_SEND && tagged_reply(reply, &tag, index)) {
-            ei_x_free(&tag);
-            return BS_NODE_OK;
-        }
-        ei_x_free(reply);
-    }
+    if (st == BS_NODE_OK)
+        st = await_reply(n, &tag, timeout_ms, "beamspy's job", reply, index, err, err_size);
+    ei_x_free(&tag);
+    return st;
 }
 
 void bs_node_close(bs_node *n)

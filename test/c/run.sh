@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # run.sh — the C unit-test layer (cmocka). Builds test/c/test_*.c against the
-# engine, the format writers and the pid table three ways, and runs every test
-# case in its own process, so a crash, a sanitizer report or a valgrind error
-# fails exactly the case that caused it:
+# engine, the format writers, the pid table and the term decoder (with
+# erl_interface's libei) three ways, and runs every test case in its own
+# process, so a crash, a sanitizer report or a valgrind error fails exactly
+# the case that caused it:
 #   gcc       gcc -std=c11 -Wall -Wextra -Werror -O1 -g
 #   asan      clang -fsanitize=address,undefined (leaks detected, UB halts)
 #   valgrind  the gcc build under valgrind --leak-check=full --error-exitcode=99
@@ -20,13 +21,17 @@ build=test/c/build
 mkdir -p "$build/logs"
 rm -f "$build"/logs/*.log
 
-sources=(c_src/engine/*.c c_src/formats/*.c c_src/nif/pid_table.c)
+sources=(c_src/engine/*.c c_src/formats/*.c c_src/nif/pid_table.c c_src/dist/eterm.c)
 tests=()
 for f in test/c/test_*.c; do
     tests+=("$(basename "$f" .c)")
 done
-common=(-std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -g -Ic_src -Itest/c)
-libs=(-lcmocka -lpthread)
+# erl_interface (ei.h, libei.a) for the term decoder, found like the Makefile does.
+erl_root=$(erl -noshell -eval 'io:format("~s", [code:root_dir()]), halt().' 2>/dev/null)
+[ -f "$erl_root/usr/include/ei.h" ] || erl_root=/usr/lib/erlang
+common=(-std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -g -pthread -Ic_src -Itest/c
+    -I"$erl_root/usr/include")
+libs=(-lcmocka -L"$erl_root/usr/lib" -lei -lpthread)
 
 passed=0
 failed=0

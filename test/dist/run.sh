@@ -124,16 +124,21 @@ leftovers() {
         tr -d '"'
 }
 
-clean() { [ "$(leftovers "$1")" = "modules=0 traced=0 pattern=false" ]; }
+clean() {
+    local left
+    left=$(leftovers "$1")
+    [ "$left" = "modules=0 traced=0 pattern=false" ] && return 0
+    echo "    left on $1: $left"
+    return 1
+}
 
 # wait_clean SHORT SECONDS: until nothing is left, at most SECONDS.
 wait_clean() {
     for _ in $(seq 1 $(($2 * 10))); do
-        clean "$1" && return 0
+        clean "$1" >/dev/null && return 0
         sleep 0.1
     done
-    echo "    left on $1: $(leftovers "$1")"
-    return 1
+    clean "$1"
 }
 
 bs() { "$cli" "$@" --cookie-file "$cookie_file"; }
