@@ -316,6 +316,24 @@ check "another version on the node: the node's is back afterwards" [ "$(rpc n2 '
 rpc n2 "code:purge(beamspy_dump), code:delete(beamspy_dump), code:purge(beamspy_dump), code:del_path(\"$build/fake\")." >/dev/null
 check "another version on the node: nothing else left" clean n2
 
+echo "--- long names, the default cookie"
+long="${tag}_long@127.0.0.1"
+erl -name "$long" -setcookie "$cookie" -detached -noinput -pa "$build" -eval 'bs_dist_wl:start()'
+for _ in $(seq 1 100); do
+    [ "$(printf 'is_pid(whereis(stuck)).\n' | "$erl_call" -name "$long" -c "$cookie" -e 2>/dev/null)" = "{ok, true}" ] && break
+    sleep 0.1
+done
+bs record --node "$long" --name busy --duration 500ms -o "$out/long.folded" 2>/dev/null
+check "long names (a dot in the host): record works" grep -q '> busy;bs_dist_wl:spin/1' "$out/long.folded"
+printf 'erlang:halt().\n' | "$erl_call" -name "$long" -c "$cookie" -e >/dev/null 2>&1
+mkdir -p "$build/home"
+cp "$cookie_file" "$build/home/.erlang.cookie"
+chmod 400 "$build/home/.erlang.cookie"
+HOME="$build/home" "$cli" dump --node "$n1" --limit 1 >"$out/home.txt" 2>&1
+check "no cookie option: ~/.erlang.cookie is used" grep -q '^node ' "$out/home.txt"
+HOME="$build/nohome" "$cli" dump --node "$n1" --limit 1 >/dev/null 2>"$out/nohome.err"
+check "no cookie anywhere: a clear error" grep -q 'cannot read cookie file .*/.erlang.cookie' "$out/nohome.err"
+
 echo "--- usage errors"
 usage() { "$cli" "$@" >/dev/null 2>&1; [ $? -eq 2 ]; }
 check "record: unknown output extension" usage record --node "$n1" --all -o x.unknown
