@@ -642,7 +642,7 @@ start_live(Targets, Norm, Opts, Outputs, Explicit) ->
     beamspy_session:start_live(self(), Start).
 
 trace_flags(Opts) ->
-    [call, arity, return_to, running]
+    [call, arity, return_to, running, exiting]
         ++ [set_on_spawn || maps:get(children, Opts)]
         ++ [garbage_collection || maps:get(gc, Opts)].
 

@@ -24,6 +24,8 @@ live_test_() ->
       {"trace/3 records for the given time and returns the files", {timeout, 60, fun trace_for/0}},
       {"a list of targets: one tree each, nothing else", {timeout, 60, fun target_list/0}},
       {"new: processes spawned after start, exact stacks; older ones untouched", {timeout, 60, fun new_only/0}},
+      {"processes that exit during a session are charged until their exit only",
+       {timeout, 60, fun exited_not_charged/0}},
       {"existing: running processes traced, new ones not, the owner never", {timeout, 60, fun existing_only/0}},
       {"all: the owner is excluded; existing and new processes traced; clean after", {timeout, 60, fun all_targets/0}},
       {"children => true follows processes spawned by a target", {timeout, 60, fun children/0}},
@@ -54,6 +56,23 @@ teardown(#{server := Server, clients := Clients}) ->
     ok.
 
 server() -> whereis(?SERVER).
+
+%% 20 short processes exit early in a session that records for 600 ms more:
+%% the time of each ends at its exit (the `exiting' trace flag gives the
+%% NIF their out_exited), so together they hold far less than the session.
+exited_not_charged() ->
+    {ok, S} = beamspy:start(new, #{}),
+    Pids = [spawn(fun() -> lists:sort(lists:seq(2000, 1, -1)) end) || _ <- lists:seq(1, 20)],
+    ok = wait_for(fun() -> not lists:any(fun erlang:is_process_alive/1, Pids) end, 5000),
+    timer:sleep(600),
+    {#{processes := Ps}, _} = stop_profile(S),
+    Labels = [list_to_binary(pid_to_list(P)) || P <- Pids],
+    Totals = [T || {L, [{0, undefined, _, _, T, _} | _]} <- Ps,
+                   lists:any(fun(Pre) -> binary:longest_common_prefix([L, Pre]) =:= byte_size(Pre) end, Labels)],
+    ?assertEqual(20, length(Totals)),
+    %% Each is far below the 600 ms the session went on after they exited.
+    [?assert(T < 300000000) || T <- Totals],
+    ok.
 
 %% Nothing beamspy set is left anywhere, and no owner is alive.
 assert_live_clean(Pids) ->
