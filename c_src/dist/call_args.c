@@ -2,6 +2,7 @@
 #include "call_args.h"
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 int bs_call_args(ei_x_buff *x, const char *spec, ...)
@@ -39,6 +40,28 @@ int bs_call_args(ei_x_buff *x, const char *spec, ...)
         case 't': {
             const ei_x_buff *t = va_arg(ap, const ei_x_buff *);
             rc = ei_x_append_buf(x, t->buff, t->index);
+            break;
+        }
+        case 'f': {
+            erlang_fun f;
+            memset(&f, 0, sizeof f);
+            const char *mod = va_arg(ap, const char *), *fun = va_arg(ap, const char *);
+            f.arity = va_arg(ap, int);
+            f.type = EI_FUN_EXPORT;
+            snprintf(f.module, sizeof f.module, "%s", mod);
+            f.u.exprt.func = (char *)fun;
+            rc = ei_x_encode_fun(x, &f);
+            break;
+        }
+        case 'A': {
+            const char *const *names = va_arg(ap, const char *const *);
+            unsigned count = va_arg(ap, unsigned);
+            if (count && ei_x_encode_list_header(x, count) < 0)
+                rc = -1;
+            for (unsigned k = 0; k < count && rc == 0; k++)
+                rc = ei_x_encode_atom(x, names[k]);
+            if (rc == 0)
+                rc = ei_x_encode_empty_list(x);
             break;
         }
         default:

@@ -4,7 +4,10 @@
  * Spec letters: a atom (const char *), s string (const char *, sent as a
  * list of bytes: Erlang's file names and strings), b binary (const void *,
  * size_t), i integer (long long), p pid (const erlang_pid *), t raw term
- * (const ei_x_buff *: its whole buffer, without version byte, is copied).
+ * (const ei_x_buff *: its whole buffer, without version byte, is copied),
+ * f an export fun (const char *module, const char *function, int arity:
+ * fun module:function/arity, e.g. for lists:foreach/2), A a list of atoms
+ * (const char *const *names, unsigned count).
  * Returns 0, or -1 when out of memory or the spec is bad. x is initialised
  * here; free it with ei_x_free. */
 #ifndef BS_CALL_ARGS_H

@@ -96,51 +96,168 @@ static void hex16(const unsigned char *md5, char *out)
         sprintf(out + 2 * i, "%02x", md5[i]);
 }
 
-/* What the node has of module m: 0 nothing, 1 the same version, 2 another
- * version (*from_file: loaded from a file it can be reloaded from). */
-static bs_node_status module_state(bs_node *n, const bs_payload_module *m, int *state, int *from_file,
-                                   unsigned tmo, char *err, size_t err_size)
+/* Which of beamspy's modules the node has loaded (code:all_loaded/0, one
+ * call), and whether each came from a file (so it can be reloaded). */
+static bs_node_status loaded_modules(bs_node *n, int loaded[], int from_file[], unsigned tmo, char *err,
+                                     size_t err_size)
 {
     ei_x_buff a;
     call_result c;
-    *state = 0;
-    *from_file = 0;
-    if (bs_call_args(&a, "a", m->name) < 0)
+    if (bs_call_args(&a, "") < 0)
         return BS_NODE_FAILED;
-    bs_node_status st = call(n, "code", "is_loaded", &a, tmo, &c, err, err_size);
+    bs_node_status st = call(n, "code", "all_loaded", &a, tmo, &c, err, err_size);
     if (st != BS_NODE_OK)
         return st;
-    int i = c.index, arity, type, len;
-    if (ei_decode_tuple_header(c.r.buff, &i, &arity) == 0 && arity == 2) {
-        char tag[MAXATOMLEN_UTF8];
-        if (ei_decode_atom(c.r.buff, &i, tag) == 0 && ei_get_type(c.r.buff, &i, &type, &len) == 0)
-            *from_file = type == ERL_STRING_EXT || type == ERL_LIST_EXT;
-        *state = 2;
-    }
-    ei_x_free(&c.r);
-    if (*state == 0)
-        return BS_NODE_OK;
-    if (bs_call_args(&a, "a", "md5") < 0)
-        return BS_NODE_FAILED;
-    st = call(n, m->name, "module_info", &a, tmo, &c, err, err_size);
-    if (st == BS_NODE_FAILED) { /* a module of that name that is not ours */
-        *state = 2;
-        return BS_NODE_OK;
-    }
-    if (st != BS_NODE_OK)
-        return st;
-    unsigned char md5[16];
-    long got = 0;
-    i = c.index;
-    if (ei_get_type(c.r.buff, &i, &type, &len) == 0 && type == ERL_BINARY_EXT && len == 16 &&
-        ei_decode_binary(c.r.buff, &i, md5, &got) == 0) {
-        char hex[33];
-        hex16(md5, hex);
-        if (strcmp(hex, m->md5_hex) == 0)
-            *state = 1;
+    int i = c.index, len = 0, arity, type, size;
+    if (ei_decode_list_header(c.r.buff, &i, &len) < 0)
+        len = 0;
+    for (int k = 0; k < len; k++) {
+        char mod[MAXATOMLEN_UTF8];
+        if (ei_decode_tuple_header(c.r.buff, &i, &arity) < 0 || arity != 2 || ei_decode_atom(c.r.buff, &i, mod) < 0 ||
+            ei_get_type(c.r.buff, &i, &type, &size) < 0)
+            break;
+        for (unsigned m = 0; m < bs_payload_module_count && m < BS_DELIVERY_MAX_MODULES; m++)
+            if (strcmp(mod, bs_payload_modules[m].name) == 0) {
+                loaded[m] = 1;
+                from_file[m] = type == ERL_STRING_EXT || type == ERL_LIST_EXT;
+            }
+        if (ei_skip_term(c.r.buff, &i) < 0)
+            break;
     }
     ei_x_free(&c.r);
     return BS_NODE_OK;
+}
+
+/* Marks same[m] for the loaded modules whose MD5 equals the payload's:
+ * lists:zipwith(fun erlang:get_module_info/2, Modules, [md5, ...]), one
+ * call. A module unloaded meanwhile fails the call: then none is "same". */
+static bs_node_status same_versions(bs_node *n, const int loaded[], int same[], unsigned tmo, char *err,
+                                    size_t err_size)
+{
+    const char *mods[BS_DELIVERY_MAX_MODULES], *md5[BS_DELIVERY_MAX_MODULES];
+    unsigned idx[BS_DELIVERY_MAX_MODULES], count = 0;
+    for (unsigned m = 0; m < bs_payload_module_count && m < BS_DELIVERY_MAX_MODULES; m++)
+        if (loaded[m]) {
+            idx[count] = m;
+            md5[count] = "md5";
+            mods[count++] = bs_payload_modules[m].name;
+        }
+    if (count == 0)
+        return BS_NODE_OK;
+    ei_x_buff a;
+    call_result c;
+    if (bs_call_args(&a, "fAA", "erlang", "get_module_info", 2, mods, count, md5, count) < 0)
+        return BS_NODE_FAILED;
+    bs_node_status st = call(n, "lists", "zipwith", &a, tmo, &c, err, err_size);
+    if (st == BS_NODE_FAILED)
+        return BS_NODE_OK;
+    if (st != BS_NODE_OK)
+        return st;
+    int i = c.index, len = 0, type, size;
+    if (ei_decode_list_header(c.r.buff, &i, &len) == 0 && (unsigned)len == count)
+        for (unsigned k = 0; k < count; k++) {
+            unsigned char digest[16];
+            long got = 0;
+            if (ei_get_type(c.r.buff, &i, &type, &size) < 0 || type != ERL_BINARY_EXT || size != 16 ||
+                ei_decode_binary(c.r.buff, &i, digest, &got) < 0)
+                break;
+            char hex[33];
+            hex16(digest, hex);
+            same[idx[k]] = strcmp(hex, bs_payload_modules[idx[k]].md5_hex) == 0;
+        }
+    ei_x_free(&c.r);
+    return BS_NODE_OK;
+}
+
+/* lists:foreach(fun code:F/1, Modules): one call for all. */
+static bs_node_status for_each_module(bs_node *n, const char *code_fun, const char *const *mods, unsigned count,
+                                      unsigned tmo, char *err, size_t err_size)
+{
+    ei_x_buff a;
+    call_result c;
+    if (count == 0)
+        return BS_NODE_OK;
+    if (bs_call_args(&a, "fA", "code", code_fun, 1, mods, count) < 0)
+        return BS_NODE_FAILED;
+    bs_node_status st = call(n, "lists", "foreach", &a, tmo, &c, err, err_size);
+    if (st == BS_NODE_OK)
+        ei_x_free(&c.r);
+    return st;
+}
+
+/* Prints an unexpected result into err. */
+static void unexpected(const call_result *c, const char *what, const char *node, char *err, size_t err_size)
+{
+    char *text = NULL;
+    int i = c->index;
+    ei_s_print_term(&text, c->r.buff, &i);
+    snprintf(err, err_size, "%s on %s failed: %.200s", what, node, text ? text : "?");
+    free(text);
+}
+
+/* Loads the modules `load` (indexes into the payload) under file names in
+ * dir/ebin (nothing is written there: the name tells a module where it
+ * came from). All but beamspy_tracer at once with code:atomic_load/1;
+ * beamspy_tracer (it has an on_load function, which atomic_load refuses)
+ * with code:load_binary/3. */
+static bs_node_status load_modules(bs_node *n, const unsigned *load, unsigned count, const char *dir,
+                                   unsigned tmo, char *err, size_t err_size)
+{
+    ei_x_buff list, a;
+    call_result c;
+    char path[2048];
+    int tracer = -1, plain = 0;
+    if (ei_x_new(&list) < 0)
+        return BS_NODE_FAILED;
+    for (unsigned k = 0; k < count; k++) {
+        const bs_payload_module *m = &bs_payload_modules[load[k]];
+        if (strcmp(m->name, "beamspy_tracer") == 0) {
+            tracer = (int)load[k];
+            continue;
+        }
+        snprintf(path, sizeof path, "%s/ebin/%s.beam", dir, m->name);
+        if (ei_x_encode_list_header(&list, 1) < 0 || ei_x_encode_tuple_header(&list, 3) < 0 ||
+            ei_x_encode_atom(&list, m->name) < 0 || ei_x_encode_string(&list, path) < 0 ||
+            ei_x_encode_binary(&list, m->start, (long)(m->end - m->start)) < 0) {
+            ei_x_free(&list);
+            return BS_NODE_FAILED;
+        }
+        plain++;
+    }
+    bs_node_status st = BS_NODE_OK;
+    if (plain) {
+        if (ei_x_encode_empty_list(&list) < 0 || bs_call_args(&a, "t", &list) < 0) {
+            ei_x_free(&list);
+            return BS_NODE_FAILED;
+        }
+        st = call(n, "code", "atomic_load", &a, tmo, &c, err, err_size);
+        if (st == BS_NODE_OK) {
+            if (!decode_is_atom(&c, "ok")) {
+                unexpected(&c, "loading beamspy's modules", n->name, err, err_size);
+                st = BS_NODE_FAILED;
+            }
+            ei_x_free(&c.r);
+        }
+    }
+    ei_x_free(&list);
+    if (st != BS_NODE_OK || tracer < 0)
+        return st;
+    const bs_payload_module *m = &bs_payload_modules[tracer];
+    snprintf(path, sizeof path, "%s/ebin/%s.beam", dir, m->name);
+    if (bs_call_args(&a, "asb", m->name, path, (const void *)m->start, (size_t)(m->end - m->start)) < 0)
+        return BS_NODE_FAILED;
+    st = call(n, "code", "load_binary", &a, tmo, &c, err, err_size);
+    if (st != BS_NODE_OK)
+        return st;
+    int i = c.index, arity;
+    char tag[MAXATOMLEN_UTF8];
+    if (ei_decode_tuple_header(c.r.buff, &i, &arity) < 0 || arity != 2 || ei_decode_atom(c.r.buff, &i, tag) < 0 ||
+        strcmp(tag, "module") != 0) {
+        unexpected(&c, "loading beamspy's NIF module", n->name, err, err_size);
+        st = BS_NODE_FAILED;
+    }
+    ei_x_free(&c.r);
+    return st;
 }
 
 /* A directory name nobody can guess: <TMPDIR or /tmp>/beamspy-<random>. */
@@ -183,46 +300,7 @@ static bs_node_status call_ok(bs_node *n, const char *mod, const char *fun, ei_x
     if (st != BS_NODE_OK)
         return st;
     if (!decode_is_atom(&c, "ok")) {
-        char *text = NULL;
-        int i = c.index;
-        ei_s_print_term(&text, c.r.buff, &i);
-        snprintf(err, err_size, "%s on %s failed: %.200s", what, n->name, text ? text : "?");
-        free(text);
-        st = BS_NODE_FAILED;
-    }
-    ei_x_free(&c.r);
-    return st;
-}
-
-/* Loads module m from the payload, under a file name in dir/ebin (nothing
- * is written there: the name only tells the module where it came from). */
-static bs_node_status load_module(bs_node *n, const bs_payload_module *m, const char *dir, unsigned tmo, char *err,
-                                  size_t err_size)
-{
-    ei_x_buff a;
-    call_result c;
-    char path[2048];
-    snprintf(path, sizeof path, "%s/ebin/%s.beam", dir, m->name);
-    if (bs_call_args(&a, "a", m->name) < 0)
-        return BS_NODE_FAILED;
-    bs_node_status st = call(n, "code", "purge", &a, tmo, &c, err, err_size);
-    if (st != BS_NODE_OK)
-        return st;
-    ei_x_free(&c.r);
-    if (bs_call_args(&a, "asb", m->name, path, (const void *)m->start, (size_t)(m->end - m->start)) < 0)
-        return BS_NODE_FAILED;
-    st = call(n, "code", "load_binary", &a, tmo, &c, err, err_size);
-    if (st != BS_NODE_OK)
-        return st;
-    int i = c.index, arity;
-    char tag[MAXATOMLEN_UTF8];
-    if (ei_decode_tuple_header(c.r.buff, &i, &arity) < 0 || arity != 2 || ei_decode_atom(c.r.buff, &i, tag) < 0 ||
-        strcmp(tag, "module") != 0) {
-        char *text = NULL;
-        int j = c.index;
-        ei_s_print_term(&text, c.r.buff, &j);
-        snprintf(err, err_size, "loading %s on %s failed: %.200s", m->name, n->name, text ? text : "?");
-        free(text);
+        unexpected(&c, what, n->name, err, err_size);
         st = BS_NODE_FAILED;
     }
     ei_x_free(&c.r);
@@ -235,8 +313,8 @@ static void remove_private_files(bs_node *n, const char *dir, unsigned tmo)
     char path[2048], err[256];
     ei_x_buff a;
     call_result c;
-    const char *steps[][2] = {{"delete", "/priv/beamspy_nif.so"}, {"del_dir", "/priv"}, {"del_dir", ""}};
-    for (size_t i = 0; i < 3; i++) {
+    const char *steps[][2] = {{"delete", "/beamspy_nif.so"}, {"del_dir", ""}};
+    for (size_t i = 0; i < 2; i++) {
         snprintf(path, sizeof path, "%s%s", dir, steps[i][1]);
         if (bs_call_args(&a, "s", path) < 0)
             continue;
@@ -248,7 +326,7 @@ static void remove_private_files(bs_node *n, const char *dir, unsigned tmo)
         ei_x_free(&c.r);
 }
 
-/* Writes the NIF library to dir/priv and points beamspy_tracer at it. */
+/* Writes the NIF library to dir and points beamspy_tracer at it. */
 static bs_node_status place_nif(bs_node *n, const char *dir, unsigned tmo, char *err, size_t err_size)
 {
     char path[2048];
@@ -262,19 +340,13 @@ static bs_node_status place_nif(bs_node *n, const char *dir, unsigned tmo, char 
         return BS_NODE_FAILED;
     if ((st = call_ok(n, "file", "change_mode", &a, tmo, "protecting the temporary directory", err, err_size)))
         return st;
-    snprintf(path, sizeof path, "%s/priv", dir);
-    if (bs_call_args(&a, "s", path) < 0)
-        return BS_NODE_FAILED;
-    if ((st = call_ok(n, "file", "make_dir", &a, tmo, "creating a temporary directory", err, err_size)))
-        return st;
-    snprintf(path, sizeof path, "%s/priv/beamspy_nif.so", dir);
+    snprintf(path, sizeof path, "%s/beamspy_nif.so", dir);
     if (bs_call_args(&a, "sb", path, (const void *)bs_payload_nif_start,
                      (size_t)(bs_payload_nif_stop - bs_payload_nif_start)) < 0)
         return BS_NODE_FAILED;
     if ((st = call_ok(n, "file", "write_file", &a, tmo, "writing the NIF library", err, err_size)))
         return st;
-    snprintf(path, sizeof path, "%s/priv", dir);
-    if (bs_call_args(&a, "aas", "beamspy", "nif_dir", path) < 0)
+    if (bs_call_args(&a, "aas", "beamspy", "nif_dir", dir) < 0)
         return BS_NODE_FAILED;
     return call_ok(n, "application", "set_env", &a, tmo, "setting beamspy's nif_dir", err, err_size);
 }
@@ -299,22 +371,20 @@ bs_node_status bs_deliver_code(bs_node *n, bs_delivery *d, unsigned tmo, char *e
                  d->otp_release, BS_MIN_OTP_RELEASE);
         return BS_NODE_INCOMPATIBLE;
     }
-    unsigned need[BS_DELIVERY_MAX_MODULES];
-    int reload[BS_DELIVERY_MAX_MODULES];
-    unsigned n_need = 0;
+    int loaded[BS_DELIVERY_MAX_MODULES] = {0}, from_file[BS_DELIVERY_MAX_MODULES] = {0};
+    int same[BS_DELIVERY_MAX_MODULES] = {0};
+    if ((st = loaded_modules(n, loaded, from_file, tmo, err, err_size)) ||
+        (st = same_versions(n, loaded, same, tmo, err, err_size)))
+        return st;
+    unsigned need[BS_DELIVERY_MAX_MODULES], n_need = 0;
+    const char *names[BS_DELIVERY_MAX_MODULES];
     int nif_needed = 0;
-    for (unsigned i = 0; i < bs_payload_module_count && i < BS_DELIVERY_MAX_MODULES; i++) {
-        int state, from_file;
-        st = module_state(n, &bs_payload_modules[i], &state, &from_file, tmo, err, err_size);
-        if (st != BS_NODE_OK)
-            return st;
-        if (state != 1) {
-            reload[n_need] = state == 2 && from_file;
-            need[n_need++] = i;
-            if (strcmp(bs_payload_modules[i].name, "beamspy_tracer") == 0)
-                nif_needed = 1;
+    for (unsigned m = 0; m < bs_payload_module_count && m < BS_DELIVERY_MAX_MODULES; m++)
+        if (!same[m]) {
+            names[n_need] = bs_payload_modules[m].name;
+            need[n_need++] = m;
+            nif_needed |= strcmp(bs_payload_modules[m].name, "beamspy_tracer") == 0;
         }
-    }
     if (n_need == 0) {
         d->load_ms = elapsed_ms(&t0);
         return BS_NODE_OK;
@@ -340,15 +410,17 @@ bs_node_status bs_deliver_code(bs_node *n, bs_delivery *d, unsigned tmo, char *e
         remove_private_files(n, dir, tmo);
         return st;
     }
-    for (unsigned k = 0; k < n_need && st == BS_NODE_OK; k++) {
-        st = load_module(n, &bs_payload_modules[need[k]], dir, tmo, err, err_size);
-        if (st == BS_NODE_OK) {
-            d->loaded[d->n_loaded] = need[k];
-            d->reload[d->n_loaded++] = reload[k];
-        }
-    }
+    /* Old code of another version would make loading fail: purged first. */
+    st = for_each_module(n, "purge", names, n_need, tmo, err, err_size);
+    if (st == BS_NODE_OK)
+        st = load_modules(n, need, n_need, dir, tmo, err, err_size);
     if (nif_needed)
         remove_private_files(n, dir, tmo);
+    for (unsigned k = 0; k < n_need; k++) {
+        d->loaded[k] = need[k];
+        d->reload[k] = loaded[need[k]] && from_file[need[k]];
+    }
+    d->n_loaded = n_need;
     if (st != BS_NODE_OK) {
         char ignored[256];
         bs_remove_code(n, d, tmo, ignored, sizeof ignored);
@@ -361,31 +433,23 @@ bs_node_status bs_deliver_code(bs_node *n, bs_delivery *d, unsigned tmo, char *e
 bs_node_status bs_remove_code(bs_node *n, const bs_delivery *d, unsigned tmo, char *err, size_t err_size)
 {
     static const char *const steps[] = {"purge", "delete", "purge"};
-    bs_node_status worst = BS_NODE_OK;
-    for (unsigned k = 0; k < d->n_loaded; k++) {
-        const char *name = bs_payload_modules[d->loaded[k]].name;
-        for (size_t s = 0; s < 3; s++) {
-            ei_x_buff a;
-            call_result c;
-            if (bs_call_args(&a, "a", name) < 0)
-                return BS_NODE_FAILED;
-            bs_node_status st = call(n, "code", steps[s], &a, tmo, &c, err, err_size);
-            if (st == BS_NODE_OK)
-                ei_x_free(&c.r);
-            else if (worst == BS_NODE_OK)
-                worst = st;
-            if (st == BS_NODE_LOST || st == BS_NODE_TIMEOUT)
-                return st;
-        }
+    const char *names[BS_DELIVERY_MAX_MODULES];
+    for (unsigned k = 0; k < d->n_loaded; k++)
+        names[k] = bs_payload_modules[d->loaded[k]].name;
+    for (size_t s = 0; s < 3; s++) {
+        bs_node_status st = for_each_module(n, steps[s], names, d->n_loaded, tmo, err, err_size);
+        if (st != BS_NODE_OK)
+            return st;
+    }
+    /* The node's own version of a module we replaced comes back. */
+    for (unsigned k = 0; k < d->n_loaded; k++)
         if (d->reload[k]) {
             ei_x_buff a;
             call_result c;
-            if (bs_call_args(&a, "a", name) == 0 &&
-                call(n, "code", "load_file", &a, tmo, &c, err, err_size) == BS_NODE_OK)
+            if (bs_call_args(&a, "a", names[k]) == 0 && call(n, "code", "load_file", &a, tmo, &c, err, err_size) == BS_NODE_OK)
                 ei_x_free(&c.r);
         }
-    }
-    return worst;
+    return BS_NODE_OK;
 }
 
 int bs_delivery_encode_modules(const bs_delivery *d, ei_x_buff *x)
