@@ -102,6 +102,7 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@bench/run.sh
 	@bench/render/run.sh
+	@bench/dist/run.sh
 
 fuzz: deps
 	@scripts/fuzz.sh long
