@@ -44,10 +44,10 @@
 %%% <li>`ignore' — up to 8 local pids never recorded, even when they are
 %%%   targets (the command-line tool's own processes). Default `[]'.</li>
 %%% <li>`until_halt' — live sessions: when a traced process calls
-%%%   `erlang:halt/0,1,2' or `init:stop/0,1', it waits (at most 60 s) until
-%%%   recording has stopped and the files are written, so a recording runs to
-%%%   the very end of the VM (`beamspy run' uses it). Needs two or more
-%%%   schedulers. Default `false'.</li>
+%%%   `erlang:halt/0,1,2' or `init:stop/0,1', its tracer callback first stops
+%%%   recording and writes the files (with labels refreshed every second), so
+%%%   a recording runs to the very end of the VM (`beamspy run' uses it).
+%%%   Default `false'.</li>
 %%% </ul>
 %%%
 %%% == Live sessions: profiling a running system ==

@@ -414,6 +414,9 @@ check "run -- erl ... halt(3): the command's exit code" [ $? -eq 3 ]
 check "run -- erl: recorded up to halt" grep -q 'bs_dist_wl:work/1' "$out/run2.folded"
 "$cli" run -o "$out/run3.folded" -- erl -noshell -eval 'io:format("out~n"), init:stop().' >"$out/run3.out" 2>&1
 check "run: init:stop ends it too, output passes through" [ $? -eq 0 ] && grep -q '^out$' "$out/run3.out" && [ -s "$out/run3.folded" ]
+"$cli" run -o "$out/run5.folded" -- erl +S 1 -noshell -pa "$build" -eval 'bs_dist_wl:work(5), halt(0).' \
+    >/dev/null 2>&1
+check "run: one scheduler, recorded up to halt all the same" grep -q 'bs_dist_wl:work/1' "$out/run5.folded"
 check "run: temporary files removed" [ "$(ls -d /tmp/beamspy-run-* 2>/dev/null | wc -l)" -eq "$before" ]
 "$cli" run -o "$out/x.folded" -- no-such-command-here >/dev/null 2>"$out/run4.err"
 check "run: a command that does not exist" [ $? -ne 0 ] && grep -q 'cannot run no-such-command-here' "$out/run4.err"
