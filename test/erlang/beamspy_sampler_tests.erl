@@ -130,8 +130,10 @@ owner_death() ->
                               receive stop -> ok end
                       end),
         S = receive {sampler, {ok, Pid}} -> Pid end,
-        wait_rounds(S, 2),
+        %% Monitored first: should the sampler end by itself, its exit
+        %% reason shows up in the assertion below.
         Mon = erlang:monitor(process, S),
+        wait_rounds(S, 2),
         exit(Owner, kill),
         receive {'DOWN', Mon, process, S, Why} -> ?assertEqual(normal, Why) end,
         ?assertEqual(11, erlang:system_flag(backtrace_depth, 11))
