@@ -23,7 +23,7 @@
 %%% '''
 -module(beamspy_agent).
 
--export([start/3, poll/1, finish/2, unload/1, dump/1]).
+-export([start/3, poll/1, finish/2, unload/1, release/1, dump/1]).
 -export([init/4]).
 
 -type kind() :: record | capture | sample | top.
@@ -51,7 +51,8 @@ start(Kind, Tool, Opts) when is_pid(Tool), is_map(Opts) ->
     case lists:member(Kind, [record, capture, sample, top]) of
         true ->
             Ref = make_ref(),
-            Pid = proc_lib:spawn(?MODULE, init, [Kind, Tool, Opts, {self(), Ref}]),
+            %% A plain spawn: jobs are found by their initial call.
+            Pid = spawn(?MODULE, init, [Kind, Tool, Opts, {self(), Ref}]),
             Mon = erlang:monitor(process, Pid),
             receive
                 {Ref, {ok, Pid}} ->
@@ -95,7 +96,9 @@ finish(Job, Timeout) ->
 
 %% @doc `beamspy dump': {@link beamspy_dump:snapshot/1} with the targets
 %% given as the tool sends them (`all', or texts that are pids or
-%% registered names) in `targets'; other options are passed on.
+%% registered names) in `targets'; `interval_ms' and `max_processes' are
+%% passed on. With `tool' (the tool's pid) and `unload' (the modules it
+%% loaded), those modules are unloaded if the tool goes away meanwhile.
 %%
 %% ```
 %% 1> {ok, #{processes := [_ | _]}} = beamspy_agent:dump(#{targets => all, interval_ms => 100}).
@@ -103,7 +106,70 @@ finish(Job, Timeout) ->
 -spec dump(map()) -> {ok, map()} | {error, term()}.
 dump(Opts) when is_map(Opts) ->
     Snap = maps:with([interval_ms, max_processes], Opts),
-    beamspy_dump:snapshot(Snap#{pids => targets(maps:get(targets, Opts, all))}).
+    Watcher = watch_dump(maps:get(tool, Opts, undefined), maps:get(unload, Opts, [])),
+    try
+        beamspy_dump:snapshot(Snap#{pids => targets(maps:get(targets, Opts, all))})
+    after
+        Watcher ! done
+    end.
+
+%% While a dump runs, a process watches the tool's node: should the tool go
+%% away meanwhile, the modules it loaded for the dump are unloaded.
+watch_dump(Tool, [_ | _] = Modules) when is_pid(Tool), node(Tool) =/= node() ->
+    spawn(fun() ->
+                  true = erlang:monitor_node(node(Tool), true),
+                  receive
+                      done -> ok;
+                      {nodedown, _} -> unload_when_last(Modules)
+                  end
+          end);
+watch_dump(_, _) ->
+    self().
+
+%% @doc What a tool calls before unloading the modules it delivered: `now'
+%% when no other beamspy job runs on this node (the tool then unloads
+%% them), else `deferred': another tool's job still runs this code, so the
+%% modules are noted in the `beamspy' application environment
+%% (`unload_when_done') and the last job to end unloads them.
+%%
+%% ```
+%% 1> beamspy_agent:release([beamspy_agent]).
+%% now
+%% '''
+-spec release([module()]) -> now | deferred.
+release(Modules) ->
+    case other_jobs() of
+        [] ->
+            now;
+        _ ->
+            application:set_env(beamspy, unload_when_done, lists:usort(noted() ++ Modules)),
+            deferred
+    end.
+
+noted() ->
+    case application:get_env(beamspy, unload_when_done) of
+        {ok, L} when is_list(L) -> L;
+        _ -> []
+    end.
+
+%% Jobs of any tool running on this node, but the calling process.
+other_jobs() ->
+    Self = self(),
+    [P || P <- erlang:processes(), P =/= Self,
+          erlang:process_info(P, initial_call) =:= {initial_call, {?MODULE, init, 4}}].
+
+%% At the end of a job: the modules tools left for the last job to unload,
+%% and, when the job's own tool is gone, the modules it delivered.
+unload_when_last(Own) ->
+    case {lists:usort(noted() ++ Own), other_jobs()} of
+        {[], _} ->
+            ok;
+        {All, []} ->
+            application:unset_env(beamspy, unload_when_done),
+            unload(All);
+        {All, _} ->
+            application:set_env(beamspy, unload_when_done, All)
+    end.
 
 %% @doc Unloads Modules from this node, whoever runs them: what the job
 %% does when its tool went away without cleaning up. The caller may be
@@ -155,7 +221,8 @@ loop(#{lease := Lease} = S) ->
         {Ref, From, finish} ->
             Result = end_job(S),
             remove_dir(maps:get(dir, S)),
-            From ! {Ref, Result};
+            From ! {Ref, Result},
+            unload_when_last([]);
         {beamspy, _Session, {stopped, Reason, _Files}} ->
             loop(S#{state => done, stopped => Reason});
         {beamspy_capture, _Ref, Result} ->
@@ -172,10 +239,7 @@ loop(#{lease := Lease} = S) ->
 abandon(#{dir := Dir, unload := Modules} = S) ->
     _ = catch end_job(S),
     remove_dir(Dir),
-    case Modules of
-        [] -> ok;
-        _ -> unload(Modules)
-    end.
+    unload_when_last(Modules).
 
 call(Job, Request, Timeout) ->
     Mon = erlang:monitor(process, Job),

@@ -240,8 +240,11 @@ init_live(Parent, Ref, Caller, Opts, BackendKind) ->
     case setup_live(Opts, BackendKind) of
         {ok, Session, Backend} ->
             Timer = start_timer(Opts),
+            %% The halt plan is in place before start/2 returns: the caller
+            %% may halt the VM right after.
+            S = plan_halt(state(live, Session, Backend, Caller, Mon, Timer, Handle, Opts)),
             Parent ! {Ref, {ok, Handle}},
-            loop(plan_halt(state(live, Session, Backend, Caller, Mon, Timer, Handle, Opts)));
+            loop(S);
         {error, _} = Error ->
             Parent ! {Ref, Error}
     end.

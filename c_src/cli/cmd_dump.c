@@ -251,11 +251,15 @@ static void print_json(FILE *out, const bs_eterm *d, unsigned long long limit)
     fputs("]}\n", out);
 }
 
-static int encode_options(const dump_args *a, ei_x_buff *x)
+/* #{interval_ms, targets, tool, unload}: with the tool's pid and what it
+ * loaded, the node unloads it should the tool die during the dump. */
+static int encode_options(const dump_args *a, bs_remote *r, ei_x_buff *x)
 {
     if (ei_x_new(x) < 0)
         return -1;
-    int rc = ei_x_encode_map_header(x, 2) | ei_x_encode_atom(x, "interval_ms") |
+    int rc = ei_x_encode_map_header(x, 4) | ei_x_encode_atom(x, "tool") | ei_x_encode_pid(x, ei_self(&r->node.ec)) |
+             ei_x_encode_atom(x, "unload") | bs_delivery_encode_modules(&r->delivery, x) |
+             ei_x_encode_atom(x, "interval_ms") |
              ei_x_encode_longlong(x, (long long)a->interval_ms) | ei_x_encode_atom(x, "targets");
     if (a->n_targets == 0) {
         rc |= ei_x_encode_atom(x, "all");
@@ -278,7 +282,7 @@ static int dump(const dump_args *a)
         return rc;
     ei_x_buff opts, args;
     bs_eterm_tree *t = NULL;
-    if (encode_options(a, &opts) < 0 || bs_call_args(&args, "t", &opts) < 0) {
+    if (encode_options(a, &r, &opts) < 0 || bs_call_args(&args, "t", &opts) < 0) {
         bs_cli_error("out of memory");
         bs_remote_detach(&r);
         return BS_EXIT_FAILURE;

@@ -436,16 +436,31 @@ bs_node_status bs_remove_code(bs_node *n, const bs_delivery *d, unsigned tmo, ch
     const char *names[BS_DELIVERY_MAX_MODULES];
     for (unsigned k = 0; k < d->n_loaded; k++)
         names[k] = bs_payload_modules[d->loaded[k]].name;
+    if (d->n_loaded == 0)
+        return BS_NODE_OK;
+    /* Another tool's job may be running this code right now: then the
+     * node unloads it when the last job ends (beamspy_agent:release/1). */
+    ei_x_buff a;
+    call_result c;
+    if (bs_call_args(&a, "A", names, d->n_loaded) < 0)
+        return BS_NODE_FAILED;
+    bs_node_status st = call(n, "beamspy_agent", "release", &a, tmo, &c, err, err_size);
+    if (st == BS_NODE_LOST || st == BS_NODE_TIMEOUT)
+        return st;
+    if (st == BS_NODE_OK) {
+        int deferred = decode_is_atom(&c, "deferred");
+        ei_x_free(&c.r);
+        if (deferred)
+            return BS_NODE_OK;
+    }
     for (size_t s = 0; s < 3; s++) {
-        bs_node_status st = for_each_module(n, steps[s], names, d->n_loaded, tmo, err, err_size);
+        st = for_each_module(n, steps[s], names, d->n_loaded, tmo, err, err_size);
         if (st != BS_NODE_OK)
             return st;
     }
     /* The node's own version of a module we replaced comes back. */
     for (unsigned k = 0; k < d->n_loaded; k++)
         if (d->reload[k]) {
-            ei_x_buff a;
-            call_result c;
             if (bs_call_args(&a, "a", names[k]) == 0 && call(n, "code", "load_file", &a, tmo, &c, err, err_size) == BS_NODE_OK)
                 ei_x_free(&c.r);
         }

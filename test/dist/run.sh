@@ -109,9 +109,20 @@ cleanup_nodes() {
         printf 'erlang:halt().\n' | "$erl_call" -sname "$n" -c "$cookie" -e >/dev/null 2>&1
     done
     for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-    tmux kill-session -t "$tag" 2>/dev/null
+    tmux kill-session -t "${tag}_top" 2>/dev/null
+    tmux kill-session -t "${tag}_rec" 2>/dev/null
 }
 trap cleanup_nodes EXIT
+
+# in_tmux NAME COMMAND: a detached 160x40 tmux session running COMMAND (a
+# server that is just shutting down can refuse: tried again).
+in_tmux() {
+    for _ in 1 2 3 4 5; do
+        tmux new-session -d -s "$1" -x 160 -y 40 "$2" 2>/dev/null && return 0
+        sleep 0.5
+    done
+    return 1
+}
 
 # What beamspy left on a node: "modules=N traced=N pattern=P".
 leftovers() {
@@ -300,6 +311,18 @@ check "same version already loaded: used, and left loaded" [ -s "$out/keep2.fold
 rpc n1 '[begin code:purge(M), code:delete(M), code:purge(M) end || {M, _} <- code:all_loaded(), lists:prefix("beamspy", atom_to_list(M))], ok.' >/dev/null
 check "modules removed by hand again" clean n1
 
+echo "--- two tools on one node at once"
+"$cli" record --node "$n2" --all --duration 2s -o "$out/both_a.folded" --cookie-file "$cookie_file" 2>/dev/null &
+rec=$!
+sleep 0.7
+bs top --node "$n2" --count 4 --limit 3 >"$out/both_top.txt" 2>/dev/null
+top_rc=$?
+wait $rec
+rec_rc=$?
+check "two tools at once: the record delivered, finished first, and left the code to the other" [ $rec_rc -eq 0 ] && [ -s "$out/both_a.folded" ]
+check "two tools at once: top kept working to its end" [ $top_rc -eq 0 ] && [ "$(grep -c '^PID' "$out/both_top.txt")" -eq 4 ]
+check "two tools at once: the last job out unloaded beamspy" wait_clean n2 10
+
 echo "--- another version of beamspy on the node"
 mkdir -p "$build/fake"
 cat >"$build/fake/beamspy_dump.erl" <<'EOF'
@@ -369,6 +392,13 @@ d = json.load(open('$out/dump1.json'))
 assert [p['name'] for p in d['processes']] == ['busy'], d
 "
 check "dump: nothing left on the node" clean n1
+"$cli" dump --node "$n1" --interval 5s --cookie-file "$cookie_file" >/dev/null 2>&1 &
+rec=$!
+disown "$rec"
+pids+=("$rec")
+sleep 1.5
+kill -9 "$rec"
+check "kill -9 of the tool during a dump: the node unloads beamspy" wait_clean n1 10
 
 echo "--- top"
 bs top --node "$n1" --once --limit 5 >"$out/top.txt" 2>"$out/top.err"
@@ -376,29 +406,27 @@ check "top --once: exit 0" [ $? -eq 0 ]
 check "top --once: the busy process is first" bash -c "grep -A1 '^PID' '$out/top.txt' | tail -1 | grep -q ' busy '"
 check "top --once: plain text when not a terminal" bash -c "! grep -q \$'\\033' '$out/top.txt'"
 check "top: nothing left on the node" clean n1
-tmux new-session -d -s "$tag" -x 160 -y 40 \
-    "'$cli' top --node '$n1' --cookie-file '$cookie_file' --count 3 --limit 5; sleep 60"
+in_tmux "${tag}_top" "'$cli' top --node '$n1' --cookie-file '$cookie_file' --count 3 --limit 5; sleep 60"
 shown=""
 for _ in $(seq 1 100); do
     sleep 0.1
-    shown=$(tmux capture-pane -p -t "$tag" 2>/dev/null)
+    shown=$(tmux capture-pane -p -t "${tag}_top" 2>/dev/null)
     echo "$shown" | grep -q ' busy ' && break
 done
 echo "$shown" >"$out/top_tmux.txt"
 check "top in tmux: shows the busy process" grep -q '^<[0-9.]*> *busy ' "$out/top_tmux.txt"
 check "top in tmux: its function" grep -q 'bs_dist_wl:\|lists:' "$out/top_tmux.txt"
-tmux kill-session -t "$tag" 2>/dev/null
-tmux new-session -d -s "$tag" -x 160 -y 40 \
-    "'$cli' record --node '$n1' --cookie-file '$cookie_file' --all --duration 3s -o '$out/tty.folded'; sleep 60"
+in_tmux "${tag}_rec" "'$cli' record --node '$n1' --cookie-file '$cookie_file' --all --duration 3s -o '$out/tty.folded'; sleep 60"
 shown=""
 for _ in $(seq 1 30); do
     sleep 0.1
-    shown=$(tmux capture-pane -p -t "$tag" 2>/dev/null)
+    shown=$(tmux capture-pane -p -t "${tag}_rec" 2>/dev/null)
     echo "$shown" | grep -q 'events' && break
 done
 echo "$shown" >"$out/progress_tmux.txt"
 check "record on a terminal: a progress line" grep -q 'recording 1 node: .* events, .* MiB on the node' "$out/progress_tmux.txt"
-tmux kill-session -t "$tag" 2>/dev/null
+tmux kill-session -t "${tag}_top" 2>/dev/null
+tmux kill-session -t "${tag}_rec" 2>/dev/null
 sleep 3.5
 wait_clean n1 10 >/dev/null
 
@@ -416,6 +444,8 @@ check "run -- erl: recorded up to halt" grep -q 'bs_dist_wl:work/1' "$out/run2.f
 check "run: init:stop ends it too, output passes through" [ $? -eq 0 ] && grep -q '^out$' "$out/run3.out" && [ -s "$out/run3.folded" ]
 "$cli" run -o "$out/run5.folded" -- erl +S 1 -noshell -pa "$build" -eval 'bs_dist_wl:work(5), halt(0).' \
     >/dev/null 2>&1
+"$cli" run -o "$out/run6.folded" -- erl -noshell -eval 'halt(4).' >/dev/null 2>&1
+check "run: a VM that halts at once still leaves its profile" [ $? -eq 4 ] && [ -s "$out/run6.folded" ]
 check "run: one scheduler, recorded up to halt all the same" grep -q 'bs_dist_wl:work/1' "$out/run5.folded"
 check "run: temporary files removed" [ "$(ls -d /tmp/beamspy-run-* 2>/dev/null | wc -l)" -eq "$before" ]
 "$cli" run -o "$out/x.folded" -- no-such-command-here >/dev/null 2>"$out/run4.err"
