@@ -31,6 +31,8 @@
 -export_type([kind/0, job/0]).
 
 -define(DEFAULT_LEASE_MS, 5000).
+%% In a job's dictionary once it has ended (release/1 ignores it then).
+-define(JOB_DONE, '$beamspy_job_done').
 
 %%% ---------------------------------------------------------------------
 %%% API
@@ -143,8 +145,23 @@ release(Modules) ->
             now;
         _ ->
             application:set_env(beamspy, unload_when_done, lists:usort(noted() ++ Modules)),
+            %% Looked at again after noting: a job that ended in between
+            %% may not have seen the note (jobs mark themselves done
+            %% before they look).
+            case other_jobs() of
+                [] -> unload_noted();
+                _ -> ok
+            end,
             deferred
     end.
+
+%% Unloads what was noted, from a process of its own (the caller may be a
+%% remote call that must still return).
+unload_noted() ->
+    All = noted(),
+    application:unset_env(beamspy, unload_when_done),
+    _ = spawn(fun() -> unload(All) end),
+    ok.
 
 noted() ->
     case application:get_env(beamspy, unload_when_done) of
@@ -156,11 +173,19 @@ noted() ->
 other_jobs() ->
     Self = self(),
     [P || P <- erlang:processes(), P =/= Self,
-          erlang:process_info(P, initial_call) =:= {initial_call, {?MODULE, init, 4}}].
+          erlang:process_info(P, initial_call) =:= {initial_call, {?MODULE, init, 4}},
+          not job_done(P)].
+
+job_done(P) ->
+    case erlang:process_info(P, dictionary) of
+        {dictionary, Dict} -> lists:keymember(?JOB_DONE, 1, Dict);
+        undefined -> true
+    end.
 
 %% At the end of a job: the modules tools left for the last job to unload,
 %% and, when the job's own tool is gone, the modules it delivered.
 unload_when_last(Own) ->
+    put(?JOB_DONE, true),
     case {lists:usort(noted() ++ Own), other_jobs()} of
         {[], _} ->
             ok;
@@ -221,6 +246,9 @@ loop(#{lease := Lease} = S) ->
         {Ref, From, finish} ->
             Result = end_job(S),
             remove_dir(maps:get(dir, S)),
+            %% Done before the tool hears it: its release/1 must not wait
+            %% for this job.
+            put(?JOB_DONE, true),
             From ! {Ref, Result},
             unload_when_last([]);
         {beamspy, _Session, {stopped, Reason, _Files}} ->
