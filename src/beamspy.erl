@@ -183,8 +183,9 @@ apply(Target) ->
 apply(Target, Opts) ->
     case run(Target, Opts, #{}) of
         {ok, Outcome, #{files := Files, errors := Errors} = Reply, Settings} ->
-            report(Files, Errors, Settings),
-            report_truncated(maps:get(truncated, Reply, false), Settings),
+            beamspy_report:written(Files, Settings),
+            beamspy_report:errors(Errors),
+            beamspy_report:limit(Reply, maps:merge(report_options(Reply), Settings)),
             return(Outcome);
         {error, Reason} ->
             erlang:error({beamspy, Reason}, [Target, Opts])
@@ -330,6 +331,16 @@ format_error({bad_target, {undef, {M, F, A}}}) ->
     flat("~ts is not an exported function", [mfa_text(M, F, A)]);
 format_error({bad_target, T}) ->
     flat("~tw is not a target: use fun(), {Fun, Args} or {Module, Function, Args}", [T]);
+format_error({bad_pattern, K, Pattern, Why}) ->
+    flat("option ~tw: ~ts does not compile as a POSIX extended regular expression (~ts); "
+         "PCRE forms such as (?i), \\d or lazy quantifiers are not supported", [K, Pattern, Why]);
+format_error({bad_output_extension, Out, Ext}) ->
+    flat("output ~ts: beamspy writes no ~ts files; use one of ~ts, or a directory (an existing "
+         "one, a name without an extension, or a name ending in /)",
+         [Out, Ext, lists:join(", ", [E || {E, _} <- beamspy_opts:extensions()])]);
+format_error({formats_with_file_output, Out, F, Formats}) ->
+    flat("output ~ts is a file, which holds one format (~w), but formats ~w was given: give a "
+         "directory as output to write several formats", [Out, F, Formats]);
 format_error({bad_option, K, V, Expected}) ->
     flat("option ~tw must be ~ts, got ~tw", [K, Expected, V]);
 format_error({unknown_option, K, _}) ->
@@ -478,17 +489,6 @@ describe(Fun) ->
 return({return, Value}) -> Value;
 return({raise, Class, Reason, Stack}) -> erlang:raise(Class, Reason, Stack).
 
-report(Files, Errors, #{quiet := Quiet}) ->
-    _ = [io:format("beamspy: wrote ~ts~n", [F]) || not Quiet, F <- Files],
-    _ = [io:format(standard_error, "beamspy: could not write ~ts: ~tp~n", [P, E]) || {P, E} <- Errors],
-    ok.
-
-report_truncated(false, _) -> ok;
-report_truncated(Reason, #{quiet := true}) when is_atom(Reason) -> ok;
-report_truncated(Reason, _) ->
-    io:format("beamspy: recording stopped early (~w reached); the profile covers the call up to then~n",
-              [Reason]).
-
 label(Fun) ->
     case erlang:fun_info(Fun, type) of
         {type, external} ->
@@ -546,10 +546,22 @@ start(Targets, Opts0) ->
 -spec stop(session()) -> {ok, [string()]} | {error, term()}.
 stop(Session) ->
     case stop(Session, #{}) of
-        {ok, #{files := Files, errors := []}} -> {ok, Files};
-        {ok, #{errors := Errors}} -> {error, {write_failed, Errors}};
+        {ok, #{files := Files, errors := []} = Report} ->
+            report_limit(Report),
+            {ok, Files};
+        {ok, #{errors := Errors} = Report} ->
+            report_limit(Report),
+            {error, {write_failed, Errors}};
         {error, _} = Error -> Error
     end.
+
+%% stop/1 and trace/3 return only files: a limit that cut the recording
+%% short is said on standard error (stop/2 returns it as `truncated').
+report_limit(Report) ->
+    beamspy_report:limit(Report, report_options(Report)).
+
+report_options(Report) ->
+    (maps:get(limits, Report, #{}))#{names => maps:get(names, Report, erlang)}.
 
 %% @doc Like {@link stop/1}, but returns everything: `files', `errors'
 %% (`[{Path, Reason}]'), `truncated' (`false' or the limit that tripped),

@@ -5,7 +5,7 @@
 %%% effects except looking at the file system to tell a directory from a file.
 -module(beamspy_opts).
 
--export([target/1, options/1, options/2, outputs/2, defaults/0, defaults/1, formats/0,
+-export([target/1, options/1, options/2, outputs/2, defaults/0, defaults/1, formats/0, extensions/0,
          live_targets/1, nif_options/2, write_options/1]).
 
 -type target() :: fun(() -> term())
@@ -50,6 +50,9 @@
 %% max_memory: keep it at most 32 MiB.
 -define(MAX_PROCESSES, 1048576).
 -define(MAX_MEMORY, (1 bsl 50)).
+%% What the NIF copies of a title and of a filter pattern (bytes).
+-define(MAX_TITLE_BYTES, 511).
+-define(MAX_PATTERN_BYTES, 1023).
 %% Longest first: ".speedscope.json" before anything shorter.
 -define(EXTENSIONS, [{".speedscope.json", speedscope}, {".trace.json", chrome},
                      {".perf.txt", perf}, {".folded", folded}, {".svg", svg},
@@ -87,6 +90,10 @@ defaults(live) -> (defaults())#{children => false, max_duration => 60000, max_ev
 %% @doc Every output format beamspy writes.
 -spec formats() -> [beamspy:format()].
 formats() -> ?FORMATS.
+
+%% @doc The file extensions beamspy writes, each with its format.
+-spec extensions() -> [{string(), beamspy:format()}].
+extensions() -> ?EXTENSIONS.
 
 %% @doc Checks a call target; returns the fun and its arguments.
 -spec target(term()) -> {ok, fun(), [term()]} | {error, term()}.
@@ -140,7 +147,7 @@ options(List, Kind) when is_list(List) ->
 options(Map, Kind) when is_map(Map) ->
     Given = maps:to_list(Map),
     try lists:foldl(fun check/2, (defaults(Kind))#{output_given => maps:is_key(output, Map)}, Given) of
-        Opts -> {ok, Opts}
+        Opts -> check_combined(Opts, Map)
     catch throw:Error -> Error
     end;
 options(Other, _) ->
@@ -175,9 +182,14 @@ opt_pair(K) when is_atom(K) -> {K, true};
 opt_pair(Other) -> throw({error, {bad_options, Other}}).
 
 check({output, V}, Acc) ->
-    case io_lib:char_list(V) orelse is_binary(V) of
-        true when V =/= "", V =/= <<>> -> Acc#{output => unicode:characters_to_list(V)};
-        _ -> bad(output, V, "a directory or a file name")
+    case text(V) of
+        {ok, B} when B =/= <<>> ->
+            Out = unicode:characters_to_list(B),
+            case output_kind(Out) of
+                ok -> Acc#{output => Out};
+                {unknown_extension, Ext} -> throw({error, {bad_output_extension, Out, Ext}})
+            end;
+        _ -> bad(output, V, "a directory or a file name (a non-empty string without NUL)")
     end;
 check({formats, V}, Acc) when is_list(V), V =/= [] ->
     case [F || F <- V, not lists:member(F, ?FORMATS)] of
@@ -232,17 +244,22 @@ check({timeline, V}, Acc) when is_integer(V), V > 0, V =< 1 bsl 32 -> Acc#{timel
 check({timeline, V}, _) -> bad(timeline, V, "false, true or the most calls to keep in time order (a positive integer)");
 check({K, V}, Acc) when K =:= title; K =:= subtitle ->
     case text(V) of
-        {ok, T} -> Acc#{K => T};
-        error -> bad(K, V, "a string")
+        {ok, T} when byte_size(T) =< ?MAX_TITLE_BYTES -> Acc#{K => T};
+        _ -> bad(K, V, "a string of at most " ++ integer_to_list(?MAX_TITLE_BYTES)
+                 ++ " bytes without NUL")
     end;
+%% Patterns are checked by the compiler that will use them (the writers'
+%% POSIX extended regular expressions), not by re's PCRE: a pattern such as
+%% "(?i)fib" must be refused here, not accepted and then fail at the end.
 check({K, V}, Acc) when K =:= include; K =:= exclude ->
     case text(V) of
-        {ok, T} ->
-            case re:compile(T, [unicode]) of
-                {ok, _} -> Acc#{K => T};
-                {error, _} -> bad(K, V, "a regular expression")
+        {ok, T} when byte_size(T) =< ?MAX_PATTERN_BYTES ->
+            case beamspy_tracer:check_pattern(T) of
+                ok -> Acc#{K => T};
+                {error, Why} -> throw({error, {bad_pattern, K, T, Why}})
             end;
-        error -> bad(K, V, "a regular expression (string)")
+        _ -> bad(K, V, "a POSIX extended regular expression (a string of at most "
+                 ++ integer_to_list(?MAX_PATTERN_BYTES) ++ " bytes without NUL)")
     end;
 check({width, V}, Acc) when is_integer(V), V >= 100, V =< 100000 -> Acc#{width => V};
 check({width, V}, _) -> bad(width, V, "an integer between 100 and 100000 (pixels)");
@@ -252,12 +269,49 @@ check({palette, V}, Acc) when V =:= hot; V =:= beam -> Acc#{palette => V};
 check({palette, V}, _) -> bad(palette, V, "hot or beam");
 check({K, V}, _) -> throw({error, {unknown_option, K, V}}).
 
+%% Text as UTF-8, refused if it holds a NUL: the NIF and the file system
+%% take C strings, where a NUL would cut the text short.
 text(V) when is_binary(V); is_list(V) ->
-    case unicode:characters_to_binary(V) of
-        B when is_binary(B) -> {ok, B};
+    try unicode:characters_to_binary(V) of
+        B when is_binary(B) ->
+            case binary:match(B, <<0>>) of
+                nomatch -> {ok, B};
+                _ -> error
+            end;
         _ -> error
+    catch error:badarg -> error
     end;
 text(_) -> error.
+
+%% An output is a file name with one of the known extensions, or a
+%% directory. A name that looks like a file of another kind (x.png) is
+%% refused unless it is an existing directory or ends in a slash: it would
+%% otherwise become a directory the user did not ask for.
+output_kind(Out) ->
+    Ext = filename:extension(Out),
+    case format_of(Out) of
+        {ok, _} -> ok;
+        none when Ext =:= "" -> ok;
+        none ->
+            case lists:suffix("/", Out) orelse filelib:is_dir(Out)
+                orelse not looks_like_extension(tl(Ext)) of
+                true -> ok;
+                false -> {unknown_extension, Ext}
+            end
+    end.
+
+looks_like_extension(Ext) ->
+    Ext =/= "" andalso length(Ext) =< 10
+        andalso lists:all(fun(C) -> C >= $a andalso C =< $z orelse C >= $A andalso C =< $Z
+                                        orelse C >= $0 andalso C =< $9 end, Ext).
+
+%% Checks that need several options at once.
+check_combined(#{output := Out, formats := Formats} = Opts, Given) ->
+    case {format_of(Out), maps:is_key(formats, Given)} of
+        {{ok, F}, true} when Formats =/= [F] ->
+            {error, {formats_with_file_output, Out, F, Formats}};
+        _ -> {ok, Opts}
+    end.
 
 %% @doc What the NIF session needs from the options, given the outputs.
 -spec nif_options(options(), [{beamspy:format(), string()}]) -> map().
@@ -291,8 +345,8 @@ bad(Key, Value, Expected) ->
     throw({error, {bad_option, Key, Value, Expected}}).
 
 %% @doc Where each asked format goes: `[{Format, Path}]'. An `output' with a
-%% known extension names one file and picks its format (unless `formats' was
-%% also given); otherwise it is a directory, created if needed, and each file
+%% known extension names one file and picks its format (`formats', if also
+%% given, must be that one format); otherwise it is a directory, created if needed, and each file
 %% is named from Label and the time.
 -spec outputs(options(), string()) -> {ok, [{beamspy:format(), string()}]} | {error, term()}.
 outputs(#{output := Out, formats := Formats}, Label) ->

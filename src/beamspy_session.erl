@@ -107,6 +107,9 @@ owner(_) ->
 %% the files of a live session that were not asked for explicitly.
 -spec finish(pid(), #{profile => boolean(), write => boolean()}) ->
           {ok, #{files := [string()], errors := list(), truncated := atom(),
+                 events := non_neg_integer(), memory_peak := non_neg_integer(),
+                 processes := non_neg_integer(), recorded_ms := integer(),
+                 limits := map(), names := erlang | elixir,
                  cleanup_ms := integer(), write_ms := integer(),
                  profile => map()}} | {error, term()}.
 finish(Owner, Opts) ->
@@ -427,7 +430,7 @@ limit(Reason, #{kind := apply, session := Session, backend := Backend} = S) ->
     _ = process_flag(priority, high),
     stop_nif(Session, Reason),
     ok = beamspy_backend:close(Backend),
-    S#{limit => Reason};
+    S#{limit => Reason, limit_mono => erlang:monotonic_time(millisecond)};
 limit(Reason, #{kind := live, session := Session, backend := Backend, caller := Caller,
                 handle := Handle} = S) ->
     _ = process_flag(priority, high),
@@ -435,7 +438,7 @@ limit(Reason, #{kind := live, session := Session, backend := Backend, caller := 
     stop_nif(Session, Reason),
     ok = beamspy_backend:close(Backend),
     _ = unlock(),
-    Reply = write(S, #{}, T0),
+    Reply = write(S#{limit_mono => T0}, #{}, T0),
     Truncated = case maps:get(truncated, Reply, false) of
                     false -> Reason;
                     T -> T
@@ -491,7 +494,10 @@ stop_and_write(#{backend := Backend} = S, FinishOpts) ->
 
 %% T0: when stopping began; the reply tells how long switching tracing off
 %% everywhere (cleanup_ms) and writing the files (write_ms) took.
-write(#{session := Session, opts := Opts}, FinishOpts, T0) ->
+%% The reply also says how much was recorded (events, memory_peak,
+%% processes) over how long (recorded_ms: until the limit, if one tripped),
+%% so that front ends can tell the user what a limit cut short.
+write(#{session := Session, opts := Opts, started_mono := Mono} = S, FinishOpts, T0) ->
     T1 = erlang:monotonic_time(millisecond),
     #{outputs := Outputs0, write := Write} = Opts,
     Outputs = case maps:get(write, FinishOpts, true) of
@@ -501,9 +507,16 @@ write(#{session := Session, opts := Opts}, FinishOpts, T0) ->
     WriteOpts = Write#{labels => labels(beamspy_tracer:session_pids(Session))},
     Results = [{Path, beamspy_tracer:session_write(Session, Format, Path, WriteOpts)}
                || {Format, Path} <- Outputs],
+    Nif = beamspy_tracer:session_info(Session),
     Reply = #{files => [P || {P, ok} <- Results],
               errors => [{P, E} || {P, {error, E}} <- Results],
-              truncated => maps:get(truncated, beamspy_tracer:session_info(Session)),
+              truncated => maps:get(truncated, Nif),
+              events => maps:get(events, Nif),
+              memory_peak => maps:get(memory_peak, Nif),
+              processes => maps:get(processes, Nif),
+              recorded_ms => maps:get(limit_mono, S, T0) - Mono,
+              limits => maps:get(limits, Opts, #{}),
+              names => maps:get(names, Write, erlang),
               cleanup_ms => T1 - T0,
               write_ms => erlang:monotonic_time(millisecond) - T1},
     case maps:get(profile, FinishOpts, false) of

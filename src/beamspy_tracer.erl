@@ -12,6 +12,7 @@
 -export([session_new/1, session_seed/3, session_stop/1, session_stop/2, session_pids/1,
          session_capturing/2, session_prepare_halt/3,
          session_info/1, session_profile/2, session_write/4]).
+-export([check_pattern/1]).
 
 -on_load(init/0).
 
@@ -20,7 +21,7 @@
 
 -nifs([enabled/3, trace/5, session_new/1, session_seed/3, session_stop/1, session_stop/2,
        session_capturing/2, session_prepare_halt/3,
-       session_pids/1, session_info/1, session_profile/2, session_write/4]).
+       session_pids/1, session_info/1, session_profile/2, session_write/4, check_pattern/1]).
 
 init() ->
     erlang:load_nif(nif_path(), 0).
@@ -98,3 +99,9 @@ session_profile(_Session, _Opts) -> erlang:nif_error(not_loaded).
 %% @doc Writes the profile of a stopped session to Path atomically.
 -spec session_write(session(), atom(), iodata(), map()) -> ok | {error, atom()}.
 session_write(_Session, _Format, _Path, _Opts) -> erlang:nif_error(not_loaded).
+
+%% @doc Whether an `include'/`exclude' pattern compiles as the writers
+%% compile it: a POSIX extended regular expression (glibc's `regcomp').
+%% Pattern: at most 1023 bytes, no NUL (else `badarg').
+-spec check_pattern(iodata()) -> ok | {error, binary()}.
+check_pattern(_Pattern) -> erlang:nif_error(not_loaded).

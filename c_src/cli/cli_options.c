@@ -2,11 +2,11 @@
  * cli.h): parsing their values and printing their help. */
 #include "cli.h"
 
+#include "../engine/filter.h"
 #include "../formats/writers.h"
 
 #include <errno.h>
 #include <math.h>
-#include <regex.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,15 +52,10 @@ int bs_cli_getopt_error(const char *cmd, int result, char **argv)
 
 static int check_regex(const char *cmd, const char *opt, const char *re)
 {
-    regex_t compiled;
-    int rc = regcomp(&compiled, re, REG_EXTENDED | REG_NOSUB);
-    if (rc == 0) {
-        regfree(&compiled);
-        return 0;
-    }
     char why[128];
-    regerror(rc, &compiled, why, sizeof why);
-    return bs_cli_usage_error(cmd, "%s '%s': %s", opt, re, why);
+    if (bs_filter_check_pattern(re, why, sizeof why) == 0)
+        return 0;
+    return bs_cli_usage_error(cmd, "%s '%s': %s (POSIX extended regular expression)", opt, re, why);
 }
 
 static int parse_width(const char *cmd, const char *arg, unsigned *out)

@@ -93,6 +93,19 @@ static int apply_filters(bs_profile *p, const bs_filter *f, const unsigned char 
     return 0;
 }
 
+int bs_filter_check_pattern(const char *re, char *why, size_t why_size)
+{
+    regex_t compiled;
+    int rc = regcomp(&compiled, re, REG_EXTENDED | REG_NOSUB);
+    if (rc == 0) {
+        regfree(&compiled);
+        return 0;
+    }
+    if (why_size > 0)
+        regerror(rc, &compiled, why, why_size);
+    return -1;
+}
+
 int bs_profile_filter(bs_profile *p, const bs_filter *f)
 {
     regex_t inc_re, exc_re;

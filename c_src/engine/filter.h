@@ -17,6 +17,12 @@ typedef struct bs_filter {
     const char *exclude_re; /* NULL: drop none */
 } bs_filter;
 
+/* Checks that re compiles the way the filters compile it (POSIX extended,
+ * glibc's regcomp): front ends check users' patterns with this, so a pattern
+ * is never accepted in one dialect and used in another. Returns 0, or -1
+ * with regcomp's reason in why (always NUL-terminated). */
+int bs_filter_check_pattern(const char *re, char *why, size_t why_size);
+
 /* Returns 0, or -1 if a regular expression does not compile (the profile is
  * then unchanged) or memory runs out. */
 int bs_profile_filter(bs_profile *p, const bs_filter *f);

@@ -356,7 +356,29 @@ static ERL_NIF_TERM session_write(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
     return bs_priv_of(env)->atoms.ok;
 }
 
+/* check_pattern(Pattern) -> ok | {error, Why}: whether an include/exclude
+ * pattern compiles the way the writers will compile it (POSIX extended), so
+ * option checking refuses it before anything is traced. */
+static ERL_NIF_TERM check_pattern(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+    (void)argc;
+    ErlNifBinary bin;
+    char re[1024], why[128];
+    if (!enif_inspect_iolist_as_binary(env, argv[0], &bin) || bin.size >= sizeof re ||
+        memchr(bin.data, 0, bin.size))
+        return enif_make_badarg(env);
+    memcpy(re, bin.data, bin.size);
+    re[bin.size] = '\0';
+    if (bs_filter_check_pattern(re, why, sizeof why) == 0)
+        return bs_priv_of(env)->atoms.ok;
+    ERL_NIF_TERM text;
+    size_t n = strlen(why);
+    memcpy(enif_make_new_binary(env, n, &text), why, n);
+    return enif_make_tuple2(env, bs_priv_of(env)->atoms.error, text);
+}
+
 static ErlNifFunc nif_funcs[] = {
+    {"check_pattern", 1, check_pattern, 0},
     {"enabled", 3, bs_nif_enabled, 0},
     {"trace", 5, bs_nif_trace, 0},
     {"session_new", 1, session_new, 0},

@@ -8,7 +8,7 @@
          node_map/1, frame_calls/2, nodes_of/2, depth_counts/2, max_depth/1, path/2,
          depth/2, frame_paths/1, check_tree/1, check_profile/1, assert_clean/1,
          assert_clean/0, wait_no_session/0, tmp_dir/0, rm_rf/1, list_dir/1,
-         capture_output/1, flush/0, wait_for/2]).
+         capture_output/1, capture_stderr/1, flush/0, wait_for/2]).
 
 -define(LOCK, beamspy_active_session).
 
@@ -190,6 +190,28 @@ capture_output(Fun) ->
             receive {printed, Cap, Text} -> {R, Text} end
     catch C:E:S ->
             group_leader(Old, self()),
+            exit(Cap, kill),
+            erlang:raise(C, E, S)
+    end.
+
+%% Runs Fun while the registered name standard_error (where beamspy prints
+%% its warnings) belongs to a recorder; returns {Result, PrintedOnStderr}.
+capture_stderr(Fun) ->
+    Real = whereis(standard_error),
+    Cap = spawn(fun() -> capture_loop([]) end),
+    true = unregister(standard_error),
+    true = register(standard_error, Cap),
+    Restore = fun() ->
+                      true = unregister(standard_error),
+                      true = register(standard_error, Real)
+              end,
+    try Fun() of
+        R ->
+            Restore(),
+            Cap ! {get, self()},
+            receive {printed, Cap, Text} -> {R, Text} end
+    catch C:E:S ->
+            Restore(),
             exit(Cap, kill),
             erlang:raise(C, E, S)
     end.
