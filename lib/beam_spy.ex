@@ -187,7 +187,7 @@ defmodule BeamSpy do
   Bad input raises before anything runs:
 
       iex> BeamSpy.run({Enum, :sum, [[1]]}, names: :cobol)
-      ** (ArgumentError) beamspy: option names must be erlang or elixir, got cobol
+      ** (ArgumentError) beamspy: option :names must be :erlang or :elixir, got :cobol
 
   Raises a `RuntimeError` if the recording cannot start (another recording
   is running, or the calling process is already traced by someone else).
@@ -320,14 +320,21 @@ defmodule BeamSpy do
   end
 
   @doc """
-  Profiles the next `calls` calls of `{module, function, arity}`, made by any
-  process (or only by the pids in option `:pids`), each from the moment of the
-  call to its return, with no recompiling and no mocking. Returns
-  `{:ok, files}` (one profile per call, `...-callK.<ext>`, plus a merged one,
-  `...-merged.<ext>`; option `merge: false | true` keeps only one kind) once
-  the calls were captured or `:timeout` (ms, default 30000) passed, or
-  `{:error, reason}`; a function that does not exist is an error before
-  anything is traced. Other options are those of `run/2`.
+  Profiles the next `calls` calls of a function, made by any process (or
+  only by the pids in option `:pids`), each from the moment of the call to
+  its return, with no recompiling and no mocking. The function is given as
+  `{module, function, arity}` or as a capture, `&Module.function/arity`.
+  Returns `{:ok, files}` (one profile per call, `...-callK.<ext>`, plus a
+  merged one, `...-merged.<ext>`; option `merge: false | true` keeps only
+  one kind) once the calls were captured or `:timeout` (ms, default 30000)
+  passed, or `{:error, reason}` if the recording cannot start or no call
+  came (`:beamspy.format_error/1` explains `reason`). As for `run/2`, a
+  function that does not exist, bad options or a bad count raise an
+  `ArgumentError` before anything is traced. Other options are those of
+  `run/2`.
+
+      iex> BeamSpy.capture(&Enum.nope/7, 1)
+      ** (ArgumentError) beamspy: Enum.nope/7 is undefined
 
       iex> dir = Path.join(System.tmp_dir!(), "beamspy_doc_capture")
       iex> task = Task.async(fn -> Process.sleep(50); Enum.map(1..3, fn _ -> URI.encode_www_form("a b") end) end)
@@ -337,11 +344,23 @@ defmodule BeamSpy do
       iex> length(files)
       2
   """
-  @spec capture(mfa(), pos_integer()) :: {:ok, [charlist()]} | {:error, term()}
-  @spec capture(mfa(), pos_integer(), options()) :: {:ok, [charlist()]} | {:error, term()}
-  def capture({module, function, arity} = mfa, calls, options \\ [])
-      when is_atom(module) and is_atom(function) and is_integer(arity) do
-    :beamspy.capture(mfa, calls, erlang_options!(options))
+  @spec capture(mfa() | function(), pos_integer()) :: {:ok, [charlist()]} | {:error, term()}
+  @spec capture(mfa() | function(), pos_integer(), options()) ::
+          {:ok, [charlist()]} | {:error, term()}
+  def capture(function, calls, options \\ []) do
+    mfa = capture_target!(function)
+    options = erlang_options!(options)
+
+    unless is_integer(calls) and calls > 0 do
+      raise ArgumentError, "beamspy: the number of calls must be a positive integer, got #{inspect(calls)}"
+    end
+
+    with :ok <- :beamspy_capture.check_function(mfa),
+         {:ok, _} <- :beamspy_opts.options(options) do
+      :beamspy.capture(mfa, calls, options)
+    else
+      {:error, reason} -> raise ArgumentError, message(reason)
+    end
   end
 
   @doc """
@@ -521,5 +540,65 @@ defmodule BeamSpy do
   defp refuse!({:bad_output, _, _} = reason), do: raise(ArgumentError, message(reason))
   defp refuse!(reason), do: raise(RuntimeError, message(reason))
 
+  # What a function to capture is: {Module, :function, arity} or &M.f/a.
+  defp capture_target!({module, function, arity} = mfa)
+       when is_atom(module) and is_atom(function) and is_integer(arity),
+       do: mfa
+
+  defp capture_target!(fun) when is_function(fun) do
+    case Function.info(fun, :type) do
+      {:type, :external} ->
+        info = Function.info(fun)
+        {info[:module], info[:name], info[:arity]}
+
+      {:type, :local} ->
+        raise ArgumentError,
+              "beamspy: capture takes a named function, {Module, :function, arity} or " <>
+                "&Module.function/arity, not an anonymous fn (got #{inspect(fun)})"
+    end
+  end
+
+  defp capture_target!(other) do
+    raise ArgumentError,
+          "beamspy: capture takes {Module, :function, arity} or &Module.function/arity, " <>
+            "got #{inspect(other)}"
+  end
+
+  # Reasons are explained by :beamspy.format_error/1, except those that show
+  # a value the user gave: those are written in Elixir's syntax here.
+  defp message({:bad_option, key, value, expected}) do
+    "beamspy: option #{inspect(key)} must be #{elixir_words(List.to_string(expected))}, " <>
+      "got #{inspect(value)}"
+  end
+
+  defp message({:unknown_option, key, _value}), do: "beamspy: unknown option #{inspect(key)}"
+
+  defp message({:bad_pattern, key, pattern, why}) do
+    "beamspy: option #{inspect(key)}: #{inspect(pattern)} does not compile as a POSIX " <>
+      "extended regular expression (#{why}); PCRE forms such as (?i), \\d or lazy " <>
+      "quantifiers are not supported"
+  end
+
+  defp message({:formats_with_file_output, output, format, formats}) do
+    "beamspy: output #{inspect(List.to_string(output))} is a file, which holds one format " <>
+      "(#{inspect(format)}), but formats: #{inspect(formats)} was given: give a directory " <>
+      "as output to write several formats"
+  end
+
+  defp message({:bad_function, {:undef, {module, function, arity}}}),
+    do: "beamspy: #{Exception.format_mfa(module, function, arity)} is undefined"
+
+  defp message({:bad_function, {:not_loaded, module, why}}),
+    do: "beamspy: module #{inspect(module)} is not available (#{inspect(why)})"
+
   defp message(reason), do: "beamspy: " <> List.to_string(:beamspy.format_error(reason))
+
+  # The atoms named in an expectation ("erlang or elixir"), as Elixir writes them.
+  defp elixir_words(text) do
+    Regex.replace(
+      ~r/\b(erlang|elixir|hot|beam|infinity|folded|svg|html|speedscope|chrome|perf|bspy)\b/,
+      text,
+      ":\\1"
+    )
+  end
 end

@@ -197,6 +197,8 @@ check({formats, V}, Acc) when is_list(V), V =/= [] ->
         _ -> bad(formats, V, "a non-empty list of " ++ lists:join(", ", [atom_to_list(F) || F <- ?FORMATS]))
     end;
 check({formats, V}, _) -> bad(formats, V, "a non-empty list of formats");
+%% capture/3's merge takes both (per call and merged) besides true and false.
+check({merge, both}, Acc) -> Acc#{merge => both};
 check({K, V}, Acc) when K =:= children; K =:= sleep; K =:= gc; K =:= quiet;
                         K =:= inverted; K =:= flamechart; K =:= drop_sleep; K =:= merge ->
     case is_boolean(V) of
@@ -220,7 +222,6 @@ check({K, V}, Acc) when K =:= max_memory; K =:= max_processes ->
     end;
 check({names, V}, Acc) when V =:= erlang; V =:= elixir -> Acc#{names => V};
 check({names, V}, _) -> bad(names, V, "erlang or elixir");
-check({merge, both}, Acc) -> Acc#{merge => both};
 check({timeout, infinity}, Acc) -> Acc#{timeout => infinity};
 check({timeout, V}, Acc) when is_integer(V), V > 0, V < 1 bsl 32 -> Acc#{timeout => V};
 check({timeout, V}, _) -> bad(timeout, V, "infinity or a positive number of milliseconds");

@@ -17,21 +17,86 @@ defmodule BeamSpyTest.ErrorsTest do
 
   test "a bad option value names the option and what it must be" do
     assert refused(runs_marker(), names: :cobol) =~
-             "option names must be erlang or elixir, got cobol"
+             "option :names must be :erlang or :elixir, got :cobol"
 
-    assert refused(runs_marker(), children: :yes) =~ "option children must be true or false"
+    assert refused(runs_marker(), children: :yes) =~
+             "option :children must be true or false, got :yes"
 
     assert refused(runs_marker(), max_memory: -1) =~
-             "option max_memory must be a positive integer"
+             "option :max_memory must be a positive integer, got -1"
 
-    assert refused(runs_marker(), output: "") =~ "option output"
+    assert refused(runs_marker(), output: "") =~ "option :output"
 
     assert refused(runs_marker(), formats: [:png]) =~
-             "option formats must be a non-empty list of folded"
+             "option :formats must be a non-empty list of :folded, :svg"
+
+    # Values are shown as Elixir writes them, not as Erlang terms.
+    assert refused(runs_marker(), formats: ["svg"]) =~ "got [\"svg\"]"
+    assert refused(runs_marker(), max_events: :lots) =~ "must be :infinity or a positive integer"
   end
 
   test "an unknown option is named" do
-    assert refused(runs_marker(), colour: :red) =~ "unknown option colour"
+    assert refused(runs_marker(), colour: :red) =~ "unknown option :colour"
+  end
+
+  test "patterns are checked as the writers use them (POSIX, not PCRE)" do
+    message = refused(runs_marker(), include: "(?i)fib")
+    assert message =~ "option :include: \"(?i)fib\" does not compile as a POSIX extended"
+  end
+
+  test "an output that is no format beamspy writes is refused, and nothing is created" do
+    path = scratch("picture.png")
+    assert refused(runs_marker(), output: path) =~ "beamspy writes no .png files"
+    refute File.exists?(path)
+
+    svg = scratch("one.svg")
+    assert refused(runs_marker(), output: svg, formats: [:html]) =~
+             "is a file, which holds one format (:svg), but formats: [:html] was given"
+
+    refute File.exists?(svg)
+  end
+
+  test "capture: bad input raises ArgumentError as run does; &M.f/a is accepted" do
+    assert_raise ArgumentError, "beamspy: BeamSpyTest.Work.nope/2 is undefined", fn ->
+      BeamSpy.capture({Work, :nope, 2}, 1)
+    end
+
+    assert_raise ArgumentError, "beamspy: BeamSpyTest.Work.nope/2 is undefined", fn ->
+      BeamSpy.capture(Function.capture(Work, :nope, 2), 1)
+    end
+
+    assert_raise ArgumentError, ~r/not an anonymous fn/, fn -> BeamSpy.capture(fn -> 1 end, 1) end
+    assert_raise ArgumentError, ~r/got :nope/, fn -> BeamSpy.capture(:nope, 1) end
+    assert_raise ArgumentError, ~r/positive integer, got 0/, fn -> BeamSpy.capture(&Work.fib/1, 0) end
+
+    assert_raise ArgumentError, ~r/unknown option :colour/, fn ->
+      BeamSpy.capture(&Work.fib/1, 1, colour: :red)
+    end
+
+    assert_nothing_traced()
+
+    # A capture of a named function works like {M, :f, arity}.
+    dir = scratch("capture_fun")
+    task = Task.async(fn -> Process.sleep(50); Work.fib(10) end)
+
+    assert {:ok, [file]} =
+             BeamSpy.capture(&Work.fib/1, 1, output: dir, merge: false, quiet: true)
+
+    assert Task.await(task) == 55
+    assert File.read!(file) =~ "BeamSpyTest.Work.fib/1"
+    assert_nothing_traced()
+  end
+
+  test "a limit that stops the recording early is said on stderr, in Elixir's spelling" do
+    stderr =
+      ExUnit.CaptureIO.capture_io(:stderr, fn ->
+        assert BeamSpy.run({Work, :fib, [18]}, max_events: 200, quiet: true,
+                 output: scratch("limited")) == 2584
+      end)
+
+    assert stderr =~ "beamspy: recording stopped early after"
+    assert stderr =~ "max_events (200) reached"
+    assert stderr =~ "give max_events: 2_000 (or :infinity)"
   end
 
   test "options must be a keyword list or a map" do
@@ -95,7 +160,7 @@ defmodule BeamSpyTest.ErrorsTest do
   end
 
   test "profile/2 refuses bad input the same way" do
-    assert_raise ArgumentError, ~r/unknown option colour/, fn ->
+    assert_raise ArgumentError, ~r/unknown option :colour/, fn ->
       BeamSpy.profile(runs_marker(), colour: :red)
     end
 

@@ -152,7 +152,7 @@ defmodule BeamSpyTest.LiveTest do
       BeamSpy.start(42)
     end
 
-    assert_raise ArgumentError, ~r/option max_events must be/, fn ->
+    assert_raise ArgumentError, ~r/option :max_events must be/, fn ->
       BeamSpy.start(agent, max_events: 0)
     end
 

@@ -165,7 +165,9 @@ tmp_dir() ->
                D -> D
            end,
     ok = filelib:ensure_path(Base),
-    filename:join(Base, "t" ++ integer_to_list(erlang:unique_integer([positive]))).
+    %% The OS pid keeps apart the VMs of one layer run (each test module
+    %% runs in its own VM, where unique integers start again).
+    filename:join(Base, "t" ++ os:getpid() ++ "_" ++ integer_to_list(erlang:unique_integer([positive]))).
 
 rm_rf(Dir) ->
     _ = file:del_dir_r(Dir),
