@@ -23,9 +23,13 @@
 %%% <ul>
 %%% <li>`output' — a directory (created if needed; one file per format, named
 %%%   from the target and the time) or a file name whose extension picks the
-%%%   format (`.folded'). Default: the current directory.</li>
+%%%   format: `.folded', `.svg', `.html', `.speedscope.json', `.trace.json',
+%%%   `.perf.txt', `.bspy'. Any other extension (`x.png') is refused, unless
+%%%   the name is an existing directory or ends in `/'. Default: the current
+%%%   directory.</li>
 %%% <li>`formats' — list of formats written to a directory output. Default
-%%%   `[folded]'.</li>
+%%%   `[folded]'. Given with a file output, it must be that file's one
+%%%   format (else refused).</li>
 %%% <li>`children' — also trace processes spawned by the call, each under its
 %%%   own pid. Default `true'.</li>
 %%% <li>`sleep' — charge time spent scheduled out to a `SLEEP' leaf. Default
@@ -40,7 +44,17 @@
 %%%   `infinity' for `apply', 60000 for a live session.</li>
 %%% <li>`names' — `erlang' (`mod:fun/1') or `elixir' (`Mod.fun/1'). Default
 %%%   `erlang'.</li>
-%%% <li>`quiet' — do not print where files were written. Default `false'.</li>
+%%% <li>`quiet' — do not print where files were written. Default `false'.
+%%%   Warnings are printed on standard error all the same: a limit that
+%%%   ended the recording early (which limit, after how long, how much was
+%%%   recorded, and the option that raises it), a file that could not be
+%%%   written.</li>
+%%% <li>`include', `exclude' — keep only the stacks with a frame that
+%%%   matches, or drop them: POSIX extended regular expressions (as the
+%%%   writers match them; PCRE forms such as `(?i)' are refused up
+%%%   front).</li>
+%%% <li>`title', `subtitle' — text of the SVG and HTML pages (at most 511
+%%%   bytes). Text options and `output' may not contain NUL.</li>
 %%% <li>`ignore' — up to 8 local pids never recorded, even when they are
 %%%   targets (the command-line tool's own processes). Default `[]'.</li>
 %%% <li>`until_halt' — live sessions: when a traced process calls
@@ -196,7 +210,7 @@ apply(Target, Opts) ->
 %% `output' or `formats' is given.
 %%
 %% ```
-%% 1> #{result := {return, 6}, profile := #{processes := [_]}} =
+%% 1> {ok, #{result := {return, 6}, profile := #{processes := [_]}}} =
 %% 1>     beamspy:profile({lists, sum, [[1, 2, 3]]}, #{}).
 %% '''
 -spec profile(target(), map() | list()) ->

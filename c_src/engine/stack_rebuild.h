@@ -1,6 +1,7 @@
 /* stack_rebuild.h — turns one process's trace events into its call tree.
  *
- * Rules (research/internals.md, part 1b):
+ * Rules (how the VM reports calls under `call`, `arity`, `return_to` and a
+ * match spec that sends {caller}):
  *  - call M with caller C: pop to the nearest frame equal to C (a tail call
  *    reports the frame it will return to), then push M. If C is not on the
  *    stack it was entered before tracing began: the stack becomes [C] (a new

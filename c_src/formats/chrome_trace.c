@@ -1,5 +1,5 @@
 /* chrome_trace.c — Chrome Trace Event Format JSON for Perfetto, chrome://tracing
- * and speedscope (research/formats.md §7).
+ * and speedscope.
  *
  * The object form: `M` metadata events name the node (pid 1) and each Erlang
  * process (tid = 1, 2, ... in profile order: string tids break speedscope and

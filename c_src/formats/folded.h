@@ -2,7 +2,7 @@
  *
  * One line per stack with non-zero self time: frames root first joined by
  * ';', one space, an integer count (microseconds by default). The exact
- * grammar is in research/formats.md §1.1; names are already sanitised by the
+ * grammar is the one folded_read.c documents; names are already sanitised by the
  * profile, so every line is valid for flamegraph.pl, inferno and speedscope. */
 #ifndef BS_FOLDED_H
 #define BS_FOLDED_H

@@ -2,7 +2,7 @@
  * beamspy's own folded output) read back into a profile (see readers.h;
  * for users: docs/input-formats.md).
  *
- * Grammar (research/formats.md §1.1 for what other tools accept):
+ * Grammar (a superset of what flamegraph.pl, inferno and speedscope write):
  *   line  = stack 1*BLANK count          BLANK = SP / HTAB
  *   stack = frame *( ";" frame )         no frame may be empty
  *   count = 1*DIGIT [ "." *DIGIT ]       < 2^64, and so is their sum; a

@@ -1,4 +1,4 @@
-/* html.c — the self-contained interactive HTML page (research/formats.md §5).
+/* html.c — the self-contained interactive HTML page.
  *
  * One file that works from file:// with no network: the stylesheet and the
  * script are inlined (they live in assets/profile.html.{css,js} and are

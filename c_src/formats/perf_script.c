@@ -1,5 +1,5 @@
 /* perf_script.c — `perf script` text as stackcollapse-perf.pl and speedscope
- * read it (research/formats.md §8).
+ * read it.
  *
  * Each Erlang process is a thread of "beam.smp" (pid 1, tid = 1, 2, ... in
  * profile order); each stack with self time becomes samples whose frames run

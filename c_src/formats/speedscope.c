@@ -1,4 +1,4 @@
-/* speedscope.c — speedscope's own JSON format (research/formats.md §6).
+/* speedscope.c — speedscope's own JSON format.
  *
  * One profile per process, named with the process label. With a timeline the
  * profile is "evented": an O event when a frame is entered and a C event when

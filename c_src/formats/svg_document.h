@@ -25,8 +25,8 @@
 #include "../engine/profile.h"
 #include "flame_layout.h"
 
-/* Chromium opens an SVG at roughly 0.1-0.2 ms per frame (research/formats.md
- * §3.4): 20,000 frames is a 2-4 s open and about 4-5 MB. Past it, the
+/* Chromium opens an SVG at roughly 0.1-0.2 ms per frame (measured with
+ * generated SVGs): 20,000 frames is a 2-4 s open and about 4-5 MB. Past it, the
  * narrowest frames go (see choose_pruning in svg_document.c), but frames of
  * BS_SVG_VISIBLE_WIDTH px or more only to stay under the hard cap. */
 #define BS_SVG_MAX_FRAMES 20000

@@ -13,7 +13,7 @@
 // (Chrome trace, perf), frames named like `lists:sort/1`, totals equal
 // across formats (evented speedscope vs Chrome trace per process; perf
 // vs folded per file). The Chrome traces also go through a static checker of
-// Perfetto's import rules (research/formats.md §7.2: negative ts, string or
+// Perfetto's import rules (negative ts, string or
 // out-of-range pid/tid, X without dur, partial overlaps after Perfetto's
 // sort), since no Perfetto build runs offline.
 'use strict';

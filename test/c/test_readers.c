@@ -4,7 +4,7 @@
  * Folded: the grammar (counts, fractions truncated, tabs and runs of
  * blanks, CRLF, BOM, blank lines, last line without LF, flamegraph.pl's
  * differential "stack c1 c2", eflame's uncounted pid lines and its `sleep`
- * frame), every row of the malformed-input table of research/formats.md §1.2
+ * frame), every kind of malformed input the folded reader must name
  * with the line number and byte offset of the error (also far past the
  * first blocks of input), pid roots vs the
  * synthetic root, lines that share prefixes with the previous line in every
@@ -269,7 +269,7 @@ static void test_folded_basic(void **state)
     bs_profile_free(&p);
 }
 
-/* research/formats.md §1.2, row by row, and the neighbours of each row. */
+/* Each kind of malformed folded input, and its neighbours. */
 static void test_folded_malformed_table(void **state)
 {
     (void)state;

@@ -1,5 +1,5 @@
 /* test_stack_rebuild.c — the stack-rebuilding rules (stack_rebuild.h,
- * research/internals.md part 1b) on synthetic event sequences: body calls and
+ * the rules of the VM's call/return_to events) on synthetic event sequences: body calls and
  * returns, self time charged to the stack current during each interval, call
  * counts, tail calls with {caller}, chains of tail calls, a 1,000,000-iteration
  * tail-recursive loop, even/odd mutual recursion, 100,000-deep body recursion

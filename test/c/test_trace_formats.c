@@ -4,7 +4,7 @@
  * Golden files (test/c/golden/trace_*; BS_UPDATE_GOLDEN=1 rewrites them) for
  * a fixed two-process profile with a timeline and without one. Every output
  * of every case also goes through checkers that encode what the real readers
- * do (research/formats.md §6-8): a strict JSON parser (json_check.h); for
+ * do: a strict JSON parser (json_check.h); for
  * speedscope, the importer's rules (exact $schema, frames unique, evented
  * `at` non-decreasing and O/C balanced, samples and weights of equal length);
  * for Chrome traces, Perfetto's (integer pid/tid, no negative ts, X events

@@ -5,7 +5,7 @@
  * key into its Erlang name through bs_format_mfa, like the NIF does with real
  * atoms. Also: a dump of a process's call tree as text (one line per node:
  * stack, self ns, calls), a UTF-8 validator, a checker of the portable folded
- * grammar (research/formats.md §1.1), a deterministic PRNG and a random event
+ * grammar (folded_read.c), a deterministic PRNG and a random event
  * script, and the size knob for the long-running cases. */
 #ifndef BS_TEST_UTIL_H
 #define BS_TEST_UTIL_H

@@ -111,7 +111,7 @@ have_bspy=0
 # --- helpers that validate files -------------------------------------------
 PY=python3
 
-# Folded grammar (research/formats.md §1.1): frames without ';', one space,
+# Folded grammar (the portable one): frames without ';', one space,
 # a positive integer; LF only.
 folded_ok() {
     $PY - "$1" <<'EOF'
