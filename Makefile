@@ -41,19 +41,25 @@ all: erlang elixir ebin/beamspy.app nif cli
 deps:
 	@scripts/deps.sh
 
-erlang: $(ERL_BEAMS)
+erlang: $(ERL_BEAMS) ebin/.docs-stamp
 
 ebin/%.beam: src/%.erl | ebin
 	$(ERLC) +debug_info -Werror -o ebin $<
 
+# The modules' @doc comments go into their beams (EEP-48 "Docs" chunks), so
+# h(beamspy) in erl and h :beamspy in iex work wherever the beams are loaded.
+ebin/.docs-stamp: $(ERL_BEAMS) scripts/embed_docs.escript
+	@scripts/embed_docs.escript ebin $(ERL_SRC)
+	@touch $@
+
 # The .app lists every module in ebin/ (Erlang and Elixir alike).
-ebin/beamspy.app: src/beamspy.app.src $(ERL_BEAMS) ebin/.elixir-stamp
+ebin/beamspy.app: src/beamspy.app.src $(ERL_BEAMS) ebin/.docs-stamp ebin/.elixir-stamp
 	@mods=$$(ls ebin/*.beam | sed -e 's|ebin/||' -e 's|\.beam$$||' -e "s|.*|'&'|" | paste -sd, -); \
 	    sed -e "s|{modules, \[[^]]*\]}|{modules, [$$mods]}|" $< > $@
 
 elixir: ebin/.elixir-stamp
 
-ebin/.elixir-stamp: $(EX_SRC) $(ERL_BEAMS) | ebin
+ebin/.elixir-stamp: $(EX_SRC) $(ERL_BEAMS) ebin/.docs-stamp | ebin
 	@if [ -n "$(EX_SRC)" ]; then rm -f ebin/Elixir.*.beam && elixirc --warnings-as-errors -pa ebin -o ebin $(EX_SRC) >/dev/null; fi
 	@touch $@
 
@@ -78,7 +84,7 @@ cli: $(CLI_BIN)
 PAYLOAD_C   := build/cli/payload_data.c
 ERL_ONLY_BEAMS := $(filter ebin/beamspy%,$(ERL_BEAMS))
 
-$(PAYLOAD_C): $(ERL_ONLY_BEAMS) $(NIF_SO) scripts/embed_payload.sh
+$(PAYLOAD_C): $(ERL_ONLY_BEAMS) ebin/.docs-stamp $(NIF_SO) scripts/embed_payload.sh
 	@mkdir -p $(dir $@)
 	scripts/embed_payload.sh $@ ebin $(NIF_SO)
 

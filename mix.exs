@@ -37,6 +37,28 @@ defmodule Mix.Tasks.Compile.BeamspyMake do
   defp make, do: System.get_env("MAKE") || System.find_executable("gmake") || "make"
 end
 
+defmodule Mix.Tasks.Compile.BeamspyDocs do
+  @shortdoc "Puts the Erlang modules' docs into their beams"
+  @moduledoc """
+  Runs `scripts/embed_docs.escript` on the beams Mix compiled from `src/`,
+  so `h :beamspy` works in iex (Mix's Erlang compiler keeps no docs of
+  Erlang modules). Without edoc it says so and the build goes on.
+  """
+  use Mix.Task.Compiler
+
+  @impl true
+  def run(_args) do
+    sources = Path.wildcard("src/*.erl")
+    {output, _status} =
+      System.cmd("escript", ["scripts/embed_docs.escript", Mix.Project.compile_path() | sources],
+        stderr_to_stdout: true
+      )
+
+    if output != "", do: Mix.shell().info(output)
+    {:ok, []}
+  end
+end
+
 defmodule BeamSpy.MixProject do
   use Mix.Project
 
@@ -48,7 +70,7 @@ defmodule BeamSpy.MixProject do
       version: @version,
       elixir: "~> 1.14",
       description: "Exact flame graphs of BEAM code, recorded natively",
-      compilers: [:beamspy_make | Mix.compilers()],
+      compilers: [:beamspy_make | Mix.compilers()] ++ [:beamspy_docs],
       erlc_paths: ["src"],
       erlc_options: [:debug_info],
       elixirc_paths: ["lib"],

@@ -3,7 +3,7 @@
 # As root it installs what is missing; otherwise it prints the exact command.
 set -e
 
-PKGS="erlang-nox erlang-dev erlang-tools erlang-runtime-tools erlang-eunit
+PKGS="erlang-nox erlang-dev erlang-tools erlang-runtime-tools erlang-eunit erlang-edoc
 erlang-common-test elixir gcc make libcmocka-dev libclang-rt-14-dev clang valgrind
 rebar3 chromium python3 libxml2-utils tmux"
 

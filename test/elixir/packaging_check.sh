@@ -38,7 +38,11 @@ EX
         MIX_ENV=dev mix compile &&
         MIX_ENV=dev mix run -e '
           8 = BeamSpy.run({Consumer, :fib, [6]}, output: "fib.folded", quiet: true)
-          true = String.ends_with?(List.to_string(:code.priv_dir(:beamspy)), "_build/dev/lib/beamspy/priv")' &&
+          true = String.ends_with?(List.to_string(:code.priv_dir(:beamspy)), "_build/dev/lib/beamspy/priv")
+          # h :beamspy works: the Erlang modules keep their docs in a Mix build.
+          {:docs_v1, _, :erlang, _, %{"en" => _}, _, docs} = Code.fetch_docs(:beamspy)
+          true = Enum.any?(docs, &match?({{:function, :apply, 2}, _, _, %{"en" => _}, _}, &1))
+          {:docs_v1, _, :elixir, _, %{"en" => _}, _, _} = Code.fetch_docs(BeamSpy)' &&
         grep -q ';Consumer.fib/1;Consumer.fib/1 ' fib.folded
     ) > "$work/mix.log" 2>&1
     if [ $? -eq 0 ]; then report mix-path-dependency ok; else report mix-path-dependency FAILED "$work/mix.log"; fi

@@ -35,7 +35,17 @@ api_test_() ->
       {"folded lines are the profile's nodes (self time in us)", {timeout, 60, fun folded_matches_profile/0}},
       {"apply prints where it wrote unless quiet", fun printing/0},
       {"names => elixir: Foo.Bar.f/1 and :lists.seq/2", fun elixir_names/0},
-      {"names => erlang (default): quoted Elixir module atoms", fun erlang_names/0}]}.
+      {"names => erlang (default): quoted Elixir module atoms", fun erlang_names/0},
+      {"the modules carry their docs: h(beamspy) works", fun docs_in_beams/0}]}.
+
+docs_in_beams() ->
+    lists:foreach(
+      fun(M) ->
+              {ok, {docs_v1, _, erlang, _, #{<<"en">> := _}, _, Docs}} = code:get_doc(M),
+              ?assertNotEqual([], Docs)
+      end, [beamspy, beamspy_opts, beamspy_report, beamspy_tracer]),
+    {ok, {docs_v1, _, _, _, _, _, Docs}} = code:get_doc(beamspy),
+    ?assertMatch([_], [D || {{function, apply, 2}, _, _, #{<<"en">> := _}, _} = D <- Docs]).
 
 %%% ------------------------------------------------------------ results
 
