@@ -207,7 +207,8 @@ apply(Target, Opts) ->
 
 %% @doc Like {@link apply/2}, but returns the outcome and the recorded
 %% profile instead of returning or raising. No file is written unless
-%% `output' or `formats' is given.
+%% `output' or `formats' is given. A limit that stopped the recording early
+%% is said on standard error, as by `apply/2'.
 %%
 %% ```
 %% 1> {ok, #{result := {return, 6}, profile := #{processes := [_]}}} =
@@ -219,7 +220,10 @@ profile(Target, Opts) ->
     Explicit = is_map(Opts) andalso (maps:is_key(output, Opts) orelse maps:is_key(formats, Opts))
         orelse is_list(Opts) andalso (proplists:is_defined(output, Opts) orelse proplists:is_defined(formats, Opts)),
     case run(Target, Opts, #{profile => true, write => Explicit}) of
-        {ok, Outcome, #{files := Files, profile := Profile}, _} ->
+        {ok, Outcome, #{files := Files, profile := Profile} = Reply, Settings} ->
+            %% The profile says `truncated' too, but a user reading a flame
+            %% graph made from it should not have to look.
+            beamspy_report:limit(Reply, maps:merge(report_options(Reply), Settings)),
             {ok, #{result => Outcome, profile => Profile, files => Files}};
         {error, _} = Error ->
             Error

@@ -11,7 +11,7 @@
 
 report_test_() ->
     {setup, fun() -> {module, bs_wl} = code:ensure_loaded(bs_wl), ok end, fun(_) -> ok end,
-     [{"apply: a tripped limit is said on stderr, quiet or not", {timeout, 60, fun apply_limit/0}},
+     [{"apply and profile: a tripped limit is said on stderr, quiet or not", {timeout, 60, fun apply_limit/0}},
       {"apply: no limit, no warning", {timeout, 60, fun apply_no_limit/0}},
       {"stop/1 and trace/3 say the limit; stop/2 returns it as data", {timeout, 60, fun live_limit/0}},
       {"the sentence names the limit, the time, the amount and the option", fun sentence/0}]}.
@@ -37,7 +37,11 @@ apply_limit() ->
                   %% The warning is not mixed into what the caller's output shows.
                   ?assertEqual(nomatch, string:find(Printed, "stopped early")),
                   assert_clean()
-          end, [false, true])
+          end, [false, true]),
+        %% profile/2 returns `truncated' and says it too.
+        {{ok, #{result := {return, 6765}, profile := #{truncated := max_events}}}, Err} =
+            capture_stderr(fun() -> beamspy:profile({bs_wl, fib, [20]}, #{max_events => 1000}) end),
+        ?assertNotEqual(nomatch, string:find(Err, "max_events (1000) reached"))
     after
         rm_rf(Dir)
     end.
