@@ -82,8 +82,8 @@ defmodule BeamSpy do
   `start/2` records processes that are already running (a pid, a
   registered name, a list of them, `:existing`, `:new` or `:all`) until
   `stop/1`; `trace/3` does both for a given time; `sessions/0` lists what
-  is being recorded. Live sessions are bounded by default (60 s, 10 million
-  events, 256 MiB, 10000 processes); when a limit trips, tracing stops at
+  is being recorded. Live sessions are bounded by default (60 s, 256 MiB,
+  10000 processes); when a limit trips, tracing stops at
   once, the files are written and the caller receives
   `{:beamspy, session, {:stopped, reason, files}}`. If the caller dies,
   the session ends and nothing stays traced. See `:beamspy` for the
@@ -245,7 +245,7 @@ defmodule BeamSpy do
   `targets` is a pid, a registered name, a list of them, `:existing`,
   `:new` or `:all` (see `t:live_target/0`); BeamSpy's own processes are
   never traced. The options are those of `run/2`, with safer defaults
-  for a live system: `:max_duration` 60000 ms, `:max_events` 10_000_000,
+  for a live system: `:max_duration` 60000 ms,
   `:max_memory` 256 MiB, `:max_processes` 10000, and `:children` `false`.
 
   When a limit trips, tracing stops at once, the files are written (the

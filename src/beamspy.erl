@@ -39,7 +39,7 @@
 %%%   stops and the profile is marked truncated. Default 256 MiB.</li>
 %%% <li>`max_processes' — processes recorded at most. Default 10000.</li>
 %%% <li>`max_events' — events (calls, returns, reschedules) recorded at most.
-%%%   Default `infinity' for `apply', 10000000 for a live session.</li>
+%%%   Default `infinity'.</li>
 %%% <li>`max_duration' — milliseconds of recording at most. Default
 %%%   `infinity' for `apply', 60000 for a live session.</li>
 %%% <li>`names' — `erlang' (`mod:fun/1') or `elixir' (`Mod.fun/1'). Default
@@ -98,7 +98,7 @@
 %%%
 %%% === Limits ===
 %%% A live session is bounded by default, in the way of `recon_trace':
-%%% `max_duration' 60000 ms, `max_events' 10000000, `max_memory' 256 MiB,
+%%% `max_duration' 60000 ms, `max_memory' 256 MiB,
 %%% `max_processes' 10000 (a process table of 32 bytes per process is
 %%% allocated up front). When one trips, tracing is switched off at once for
 %%% every process and every trace pattern is removed; the files are written,
@@ -527,7 +527,7 @@ label(Fun) ->
 %% a registered name, a list of them, `all' (every process but beamspy's
 %% own, and every process spawned from now on), `existing' or `new'
 %% (`erlang:trace/3' semantics). Options are those of {@link apply/2} with
-%% safer defaults: `max_duration' 60000 ms, `max_events' 10000000,
+%% safer defaults: `max_duration' 60000 ms,
 %% `max_memory' 256 MiB, `max_processes' 10000, `children' `false'. See the
 %% module documentation ("Live sessions") for the limits, the message sent
 %% when one trips, and what is refused.

@@ -81,11 +81,14 @@ defaults() ->
       output_given => false}.
 
 %% @doc The defaults of a call (`apply') or of a live session (`start',
-%% `trace'): a live session is bounded by default (60 s, 10 million events)
-%% and does not follow children unless asked.
+%% `trace'): a live session is bounded by default in time (60 s) and, as
+%% every recording, in memory (256 MiB: what protects the node), and does not
+%% follow children unless asked. Events are not limited by default: a count
+%% of events protects nothing a memory cap does not, and cut whole-node
+%% recordings short after a few seconds of a busy node.
 -spec defaults(apply | live) -> options().
 defaults(apply) -> defaults();
-defaults(live) -> (defaults())#{children => false, max_duration => 60000, max_events => 10000000}.
+defaults(live) -> (defaults())#{children => false, max_duration => 60000}.
 
 %% @doc Every output format beamspy writes.
 -spec formats() -> [beamspy:format()].
