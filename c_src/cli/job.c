@@ -22,8 +22,8 @@ int bs_job_option(const char *cmd, int code, const char *arg, bs_job_spec *s, bs
     unsigned long long v;
     switch (code) {
     case BS_OPT_DURATION:
-        if (bs_parse_duration_ms(arg, &s->duration_ms) < 0)
-            return bs_cli_usage_error(cmd, "bad --duration '%s' (e.g. 500ms, 10s, 2m)", arg);
+        if (bs_cli_duration_option(cmd, "--duration", arg, 1, 1000000000000ULL, "e.g. 500ms, 10s, 2m", &s->duration_ms))
+            return BS_EXIT_USAGE;
         return 0;
     case BS_OPT_MAX_EVENTS:
         if (bs_parse_count(arg, &s->max_events) < 0 || s->max_events == 0)

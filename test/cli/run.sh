@@ -402,4 +402,24 @@ check "diff unknown option: exit 2" eval 'rc_is 2 && one_line_err && only_files 
 bs diff "$IN/fib18.folded" "$IN/fib20.folded" -o "$W/no/such/dir/x.svg"
 check "diff output directory missing: exit 1" eval 'rc_is 1 && one_line_err'
 
+# --- durations need a unit ----------------------------------------------------
+# "--duration 5" used to mean 5 ms. These fail while parsing the command
+# line, before any node is looked for.
+for args in "record --node a@nowhere --all -o x.svg --duration 5" \
+    "run -o x.svg --duration 5 -e ok" \
+    "record --node a@nowhere --all -o x.svg --mode sample --interval 10" \
+    "record --node a@nowhere --all -o x.svg --lease 5000" \
+    "top --node a@nowhere --interval 50" \
+    "top --node a@nowhere --refresh 1000" \
+    "dump --node a@nowhere --interval 200" \
+    "dump --node a@nowhere --connect-timeout 3000"; do
+    # shellcheck disable=SC2086
+    bs $args
+    check "a duration without a unit is a usage error: $args" eval 'rc_is 2 && one_line_err && grep -q "has no unit: write e.g. [0-9]*s or [0-9]*ms" "$W/err"'
+done
+bs record --node a@nowhere --cookie c --all -o x.svg --duration 1.5s --interval 5ms --lease 2s --connect-timeout 1s
+check "durations with units still parse (the node is what is missing)" eval 'rc_is 4'
+bs run -o x.svg --duration 5parsecs -e ok
+check "a duration with an unknown unit: usage error" eval 'rc_is 2 && one_line_err && grep -q "bad --duration" "$W/err"'
+
 finish
