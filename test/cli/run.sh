@@ -402,6 +402,35 @@ check "diff unknown option: exit 2" eval 'rc_is 2 && one_line_err && only_files 
 bs diff "$IN/fib18.folded" "$IN/fib20.folded" -o "$W/no/such/dir/x.svg"
 check "diff output directory missing: exit 1" eval 'rc_is 1 && one_line_err'
 
+# --- outputs that are not regular files ---------------------------------------
+# A temporary file renamed over a device node turned it into a regular file.
+# Devices and FIFOs are written through; a directory is refused; a symbolic
+# link to a file keeps being a link and its file is replaced. Only /dev/null
+# is ever used as a device here.
+S="$W/special"
+mkdir -p "$S"
+bs render "$IN/fib18.folded" --format svg -o /dev/null
+check "render -o /dev/null: exit 0, /dev/null is still a character device, no temporary in /dev" \
+    eval 'rc_is 0 && [ -c /dev/null ] && [ -z "$(ls -A /dev | grep "^null\.tmp")" ]'
+mkfifo "$S/pipe"
+cat "$S/pipe" >"$S/from_pipe.folded" &
+reader=$!
+bs render "$IN/fib18.folded" --format folded -o "$S/pipe"
+render_rc=$rc
+wait "$reader"
+check "render -o FIFO: the bytes go through the pipe, which stays a FIFO" \
+    eval '[ "$render_rc" -eq 0 ] && [ -p "$S/pipe" ] && cmp -s "$S/from_pipe.folded" "$IN/fib18.folded"'
+mkdir "$S/dir.svg"
+bs render "$IN/fib18.folded" -o "$S/dir.svg"
+check "render -o DIRECTORY: exit 1, one line saying it is a directory, nothing left" \
+    eval 'rc_is 1 && one_line_err && grep -q "Is a directory" "$W/err" && [ -d "$S/dir.svg" ] && [ -z "$(ls -A "$S/dir.svg")" ]'
+echo old >"$S/real.folded"
+ln -s real.folded "$S/link.folded"
+bs render "$IN/fib18.folded" -o "$S/link.folded"
+check "render -o SYMLINK: the link stays, the file it points to is replaced" \
+    eval 'rc_is 0 && [ -L "$S/link.folded" ] && cmp -s "$S/real.folded" "$IN/fib18.folded"'
+check "render to special targets: no temporary left" only_files "$S" dir.svg from_pipe.folded link.folded pipe real.folded
+
 # --- durations need a unit ----------------------------------------------------
 # "--duration 5" used to mean 5 ms. These fail while parsing the command
 # line, before any node is looked for.
