@@ -419,6 +419,16 @@ static int record(record_args *a)
         if (rc == BS_EXIT_OK)
             rc = wrc;
     }
+    /* After "wrote FILE": the last lines say the files are not the whole
+     * duration asked for, and why. */
+    int stopped_early = 0;
+    for (int i = 0; i < n; i++)
+        if (have[i] && jobs[i].early_stop.limit[0]) {
+            bs_early_stop_report(&jobs[i].early_stop, n == 1 ? NULL : nodes[i].node.name);
+            stopped_early = 1;
+        }
+    if (stopped_early && a->job.strict && rc == BS_EXIT_OK)
+        rc = BS_EXIT_STOPPED_EARLY;
     for (int i = 0; i < n; i++)
         if (have[i])
             bs_profile_free(&profiles[i]);
