@@ -413,7 +413,7 @@ bs render "$IN/fib18.folded" --format svg -o /dev/null
 check "render -o /dev/null: exit 0, /dev/null is still a character device, no temporary in /dev" \
     eval 'rc_is 0 && [ -c /dev/null ] && [ -z "$(ls -A /dev | grep "^null\.tmp")" ]'
 mkfifo "$S/pipe"
-cat "$S/pipe" >"$S/from_pipe.folded" &
+timeout 30 cat "$S/pipe" >"$S/from_pipe.folded" &
 reader=$!
 bs render "$IN/fib18.folded" --format folded -o "$S/pipe"
 render_rc=$rc

@@ -471,13 +471,14 @@ TMPDIR="$runtmp" "$cli" run --strict --max-events 1000 -o "$out/early.folded" \
     -e 'lists:sort([X rem 97 || X <- lists:seq(1, 20000)])' >/dev/null 2>&1
 check "run --strict: an early stop exits 10" [ $? -eq 10 ]
 # run_bg NAME [options]: beamspy run in the background on an expression that
-# says it has started (a marker file) and then sleeps forever.
+# says it has started (a marker file holding the VM's OS pid) and then
+# sleeps forever.
 run_bg() {
     local name=$1
     shift
     rm -f "$out/$name.started"
     TMPDIR="$runtmp" "$cli" run "$@" -o "$out/$name.folded" \
-        -e "file:write_file(\"$out/$name.started\", \"\"), timer:sleep(infinity)" >/dev/null 2>"$out/$name.err" &
+        -e "file:write_file(\"$out/$name.started\", os:getpid()), timer:sleep(infinity)" >/dev/null 2>"$out/$name.err" &
     bg=$!
 }
 # wait_for COMMAND...: polls COMMAND, at most 30 s.
@@ -506,15 +507,18 @@ vm_gone() {
 no_run_dirs() { [ -z "$(ls -A "$runtmp")" ]; }
 t0=$(date +%s)
 run_bg dur --duration 1s
+wait_for [ -s "$out/dur.started" ]
+vm=$(cat "$out/dur.started")
 end_bg
 check "run --duration 1s on a VM that never ends: exit 0 once the duration is over" [ $rc -eq 0 ]
 check "run --duration: the tool did not wait for the VM's own end" [ $(($(date +%s) - t0)) -le 60 ]
 check "run --duration: outputs written, with what ran" grep -q 'timer:sleep/1' "$out/dur.folded"
+check "run --duration: the VM is gone" vm_gone
 check "run --duration: the temporary directory is removed" no_run_dirs
 for sig in INT TERM; do
     run_bg "sig$sig"
-    wait_for [ -e "$out/sig$sig.started" ]
-    vm=$(pgrep -P "$bg")
+    wait_for [ -s "$out/sig$sig.started" ]
+    vm=$(cat "$out/sig$sig.started")
     kill -"$sig" "$bg"
     end_bg
     check "run, SIG$sig to the tool: exit 128+signal" [ $rc -eq $((128 + $(kill -l "$sig"))) ]
@@ -523,8 +527,8 @@ for sig in INT TERM; do
     check "run, SIG$sig to the tool: the temporary directory is removed" no_run_dirs
 done
 run_bg killed
-wait_for [ -e "$out/killed.started" ]
-vm=$(pgrep -P "$bg")
+wait_for [ -s "$out/killed.started" ]
+vm=$(cat "$out/killed.started")
 check "run, kill -9 of the tool: its VM was running" eval '[ -n "$vm" ] && kill -0 "$vm"'
 check "run, kill -9 of the tool: its temporary directory was there" [ -n "$(ls -A "$runtmp")" ]
 kill -9 "$bg"
