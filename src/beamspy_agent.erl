@@ -87,7 +87,11 @@ poll(Job) ->
 
 %% @doc Ends the job and returns its result: `#{format => bspy | folded,
 %% data => binary(), truncated => false | atom()}' (empty data and format
-%% `none' for top). The job's temporary files are gone when it returns.
+%% `none' for top). When a limit stopped a recording early (`truncated' is
+%% the limit's name), the result also says when and how much:
+%% `stopped_after_ms', `events', `memory' (bytes) and `limit' (the limit's
+%% value, or `undefined'). The job's temporary files are gone when it
+%% returns.
 %%
 %% ```
 %% 1> {ok, #{format := bspy, data := <<"BSPY", _/binary>>}} = beamspy_agent:finish(Job, 60000).
@@ -244,7 +248,7 @@ loop(#{lease := Lease} = S) ->
             From ! {Ref, {ok, progress(S)}},
             loop(S);
         {Ref, From, finish} ->
-            Result = end_job(S),
+            Result = end_job(note_pending_stop(S)),
             remove_dir(maps:get(dir, S)),
             %% Done before the tool hears it: its release/1 must not wait
             %% for this job.
@@ -252,7 +256,7 @@ loop(#{lease := Lease} = S) ->
             From ! {Ref, Result},
             unload_when_last([]);
         {beamspy, _Session, {stopped, Reason, _Files}} ->
-            loop(S#{state => done, stopped => Reason});
+            loop(stopped(Reason, S));
         {beamspy_capture, _Ref, Result} ->
             loop(S#{state => done, capture_result => Result});
         {nodedown, Node} when map_get(watch, S) =:= {node, Node} ->
@@ -265,9 +269,36 @@ loop(#{lease := Lease} = S) ->
 
 %% The tool is gone: stop everything, remove what was set, leave no trace.
 abandon(#{dir := Dir, unload := Modules} = S) ->
-    _ = catch end_job(S),
+    _ = try end_job(S) catch _:_ -> ok end,
     remove_dir(Dir),
     unload_when_last(Modules).
+
+%% A limit stopped the recording: noted with what was recorded by then (a
+%% limit trips once; the figures stay as they were at the stop).
+stopped(Reason, S) ->
+    S#{state => done, stopped => Reason, stop_info => stop_info(S)}.
+
+%% A stop the job has not heard of yet (the tool asked to finish just as a
+%% limit tripped): noted before finishing.
+note_pending_stop(S) ->
+    receive
+        {beamspy, _Session, {stopped, Reason, _Files}} -> stopped(Reason, S)
+    after 0 -> S
+    end.
+
+%% When (ms since the job began), how much (events, memory) and the limits
+%% the session runs with.
+stop_info(#{job := #{session := Session}, t0 := T0}) ->
+    Elapsed = erlang:monotonic_time(millisecond) - T0,
+    case [I || #{session := H} = I <- beamspy:sessions(), H =:= Session] of
+        [#{events := Events, memory := Memory} = Info] ->
+            #{stopped_after_ms => Elapsed, events => Events, memory => Memory,
+              limits => maps:get(limits, Info, #{})};
+        _ ->
+            #{stopped_after_ms => Elapsed}
+    end;
+stop_info(_) ->
+    #{}.
 
 call(Job, Request, Timeout) ->
     Mon = erlang:monitor(process, Job),
@@ -386,11 +417,21 @@ nearest_limit(#{limits := Limits} = Info) ->
 nearest_limit(_) ->
     none.
 
-end_job(#{job := #{session := Session, output := Out}, stopped := Stopped}) ->
+end_job(#{job := #{session := Session, output := Out}, stopped := Stopped} = S) ->
+    %% Figures taken before stopping, in case a limit trips just now.
+    Now = case Stopped of
+              false -> stop_info(S);
+              _ -> #{}
+          end,
     Stop = beamspy:stop(Session, #{}),
     Result = case {Stop, file:read_file(Out)} of
+                 {{ok, #{truncated := false}}, {ok, Data}} ->
+                     {ok, #{format => bspy, data => Data, truncated => false}};
                  {{ok, #{truncated := Truncated}}, {ok, Data}} ->
-                     {ok, #{format => bspy, data => Data, truncated => Truncated}};
+                     Info = maps:get(stop_info, S, Now),
+                     Limit = maps:get(Truncated, maps:get(limits, Info, #{}), undefined),
+                     {ok, (maps:without([limits], Info))#{format => bspy, data => Data,
+                                                            truncated => Truncated, limit => Limit}};
                  {{ok, #{errors := Errors}}, _} when Errors =/= [] ->
                      {error, {write_failed, Errors}};
                  {{error, {no_session, _}}, {ok, Data}} ->

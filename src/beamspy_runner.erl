@@ -14,6 +14,22 @@
 %%% `ERL_AFLAGS', are removed at once, so VMs the command starts in turn
 %%% are not recorded into the same file.
 %%%
+%%% The tool and the VM are tied by a pipe, whose reading end the VM gets
+%%% as the file descriptor named by `BEAMSPY_RUN_CONTROL':
+%%% <ul>
+%%% <li>a line on it (the tool got SIGINT or SIGTERM): the profile is
+%%%   written and the VM halts;</li>
+%%% <li>its end (the tool is gone, even killed with SIGKILL): the VM
+%%%   removes the tool's temporary directory (the one holding the profile,
+%%%   when its name starts with `beamspy-run-') and halts with status 1:
+%%%   nobody is left to read the profile.</li>
+%%% </ul>
+%%% With `max_duration' (the tool's `--duration'), the VM halts (status 0)
+%%% once the profile is written at the end of it. When another limit stops
+%%% the recording early, the VM goes on unrecorded, and a line
+%%% `Reason ElapsedMs Events MemoryBytes LimitValue' is written to the
+%%% profile's name with `.stopped' added, for the tool to tell the user.
+%%%
 %%% ```
 %%% $ BEAMSPY_RUN_OUTPUT=/tmp/run.bspy ERL_AFLAGS="-pa ebin -eval beamspy_runner:boot()" \
 %%%     erl -noshell -eval 'lists:sort(lists:seq(1, 100000)), halt().'
@@ -35,6 +51,7 @@
 boot() ->
     Output = os:getenv("BEAMSPY_RUN_OUTPUT"),
     Options = os:getenv("BEAMSPY_RUN_OPTIONS", "#{}"),
+    Control = os:getenv("BEAMSPY_RUN_CONTROL", ""),
     forget_environment(),
     case {Output, parse_options(Options)} of
         {false, _} ->
@@ -42,13 +59,21 @@ boot() ->
         {_, {error, Why}} ->
             complain("bad BEAMSPY_RUN_OPTIONS (~ts): nothing is recorded", [Why]);
         {_, {ok, Opts}} ->
-            start(Output, Opts)
+            start(Output, Opts, control_fd(Control))
     end.
 
-start(Output, Opts) ->
+control_fd(Text) ->
+    try list_to_integer(Text) of
+        Fd when Fd > 2 -> Fd;
+        _ -> none
+    catch
+        error:badarg -> none
+    end.
+
+start(Output, Opts, Control) ->
     Ref = make_ref(),
     Keeper = proc_lib:spawn(?MODULE, keeper, [self(), Ref]),
-    Keeper ! {Ref, start, Output, Opts},
+    Keeper ! {Ref, start, Output, Opts, Control},
     Mon = erlang:monitor(process, Keeper),
     receive
         {Ref, ok} ->
@@ -63,25 +88,78 @@ start(Output, Opts) ->
 
 %% @private
 %% The process that calls beamspy:start/2 and then stays, so that the
-%% session (which ends with its caller) lasts as long as the VM.
+%% session (which ends with its caller) lasts as long as the VM; it also
+%% listens to the tool (see the module documentation).
 keeper(Parent, Ref) ->
     receive
-        {Ref, start, Output, Opts} ->
+        {Ref, start, Output, Opts, Control} ->
             Start = maps:merge(Opts, #{output => Output, until_halt => true, quiet => true,
                                        ignore => [self()]}),
             case beamspy:start(all, Start) of
-                {ok, _Session} ->
+                {ok, Session} ->
+                    T0 = erlang:monotonic_time(millisecond),
+                    Port = listen(Control),
                     Parent ! {Ref, ok},
-                    wait();
+                    wait(#{session => Session, output => Output, port => Port, t0 => T0});
                 {error, _} = Error ->
                     Parent ! {Ref, Error}
             end
     end.
 
-wait() ->
-    receive
-        _ -> wait()
+listen(none) ->
+    none;
+listen(Fd) ->
+    try
+        open_port({fd, Fd, Fd}, [in, binary, eof])
+    catch
+        error:Why ->
+            complain("cannot read the tool's pipe (~tp): the VM will not notice if the tool dies", [Why]),
+            none
     end.
+
+wait(#{session := Session, port := Port} = S) ->
+    receive
+        {Port, {data, _}} ->
+            %% The tool was asked to stop: the profile now, then halt.
+            _ = beamspy:stop(Session, #{}),
+            erlang:halt(0);
+        {Port, eof} ->
+            tool_gone(S);
+        {beamspy, Session, {stopped, max_duration, _Files}} ->
+            %% --duration is over and the profile written.
+            erlang:halt(0);
+        {beamspy, Session, {stopped, Reason, _Files}} ->
+            note_early_stop(Reason, S),
+            wait(S);
+        _ ->
+            wait(S)
+    end.
+
+%% The tool is gone (killed, even with SIGKILL): nobody will read the
+%% profile or remove the directory it unpacked beamspy into; the VM does,
+%% and halts rather than record on with nobody to stop it.
+tool_gone(#{output := Output}) ->
+    Dir = filename:dirname(Output),
+    case lists:prefix("beamspy-run-", filename:basename(Dir)) of
+        true -> _ = file:del_dir_r(Dir);
+        false -> _ = file:delete(Output)
+    end,
+    erlang:halt(1).
+
+%% "Reason ElapsedMs Events MemoryBytes LimitValue" in OUTPUT.stopped.
+note_early_stop(Reason, #{session := Session, output := Output, t0 := T0}) ->
+    Elapsed = erlang:monotonic_time(millisecond) - T0,
+    {Events, Memory, Limit} =
+        case [I || #{session := H} = I <- beamspy:sessions(), H =:= Session] of
+            [#{events := E, memory := M} = Info] ->
+                {E, M, maps:get(Reason, maps:get(limits, Info, #{}), 0)};
+            _ ->
+                {0, 0, 0}
+        end,
+    Line = io_lib:format("~w ~w ~w ~w ~w~n",
+                         [Reason, Elapsed, Events, Memory, case is_integer(Limit) of true -> Limit; false -> 0 end]),
+    _ = file:write_file(Output ++ ".stopped", Line),
+    ok.
 
 parse_options(Text) ->
     case erl_scan:string(Text ++ ".") of
@@ -98,6 +176,7 @@ parse_options(Text) ->
 forget_environment() ->
     _ = os:unsetenv("BEAMSPY_RUN_OUTPUT"),
     _ = os:unsetenv("BEAMSPY_RUN_OPTIONS"),
+    _ = os:unsetenv("BEAMSPY_RUN_CONTROL"),
     case os:getenv("BEAMSPY_RUN_AFLAGS") of
         false ->
             ok;

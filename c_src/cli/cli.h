@@ -10,6 +10,7 @@
  *   3  malformed input: a file that is not folded stacks or .bspy
  *   4-9 commands that connect to a node: not found, refused, cookie
  *       rejected, incompatible node, timeout, connection lost (remote.h)
+ *   10 record and run with --strict: a limit ended the recording early
  * Messages are one line on stderr, starting with "beamspy: " (or
  * "beamspy CMD: " for usage errors). */
 #ifndef BS_CLI_H
@@ -30,7 +31,8 @@ enum {
     BS_EXIT_COOKIE_REJECTED = 6,
     BS_EXIT_NODE_INCOMPATIBLE = 7,
     BS_EXIT_TIMEOUT = 8,
-    BS_EXIT_CONNECTION_LOST = 9
+    BS_EXIT_CONNECTION_LOST = 9,
+    BS_EXIT_STOPPED_EARLY = 10
 };
 
 /* Subcommands: run gets argv[0] == the command's name; usage prints the

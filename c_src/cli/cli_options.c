@@ -139,7 +139,9 @@ void bs_cli_exit_codes_usage(FILE *out)
           "  7  the node cannot run beamspy (OTP too old, or another OTP release or\n"
           "     architecture than this beamspy was built for)\n"
           "  8  timeout (the node did not answer in time)\n"
-          "  9  the connection to the node was lost (the node went down)\n",
+          "  9  the connection to the node was lost (the node went down)\n"
+          "  10 record and run with --strict: a limit ended the recording early\n"
+          "     (the outputs are written)\n",
           out);
 }
 

@@ -98,8 +98,8 @@ static int parse_args(int argc, char **argv, dump_args *a)
         case OPT_INTERVAL:
             if (strcmp(optarg, "0") == 0)
                 a->interval_ms = 0;
-            else if (bs_parse_duration_ms(optarg, &a->interval_ms) < 0 || a->interval_ms > 60000)
-                return bs_cli_usage_error(CMD, "bad --interval '%s' (e.g. 200ms, 1s)", optarg);
+            else if (bs_cli_duration_option(CMD, "--interval", optarg, 1, 60000, "e.g. 200ms, 1s", &a->interval_ms))
+                return BS_EXIT_USAGE;
             break;
         case OPT_LIMIT:
             errno = 0;

@@ -191,8 +191,8 @@ static int parse_args(int argc, char **argv, record_args *a)
             a->job.calls = (unsigned)v;
             break;
         case OPT_INTERVAL:
-            if (bs_parse_duration_ms(optarg, &v) < 0 || v > 60000)
-                return bs_cli_usage_error(CMD, "bad --interval '%s' (e.g. 5ms, 100ms)", optarg);
+            if (bs_cli_duration_option(CMD, "--interval", optarg, 1, 60000, "e.g. 5ms, 100ms", &v))
+                return BS_EXIT_USAGE;
             a->job.interval_ms = (unsigned)v;
             break;
         case OPT_PER_NODE:
@@ -202,8 +202,8 @@ static int parse_args(int argc, char **argv, record_args *a)
             a->job.children = 1;
             break;
         case OPT_LEASE:
-            if (bs_parse_duration_ms(optarg, &v) < 0 || v < 1000 || v > 600000)
-                return bs_cli_usage_error(CMD, "bad --lease '%s' (1s to 10m)", optarg);
+            if (bs_cli_duration_option(CMD, "--lease", optarg, 1000, 600000, "1s to 10m", &v))
+                return BS_EXIT_USAGE;
             a->job.lease_ms = (unsigned)v;
             break;
         case OPT_PROGRESS:
@@ -419,6 +419,16 @@ static int record(record_args *a)
         if (rc == BS_EXIT_OK)
             rc = wrc;
     }
+    /* After "wrote FILE": the last lines say the files are not the whole
+     * duration asked for, and why. */
+    int stopped_early = 0;
+    for (int i = 0; i < n; i++)
+        if (have[i] && jobs[i].early_stop.limit[0]) {
+            bs_early_stop_report(&jobs[i].early_stop, n == 1 ? NULL : nodes[i].node.name);
+            stopped_early = 1;
+        }
+    if (stopped_early && a->job.strict && rc == BS_EXIT_OK)
+        rc = BS_EXIT_STOPPED_EARLY;
     for (int i = 0; i < n; i++)
         if (have[i])
             bs_profile_free(&profiles[i]);

@@ -9,9 +9,18 @@
  * flags before the command's own, so recording starts before the command's
  * code runs, whether the command is erl, elixir, mix or rebar3. The process
  * that halts the VM writes the profile (beamspy_runner, option until_halt);
- * this tool then renders it. */
+ * this tool then renders it.
+ *
+ * The VM gets the reading end of a pipe from this tool (BEAMSPY_RUN_CONTROL):
+ * on SIGINT or SIGTERM the tool writes a line to it and the VM writes the
+ * profile and halts; should the tool die, even by SIGKILL, the VM sees the
+ * pipe end, removes the temporary directory and halts. --duration is kept
+ * by the VM too: at its end the profile is written and the VM halts. The VM
+ * ignores its own SIGINT (+Bi), so a Ctrl-C at a terminal, which reaches
+ * both, stops the run through this tool and the profile is still written. */
 #define _GNU_SOURCE /* getopt_long, mkdtemp */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -24,6 +33,7 @@
 #include "../formats/readers.h"
 #include "../formats/writers.h"
 #include "cli.h"
+#include "early_stop.h"
 #include "job.h"
 #include "remote.h"
 
@@ -55,18 +65,25 @@ void bs_cmd_run_usage(FILE *out)
           "                      extension: .folded .svg .html .speedscope.json\n"
           "                      .trace.json .perf.txt .bspy\n"
           "  -e, --eval EXPR     the Erlang expressions to run (instead of a command)\n"
-          "  (--duration: the VM goes on, unrecorded, after it)\n",
+          "  (--duration: at its end the outputs are written and the VM is stopped)\n",
           out);
     bs_job_options_usage(out);
     bs_cli_shared_options_usage(out, "\"Flame Graph\"");
     fputs("  -h, --help          this text\n"
           "\n"
           "The recording ends when a process calls erlang:halt/0-2 or init:stop/0-1\n"
-          "(that process writes the profile before the VM goes). A VM killed by a\n"
-          "signal leaves no profile.\n"
+          "(that process writes the profile before the VM goes), at the end of\n"
+          "--duration, or on Ctrl-C or SIGTERM to this tool (the outputs are\n"
+          "written, then the VM is stopped; a second Ctrl-C ends the tool at once).\n"
+          "A limit (--max-memory...) ends the recording early, says so on stderr,\n"
+          "and the VM goes on unrecorded. If this tool is killed, the VM halts and\n"
+          "removes beamspy's temporary files. A VM killed by a signal leaves no\n"
+          "profile. The VM runs with +Bi (Ctrl-C reaches it through this tool).\n"
           "\n"
-          "exit code: the command's own, or 1 when no profile could be written, or\n"
-          "2 for a usage error.\n"
+          "exit code: the command's own; 128+N when signal N (Ctrl-C: 130, SIGTERM:\n"
+          "143) stopped the run (outputs written); 1 when no profile could be\n"
+          "written; 2 for a usage error; with --strict, 10 when a limit ended the\n"
+          "recording early and the command succeeded.\n"
           "\n"
           "examples:\n"
           "  beamspy run -o sort.svg -e 'lists:sort(lists:seq(1, 100000))'\n"
@@ -171,6 +188,8 @@ static void remove_unpacked(const char *dir)
     unlink(path);
     snprintf(path, sizeof path, "%s/run.bspy", dir);
     unlink(path);
+    snprintf(path, sizeof path, "%s/run.bspy.stopped", dir);
+    unlink(path);
     snprintf(path, sizeof path, "%s/ebin", dir);
     rmdir(path);
     snprintf(path, sizeof path, "%s/priv", dir);
@@ -188,8 +207,12 @@ static void runner_options(const bs_job_spec *a, char *buf, size_t size)
         n += (size_t)snprintf(buf + n, size - n, ", max_duration => %llu", a->duration_ms);
     else
         n += (size_t)snprintf(buf + n, size - n, ", max_duration => infinity");
+    /* No event limit unless asked for: the whole run is what people expect;
+     * max_memory is what protects the VM. */
     if (a->max_events)
         n += (size_t)snprintf(buf + n, size - n, ", max_events => %llu", a->max_events);
+    else
+        n += (size_t)snprintf(buf + n, size - n, ", max_events => infinity");
     if (a->max_memory)
         n += (size_t)snprintf(buf + n, size - n, ", max_memory => %llu", a->max_memory);
     if (a->max_processes)
@@ -201,12 +224,87 @@ static void runner_options(const bs_job_spec *a, char *buf, size_t size)
     snprintf(buf + n, size - n, "}");
 }
 
-/* Runs the command with the environment set; returns its wait status, or
- * -1 (message printed). */
-static int run_command(const run_args *a, const char *dir)
+/* SIGINT and SIGTERM: stop the run, write the outputs. Blocked except in
+ * sigsuspend, so none is missed between looking and waiting. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
 {
-    char aflags[8400], ours[4300], output[4300], options[1024];
-    snprintf(ours, sizeof ours, "-pa %s/ebin -eval beamspy_runner:boot()", dir);
+    stop_signal = sig;
+}
+
+static void on_child(int sig)
+{
+    (void)sig; /* only wakes sigsuspend */
+}
+
+typedef struct saved_signals {
+    struct sigaction intr, term, quit, chld;
+    sigset_t mask;
+} saved_signals;
+
+static void catch_signals(saved_signals *old, sigset_t *waiting_mask)
+{
+    sigset_t ours;
+    sigemptyset(&ours);
+    sigaddset(&ours, SIGINT);
+    sigaddset(&ours, SIGTERM);
+    sigaddset(&ours, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &ours, &old->mask);
+    *waiting_mask = old->mask;
+    sigdelset(waiting_mask, SIGINT);
+    sigdelset(waiting_mask, SIGTERM);
+    sigdelset(waiting_mask, SIGCHLD);
+    struct sigaction stop = {.sa_handler = on_stop_signal}, child = {.sa_handler = on_child},
+                     ignore = {.sa_handler = SIG_IGN};
+    sigemptyset(&stop.sa_mask);
+    sigemptyset(&child.sa_mask);
+    sigemptyset(&ignore.sa_mask);
+    stop.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the tool at once */
+    sigaction(SIGINT, &stop, &old->intr);
+    sigaction(SIGTERM, &stop, &old->term);
+    sigaction(SIGQUIT, &ignore, &old->quit);
+    sigaction(SIGCHLD, &child, &old->chld);
+    stop_signal = 0;
+}
+
+static void restore_signals(const saved_signals *old)
+{
+    sigaction(SIGINT, &old->intr, NULL);
+    sigaction(SIGTERM, &old->term, NULL);
+    sigaction(SIGQUIT, &old->quit, NULL);
+    sigaction(SIGCHLD, &old->chld, NULL);
+    sigprocmask(SIG_SETMASK, &old->mask, NULL);
+}
+
+/* Waits for the VM; on a stop signal, tells it once through the pipe. */
+static int wait_for_vm(pid_t child, int control, const sigset_t *waiting_mask)
+{
+    int status = -1, told = 0;
+    for (;;) {
+        pid_t r = waitpid(child, &status, WNOHANG);
+        if (r == child || (r < 0 && errno != EINTR))
+            return r == child ? status : -1;
+        if (stop_signal && !told) {
+            fprintf(stderr, "beamspy: stopping (%s): writing what was recorded, then stopping the VM\n",
+                    stop_signal == SIGINT ? "Ctrl-C" : "SIGTERM");
+            told = 1;
+            if (write(control, "stop\n", 5) < 0) {
+                /* The VM is already going: wait for it all the same. */
+            }
+        }
+        if (r == 0)
+            sigsuspend(waiting_mask);
+    }
+}
+
+/* Runs the command with the environment set; returns its wait status, or
+ * -1 (message printed). *stopped_by is the signal that stopped the run, or
+ * 0. */
+static int run_command(const run_args *a, const char *dir, int *stopped_by)
+{
+    char aflags[8400], ours[4300], output[4300], options[1024], control_fd[16];
+    snprintf(ours, sizeof ours, "+Bi -pa %s/ebin -eval beamspy_runner:boot()", dir);
     const char *theirs = getenv("ERL_AFLAGS");
     snprintf(aflags, sizeof aflags, "%s%s%s", ours, theirs && *theirs ? " " : "", theirs ? theirs : "");
     snprintf(output, sizeof output, "%s/run.bspy", dir);
@@ -214,32 +312,57 @@ static int run_command(const run_args *a, const char *dir)
     char *eval_argv[] = {"erl", "-noshell", "-eval", (char *)a->expr, "-s", "init", "stop", NULL};
     char **argv = a->expr ? eval_argv : a->command;
 
-    struct sigaction ignore = {.sa_handler = SIG_IGN}, old_int, old_quit;
-    sigemptyset(&ignore.sa_mask);
-    sigaction(SIGINT, &ignore, &old_int);
-    sigaction(SIGQUIT, &ignore, &old_quit);
+    /* The VM reads control[0]; only this tool holds control[1], so the VM
+     * sees the pipe end when the tool is gone, however it went. */
+    int control[2];
+    if (pipe(control) < 0 || fcntl(control[1], F_SETFD, FD_CLOEXEC) < 0) {
+        bs_cli_error("cannot make a pipe to the VM: %s", strerror(errno));
+        return -1;
+    }
+    snprintf(control_fd, sizeof control_fd, "%d", control[0]);
+    saved_signals old;
+    sigset_t waiting_mask;
+    catch_signals(&old, &waiting_mask);
     fflush(NULL);
     pid_t child = fork();
     if (child == 0) {
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGQUIT, &old_quit, NULL);
+        restore_signals(&old);
         setenv("ERL_AFLAGS", aflags, 1);
         setenv("BEAMSPY_RUN_AFLAGS", ours, 1);
         setenv("BEAMSPY_RUN_OUTPUT", output, 1);
         setenv("BEAMSPY_RUN_OPTIONS", options, 1);
+        setenv("BEAMSPY_RUN_CONTROL", control_fd, 1);
         execvp(argv[0], argv);
         fprintf(stderr, "beamspy: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
+    close(control[0]);
     int status = -1;
     if (child < 0)
         bs_cli_error("cannot start %s: %s", argv[0], strerror(errno));
     else
-        while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-            ;
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGQUIT, &old_quit, NULL);
+        status = wait_for_vm(child, control[1], &waiting_mask);
+    *stopped_by = stop_signal;
+    restore_signals(&old);
+    close(control[1]);
     return status;
+}
+
+/* What the VM noted when a limit ended the recording early (run.bspy.stopped:
+ * "Reason ElapsedMs Events MemoryBytes LimitValue"); limit "" if none. */
+static void read_early_stop(const char *dir, bs_early_stop *e)
+{
+    char path[4300];
+    memset(e, 0, sizeof *e);
+    snprintf(path, sizeof path, "%s/run.bspy.stopped", dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    if (fscanf(f, "%63s %llu %llu %llu %llu", e->limit, &e->after_ms, &e->events, &e->memory, &e->limit_value) == 5)
+        e->have_figures = 1;
+    else if (!e->limit[0])
+        snprintf(e->limit, sizeof e->limit, "a limit");
+    fclose(f);
 }
 
 static int render(const run_args *a, const char *dir)
@@ -283,13 +406,22 @@ static int run(const run_args *a)
         remove_unpacked(dir);
         return BS_EXIT_FAILURE;
     }
-    int status = run_command(a, dir);
+    int stopped_by = 0;
+    int status = run_command(a, dir, &stopped_by);
     int rc = status < 0 ? BS_EXIT_FAILURE : render(a, dir);
+    bs_early_stop early;
+    read_early_stop(dir, &early);
     remove_unpacked(dir);
+    bs_early_stop_report(&early, NULL);
     if (rc != BS_EXIT_OK || status < 0)
         return rc != BS_EXIT_OK ? rc : BS_EXIT_FAILURE;
-    if (WIFEXITED(status))
+    if (stopped_by)
+        return 128 + stopped_by;
+    if (WIFEXITED(status)) {
+        if (WEXITSTATUS(status) == 0 && early.limit[0] && a->job.strict)
+            return BS_EXIT_STOPPED_EARLY;
         return WEXITSTATUS(status);
+    }
     bs_cli_error("the VM was ended by signal %d", WTERMSIG(status));
     return BS_EXIT_FAILURE;
 }

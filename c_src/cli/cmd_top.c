@@ -105,12 +105,12 @@ static int parse_args(int argc, char **argv, top_args *a)
                 a->job.limit = (unsigned)v;
             break;
         case OPT_REFRESH:
-            if (bs_parse_duration_ms(optarg, &a->refresh_ms) < 0 || a->refresh_ms < 100 || a->refresh_ms > 600000)
-                return bs_cli_usage_error(CMD, "bad --refresh '%s' (100ms to 10m)", optarg);
+            if (bs_cli_duration_option(CMD, "--refresh", optarg, 100, 600000, "100ms to 10m", &a->refresh_ms))
+                return BS_EXIT_USAGE;
             break;
         case OPT_INTERVAL:
-            if (bs_parse_duration_ms(optarg, &v) < 0 || v > 60000)
-                return bs_cli_usage_error(CMD, "bad --interval '%s' (e.g. 50ms)", optarg);
+            if (bs_cli_duration_option(CMD, "--interval", optarg, 1, 60000, "e.g. 50ms", &v))
+                return BS_EXIT_USAGE;
             a->job.interval_ms = (unsigned)v;
             break;
         case '?':

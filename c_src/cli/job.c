@@ -22,8 +22,8 @@ int bs_job_option(const char *cmd, int code, const char *arg, bs_job_spec *s, bs
     unsigned long long v;
     switch (code) {
     case BS_OPT_DURATION:
-        if (bs_parse_duration_ms(arg, &s->duration_ms) < 0)
-            return bs_cli_usage_error(cmd, "bad --duration '%s' (e.g. 500ms, 10s, 2m)", arg);
+        if (bs_cli_duration_option(cmd, "--duration", arg, 1, 1000000000000ULL, "e.g. 500ms, 10s, 2m", &s->duration_ms))
+            return BS_EXIT_USAGE;
         return 0;
     case BS_OPT_MAX_EVENTS:
         if (bs_parse_count(arg, &s->max_events) < 0 || s->max_events == 0)
@@ -56,6 +56,9 @@ int bs_job_option(const char *cmd, int code, const char *arg, bs_job_spec *s, bs
         return 0;
     case BS_OPT_PALETTE:
         return bs_cli_palette_option(cmd, arg, render);
+    case BS_OPT_STRICT:
+        s->strict = 1;
+        return 0;
     default:
         return -1;
     }
@@ -68,13 +71,17 @@ void bs_job_options_usage(FILE *out)
           "  --no-sleep          trace: leave out time spent scheduled out (SLEEP)\n"
           "  --timeline N        trace: calls kept in time order for flame charts,\n"
           "                      Chrome trace and speedscope (default 1000000; 0: none)\n"
-          "  --max-events N      trace: stop after N events (default 10000000)\n"
+          "  --max-events N      trace: stop after N events (default: no limit)\n"
           "  --max-memory SIZE   trace: memory the recording may use on the node\n"
-          "                      (default 256M)\n"
+          "                      (default 256M); what protects the node\n"
           "  --max-processes N   trace: processes recorded at most (default 10000)\n"
           "  --elixir            Elixir names (Mod.fun/2)\n"
           "  --flamechart        SVG: x is time (needs the timeline)\n"
-          "  --palette hot|beam  SVG and HTML colours\n",
+          "  --palette hot|beam  SVG and HTML colours\n"
+          "  --strict            exit with code 10 when a limit ended the recording\n"
+          "                      early (the outputs are written all the same; without\n"
+          "                      --strict the exit code is 0 and stderr says which\n"
+          "                      limit, when, and the option that raises it)\n",
           out);
 }
 
@@ -206,8 +213,12 @@ static int encode_options(const bs_job_spec *s, const bs_delivery *d, ei_x_buff 
             rc |= put_targets(&body, &n, s);
             rc |= put_int(&body, &n, "max_duration", (long long)safety);
         }
+        /* No event limit unless asked for: a whole recording is what people
+         * expect, and max_memory is what protects the node. */
         if (s->max_events)
             rc |= put_int(&body, &n, "max_events", (long long)s->max_events);
+        else
+            rc |= put_atom(&body, &n, "max_events", "infinity");
         if (s->max_memory)
             rc |= put_int(&body, &n, "max_memory", (long long)s->max_memory);
         if (s->max_processes)
@@ -362,6 +373,21 @@ static int read_result(const bs_job *j, const char *format, const void *data, si
     return BS_EXIT_OK;
 }
 
+/* From the result map: truncated, stopped_after_ms, events, memory, limit. */
+static void note_early_stop(bs_early_stop *e, const bs_eterm *result)
+{
+    memset(e, 0, sizeof *e);
+    const char *why = bs_eterm_text(bs_eterm_map_get(result, "truncated"));
+    if (!why || strcmp(why, "false") == 0)
+        return;
+    snprintf(e->limit, sizeof e->limit, "%s", why);
+    e->have_figures = bs_eterm_map_get(result, "events") != NULL;
+    e->after_ms = map_uint(result, "stopped_after_ms");
+    e->events = map_uint(result, "events");
+    e->memory = map_uint(result, "memory");
+    e->limit_value = map_uint(result, "limit");
+}
+
 int bs_job_finish(bs_job *j, unsigned timeout_ms, bs_profile *out)
 {
     ei_x_buff request;
@@ -384,6 +410,7 @@ int bs_job_finish(bs_job *j, unsigned timeout_ms, bs_profile *out)
         return BS_EXIT_FAILURE;
     }
     rc = read_result(j, format, bs_eterm_text(data), bs_eterm_text_len(data), out);
+    note_early_stop(&j->early_stop, r);
     bs_eterm_free(t);
     return rc;
 }

@@ -10,6 +10,7 @@
 
 #include "../engine/profile.h"
 #include "../formats/render_opts.h"
+#include "early_stop.h"
 #include "remote.h"
 
 #define BS_JOB_MAX_TARGETS 1024
@@ -33,11 +34,13 @@ typedef struct bs_job_spec {
     int sample;                       /* stack sampling instead of tracing */
     unsigned interval_ms;             /* sampling period (0: the node's default) */
     unsigned long long duration_ms;
-    unsigned long long max_events, max_memory, max_processes; /* 0: defaults */
+    unsigned long long max_events;    /* 0: no limit */
+    unsigned long long max_memory, max_processes; /* 0: the node's defaults */
     int children, gc, no_sleep, elixir;
     long long timeline;               /* -1: default */
     unsigned lease_ms;                /* 0: default (5 s) */
     unsigned limit;                   /* top: processes listed */
+    int strict;                       /* --strict: an early stop is an error */
 } bs_job_spec;
 
 typedef struct bs_job_progress {
@@ -54,6 +57,7 @@ typedef struct bs_job {
     int started, done, lost;
     bs_job_progress progress;
     bs_eterm_tree *last_poll;         /* the last poll's answer (top reads its report) */
+    bs_early_stop early_stop;         /* after finish: a limit that ended it early */
 } bs_job;
 
 /* Long-option codes of the recording options record and run share. */
@@ -68,6 +72,7 @@ enum {
     BS_OPT_ELIXIR,
     BS_OPT_FLAMECHART,
     BS_OPT_PALETTE,
+    BS_OPT_STRICT,
     BS_OPT_RECORDING_FIRST_OWN
 };
 
@@ -81,7 +86,8 @@ enum {
     {"timeline", required_argument, NULL, BS_OPT_TIMELINE},              \
     {"elixir", no_argument, NULL, BS_OPT_ELIXIR},                        \
     {"flamechart", no_argument, NULL, BS_OPT_FLAMECHART},                \
-    {"palette", required_argument, NULL, BS_OPT_PALETTE}
+    {"palette", required_argument, NULL, BS_OPT_PALETTE},                \
+    {"strict", no_argument, NULL, BS_OPT_STRICT}
 
 /* Applies recording option `code`: 0 done, -1 not a recording option,
  * else the exit code (message printed). */
@@ -103,7 +109,8 @@ int bs_job_start(bs_job *j, bs_remote *r, const bs_job_spec *s);
 /* Polls: updates progress, sets done when the job stopped by itself. */
 int bs_job_poll(bs_job *j);
 /* Ends the job and reads its result into out (a profile of the node; meta
- * node set). Not for top jobs: they end with bs_job_stop. */
+ * node set); j->early_stop says whether a limit ended it early. Not for top
+ * jobs: they end with bs_job_stop. */
 int bs_job_finish(bs_job *j, unsigned timeout_ms, bs_profile *out);
 /* Ends the job, discarding any result. */
 void bs_job_stop(bs_job *j);

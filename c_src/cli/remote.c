@@ -27,7 +27,9 @@ int bs_parse_duration_ms(const char *text, unsigned long long *ms)
     if (errno || end == text || v < 0)
         return -1;
     double scale;
-    if (strcmp(end, "") == 0 || strcmp(end, "ms") == 0)
+    if (strcmp(end, "") == 0)
+        return BS_DURATION_NO_UNIT;
+    if (strcmp(end, "ms") == 0)
         scale = 1;
     else if (strcmp(end, "s") == 0)
         scale = 1e3;
@@ -41,6 +43,19 @@ int bs_parse_duration_ms(const char *text, unsigned long long *ms)
     if (r < 1 || r > 1e12)
         return -1;
     *ms = (unsigned long long)r;
+    return 0;
+}
+
+int bs_cli_duration_option(const char *cmd, const char *opt, const char *arg, unsigned long long min_ms,
+                           unsigned long long max_ms, const char *hint, unsigned long long *ms)
+{
+    unsigned long long v = 0;
+    int rc = bs_parse_duration_ms(arg, &v);
+    if (rc == BS_DURATION_NO_UNIT)
+        return bs_cli_usage_error(cmd, "%s '%s' has no unit: write e.g. %ss or %sms", opt, arg, arg, arg);
+    if (rc < 0 || v < min_ms || v > max_ms)
+        return bs_cli_usage_error(cmd, "bad %s '%s' (%s)", opt, arg, hint);
+    *ms = v;
     return 0;
 }
 
@@ -127,8 +142,8 @@ int bs_remote_option(const char *cmd, int code, const char *arg, bs_remote_opts 
         o->cookie_file = arg;
         return 0;
     case BS_OPT_CONNECT_TIMEOUT:
-        if (bs_parse_duration_ms(arg, &ms) < 0 || ms > 3600000)
-            return bs_cli_usage_error(cmd, "bad --connect-timeout '%s' (e.g. 500ms, 10s)", arg);
+        if (bs_cli_duration_option(cmd, "--connect-timeout", arg, 1, 3600000, "e.g. 500ms, 10s", &ms))
+            return BS_EXIT_USAGE;
         o->timeout_ms = (unsigned)ms;
         return 0;
     case BS_OPT_KEEP:

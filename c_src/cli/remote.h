@@ -80,8 +80,16 @@ int bs_remote_call(bs_remote *r, const char *mod, const char *fun, ei_x_buff *ar
 int bs_remote_request(bs_remote *r, const ei_x_buff *to, const ei_x_buff *request, unsigned timeout_ms,
                       bs_eterm_tree **out);
 
-/* Parses "250ms", "10s", "2m", "1h" or plain milliseconds. 0 ok, -1 bad. */
+/* Parses "250ms", "10s", "2m", "1h". 0 ok, -1 bad, BS_DURATION_NO_UNIT for
+ * a bare number ("5": seconds or milliseconds? the user must say). */
+#define BS_DURATION_NO_UNIT (-2)
 int bs_parse_duration_ms(const char *text, unsigned long long *ms);
+
+/* Option OPT's duration ARG into *ms, from min_ms to max_ms. 0, or
+ * BS_EXIT_USAGE with a one-line message: "has no unit: write e.g. 5s or
+ * 5ms" for a bare number, else "bad OPT 'ARG' (hint)". */
+int bs_cli_duration_option(const char *cmd, const char *opt, const char *arg, unsigned long long min_ms,
+                           unsigned long long max_ms, const char *hint, unsigned long long *ms);
 
 /* Fields of a map the node sent: the integer under atom key (0 when absent
  * or not an integer), the text (atom, binary or string; "" when absent). */

@@ -1,5 +1,7 @@
-/* atomic_file.c — temporary file + rename (see atomic_file.h). */
+/* atomic_file.c — temporary file + rename for regular files, written
+ * through for devices and FIFOs (see atomic_file.h). */
 #define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "atomic_file.h"
 
 #include <errno.h>
@@ -7,6 +9,14 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* Device, FIFO or socket: opened for writing as it is (see the header). */
+static int open_direct(bs_atomic_file *af, const char *path)
+{
+    af->direct = 1;
+    af->fp = fopen(path, "w");
+    return af->fp ? 0 : -1;
+}
 
 int bs_atomic_open(bs_atomic_file *af, const char *path)
 {
@@ -16,8 +26,36 @@ int bs_atomic_open(bs_atomic_file *af, const char *path)
         errno = ENAMETOOLONG;
         return -1;
     }
-    memcpy(af->final_path, path, len + 1);
-    snprintf(af->tmp_path, sizeof af->tmp_path, "%s.tmpXXXXXX", path);
+    struct stat st, link;
+    if (lstat(path, &link) == 0) {
+        if (stat(path, &st) < 0)
+            return -1; /* a dangling symbolic link */
+        if (S_ISDIR(st.st_mode)) {
+            errno = EISDIR;
+            return -1;
+        }
+        if (!S_ISREG(st.st_mode))
+            return open_direct(af, path);
+        if (S_ISLNK(link.st_mode)) {
+            /* Replace the file the link points to, not the link. */
+            char *target = realpath(path, NULL);
+            if (!target)
+                return -1;
+            len = strlen(target);
+            if (len + 16 >= sizeof af->tmp_path) {
+                free(target);
+                errno = ENAMETOOLONG;
+                return -1;
+            }
+            memcpy(af->final_path, target, len + 1);
+            free(target);
+            path = af->final_path;
+        }
+    }
+    if (path != af->final_path)
+        memcpy(af->final_path, path, len + 1);
+    memcpy(af->tmp_path, af->final_path, len);
+    memcpy(af->tmp_path + len, ".tmpXXXXXX", sizeof ".tmpXXXXXX");
     int fd = mkstemp(af->tmp_path);
     if (fd < 0)
         return -1;
@@ -39,6 +77,16 @@ int bs_atomic_open(bs_atomic_file *af, const char *path)
 
 int bs_atomic_commit(bs_atomic_file *af)
 {
+    if (af->direct) {
+        int failed = ferror(af->fp) != 0;
+        failed |= fflush(af->fp) != 0;
+        int e = errno;
+        failed |= fclose(af->fp) != 0;
+        af->fp = NULL;
+        if (failed)
+            errno = e ? e : EIO;
+        return failed ? -1 : 0;
+    }
     int failed = ferror(af->fp) != 0;
     failed |= fflush(af->fp) != 0;
     failed |= fsync(fileno(af->fp)) != 0;
@@ -59,5 +107,6 @@ void bs_atomic_abort(bs_atomic_file *af)
     if (af->fp)
         fclose(af->fp);
     af->fp = NULL;
-    unlink(af->tmp_path);
+    if (!af->direct)
+        unlink(af->tmp_path);
 }

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -375,14 +376,13 @@ static void test_atomic_commit_and_abort(void **state)
     assert_int_equal(access(path2, F_OK), -1);
     assert_int_equal(count_entries(dir), 1);
 
-    /* the rename fails (the target is a directory): -1, nothing left */
+    /* the target is a directory: refused at once, nothing left */
     char sub[512];
     snprintf(sub, sizeof sub, "%s/sub", dir);
     OK(mkdir(sub, 0755));
-    OK(bs_atomic_open(&af, sub));
-    fputs("x", af.fp);
-    assert_int_equal(bs_atomic_commit(&af), -1);
-    assert_int_not_equal(errno, 0);
+    errno = 0;
+    assert_int_equal(bs_atomic_open(&af, sub), -1);
+    assert_int_equal(errno, EISDIR);
     struct stat st;
     OK(stat(sub, &st));
     assert_true(S_ISDIR(st.st_mode));
@@ -435,6 +435,77 @@ static void test_atomic_unwritable(void **state)
     assert_int_equal(bs_atomic_open(&af, ""), -1);
 
     assert_int_equal(count_entries(dir), 0); /* nothing left behind */
+    OK(rmdir(dir));
+}
+
+
+/* Targets that are not regular files: a device is written through and
+ * stays a device (renaming over it would make it a regular file), a FIFO
+ * gets the bytes and stays a FIFO, a symbolic link to a file stays a link
+ * and its file is replaced, a dangling link is refused. Only /dev/null is
+ * used as a device. */
+static void test_atomic_special_targets(void **state)
+{
+    (void)state;
+    bs_atomic_file af;
+    struct stat st;
+    OK(bs_atomic_open(&af, "/dev/null"));
+    fputs("nothing\n", af.fp);
+    OK(bs_atomic_commit(&af));
+    OK(stat("/dev/null", &st));
+    assert_true(S_ISCHR(st.st_mode));
+
+    char dir[] = "/tmp/bs_atomic_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char fifo[512], file[512], link[512], dangling[512];
+    snprintf(fifo, sizeof fifo, "%s/pipe", dir);
+    OK(mkfifo(fifo, 0600));
+    /* a reader first, so that opening for writing does not wait */
+    int reader = open(fifo, O_RDONLY | O_NONBLOCK);
+    assert_true(reader >= 0);
+    OK(bs_atomic_open(&af, fifo));
+    fputs("through the pipe\n", af.fp);
+    OK(bs_atomic_commit(&af));
+    char got[64] = {0};
+    assert_int_equal(read(reader, got, sizeof got - 1), 17);
+    assert_string_equal(got, "through the pipe\n");
+    close(reader);
+    OK(lstat(fifo, &st));
+    assert_true(S_ISFIFO(st.st_mode));
+    assert_int_equal(count_entries(dir), 1); /* no temporary beside it */
+
+    snprintf(file, sizeof file, "%s/real.folded", dir);
+    snprintf(link, sizeof link, "%s/link.folded", dir);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fputs("old\n", f);
+    fclose(f);
+    OK(symlink("real.folded", link));
+    OK(bs_atomic_open(&af, link));
+    fputs("new\n", af.fp);
+    OK(bs_atomic_commit(&af));
+    OK(lstat(link, &st));
+    assert_true(S_ISLNK(st.st_mode));
+    f = fopen(file, "r");
+    assert_non_null(f);
+    char line[16] = {0};
+    assert_non_null(fgets(line, sizeof line, f));
+    fclose(f);
+    assert_string_equal(line, "new\n");
+    assert_int_equal(count_entries(dir), 3); /* pipe, real.folded, link.folded */
+
+    snprintf(dangling, sizeof dangling, "%s/dangling.folded", dir);
+    OK(symlink("nowhere/x", dangling));
+    errno = 0;
+    assert_int_equal(bs_atomic_open(&af, dangling), -1);
+    assert_int_equal(errno, ENOENT);
+    OK(lstat(dangling, &st));
+    assert_true(S_ISLNK(st.st_mode));
+
+    OK(unlink(dangling));
+    OK(unlink(link));
+    OK(unlink(file));
+    OK(unlink(fifo));
     OK(rmdir(dir));
 }
 
@@ -644,6 +715,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_atomic_commit_and_abort),
         cmocka_unit_test(test_atomic_unwritable),
         cmocka_unit_test(test_atomic_folded),
+        cmocka_unit_test(test_atomic_special_targets),
         cmocka_unit_test(test_pid_table_basic_and_full),
         cmocka_unit_test(test_pid_table_concurrent_inserts),
         cmocka_unit_test(test_pid_table_fills_concurrently),

@@ -402,4 +402,53 @@ check "diff unknown option: exit 2" eval 'rc_is 2 && one_line_err && only_files 
 bs diff "$IN/fib18.folded" "$IN/fib20.folded" -o "$W/no/such/dir/x.svg"
 check "diff output directory missing: exit 1" eval 'rc_is 1 && one_line_err'
 
+# --- outputs that are not regular files ---------------------------------------
+# A temporary file renamed over a device node turned it into a regular file.
+# Devices and FIFOs are written through; a directory is refused; a symbolic
+# link to a file keeps being a link and its file is replaced. Only /dev/null
+# is ever used as a device here.
+S="$W/special"
+mkdir -p "$S"
+bs render "$IN/fib18.folded" --format svg -o /dev/null
+check "render -o /dev/null: exit 0, /dev/null is still a character device, no temporary in /dev" \
+    eval 'rc_is 0 && [ -c /dev/null ] && [ -z "$(ls -A /dev | grep "^null\.tmp")" ]'
+mkfifo "$S/pipe"
+timeout 30 cat "$S/pipe" >"$S/from_pipe.folded" &
+reader=$!
+bs render "$IN/fib18.folded" --format folded -o "$S/pipe"
+render_rc=$rc
+wait "$reader"
+check "render -o FIFO: the bytes go through the pipe, which stays a FIFO" \
+    eval '[ "$render_rc" -eq 0 ] && [ -p "$S/pipe" ] && cmp -s "$S/from_pipe.folded" "$IN/fib18.folded"'
+mkdir "$S/dir.svg"
+bs render "$IN/fib18.folded" -o "$S/dir.svg"
+check "render -o DIRECTORY: exit 1, one line saying it is a directory, nothing left" \
+    eval 'rc_is 1 && one_line_err && grep -q "Is a directory" "$W/err" && [ -d "$S/dir.svg" ] && [ -z "$(ls -A "$S/dir.svg")" ]'
+echo old >"$S/real.folded"
+ln -s real.folded "$S/link.folded"
+bs render "$IN/fib18.folded" -o "$S/link.folded"
+check "render -o SYMLINK: the link stays, the file it points to is replaced" \
+    eval 'rc_is 0 && [ -L "$S/link.folded" ] && cmp -s "$S/real.folded" "$IN/fib18.folded"'
+check "render to special targets: no temporary left" only_files "$S" dir.svg from_pipe.folded link.folded pipe real.folded
+
+# --- durations need a unit ----------------------------------------------------
+# "--duration 5" used to mean 5 ms. These fail while parsing the command
+# line, before any node is looked for.
+for args in "record --node a@nowhere --all -o x.svg --duration 5" \
+    "run -o x.svg --duration 5 -e ok" \
+    "record --node a@nowhere --all -o x.svg --mode sample --interval 10" \
+    "record --node a@nowhere --all -o x.svg --lease 5000" \
+    "top --node a@nowhere --interval 50" \
+    "top --node a@nowhere --refresh 1000" \
+    "dump --node a@nowhere --interval 200" \
+    "dump --node a@nowhere --connect-timeout 3000"; do
+    # shellcheck disable=SC2086
+    bs $args
+    check "a duration without a unit is a usage error: $args" eval 'rc_is 2 && one_line_err && grep -q "has no unit: write e.g. [0-9]*s or [0-9]*ms" "$W/err"'
+done
+bs record --node a@nowhere --cookie c --all -o x.svg --duration 1.5s --interval 5ms --lease 2s --connect-timeout 1s
+check "durations with units still parse (the node is what is missing)" eval 'rc_is 4'
+bs run -o x.svg --duration 5parsecs -e ok
+check "a duration with an unknown unit: usage error" eval 'rc_is 2 && one_line_err && grep -q "bad --duration" "$W/err"'
+
 finish

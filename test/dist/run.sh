@@ -432,10 +432,16 @@ wait_clean n1 10 >/dev/null
 
 echo "--- run"
 before=$(ls -d /tmp/beamspy-run-* 2>/dev/null | wc -l)
-"$cli" run -o "$out/run.folded" -o "$out/run.svg" -e 'lists:sort([X rem 997 || X <- lists:seq(1, 200000)])' \
+# Small on purpose: far from any limit (200000 elements needed about 10^7
+# events under erl_eval, right at the old default --max-events).
+"$cli" run -o "$out/run.folded" -o "$out/run.svg" -e 'lists:sort([X rem 997 || X <- lists:seq(1, 20000)])' \
     >"$out/run.out" 2>&1
 check "run -e: exit 0" [ $? -eq 0 ]
 check "run -e: the expression's work is recorded" grep -q 'lists:sort/1' "$out/run.folded"
+check "run -e: no limit was hit" bash -c "! grep -q 'stopped early' '$out/run.out'"
+"$cli" run -o "$out/runlim.folded" -e 'io:format("limits ~w~n", [[maps:get(limits, I) || I <- beamspy:sessions()]])' \
+    >"$out/runlim.out" 2>&1
+check "run: no event limit by default, the memory cap kept" grep -q 'limits \[#{.*max_events => infinity.*max_memory => [0-9]' "$out/runlim.out"
 "$cli" run -o "$out/run2.folded" -- erl -noshell -pa "$build" -eval 'bs_dist_wl:work(5), halt(3).' \
     >"$out/run2.out" 2>&1
 check "run -- erl ... halt(3): the command's exit code" [ $? -eq 3 ]
@@ -450,5 +456,104 @@ check "run: one scheduler, recorded up to halt all the same" grep -q 'bs_dist_wl
 check "run: temporary files removed" [ "$(ls -d /tmp/beamspy-run-* 2>/dev/null | wc -l)" -eq "$before" ]
 "$cli" run -o "$out/x.folded" -- no-such-command-here >/dev/null 2>"$out/run4.err"
 check "run: a command that does not exist" [ $? -ne 0 ] && grep -q 'cannot run no-such-command-here' "$out/run4.err"
+
+echo "--- run: limits, --duration, signals, a killed tool"
+# Temporary directories of these runs go to a directory of their own.
+runtmp="$build/runtmp"
+mkdir -p "$runtmp"
+TMPDIR="$runtmp" "$cli" run --max-events 1000 -o "$out/early.folded" \
+    -e 'lists:sort([X rem 97 || X <- lists:seq(1, 20000)])' >/dev/null 2>"$out/early.err"
+rc=$?
+check "run: a limit that ends the recording early: exit 0, outputs written" eval '[ $rc -eq 0 ] && [ -s "$out/early.folded" ]'
+check "run: ... and stderr says which limit, when, how much, and how to raise it" \
+    grep -q '^beamspy: recording stopped early after [0-9.]* s: max_events (1000 events) reached; [0-9]* events, .* recorded; raise it with --max-events N$' "$out/early.err"
+TMPDIR="$runtmp" "$cli" run --strict --max-events 1000 -o "$out/early.folded" \
+    -e 'lists:sort([X rem 97 || X <- lists:seq(1, 20000)])' >/dev/null 2>&1
+check "run --strict: an early stop exits 10" [ $? -eq 10 ]
+# run_bg NAME [options]: beamspy run in the background on an expression that
+# says it has started (a marker file holding the VM's OS pid) and then
+# sleeps forever.
+run_bg() {
+    local name=$1
+    shift
+    rm -f "$out/$name.started"
+    TMPDIR="$runtmp" "$cli" run "$@" -o "$out/$name.folded" \
+        -e "file:write_file(\"$out/$name.started\", os:getpid()), timer:sleep(infinity)" >/dev/null 2>"$out/$name.err" &
+    bg=$!
+}
+# wait_for COMMAND...: polls COMMAND, at most 30 s.
+wait_for() {
+    for _ in $(seq 1 300); do
+        "$@" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+gone() { ! kill -0 "$1" 2>/dev/null; }
+# end_bg: the background tool's exit status in rc (killed if still there
+# after 30 s: a failure, not a hang).
+end_bg() {
+    wait_for gone "$bg" || kill -9 "$bg" 2>/dev/null
+    wait "$bg"
+    rc=$?
+}
+# vm_gone: the VM of the last background run is gone (killed after 30 s if
+# not: the check fails, nothing is left running).
+vm_gone() {
+    wait_for gone "$vm" && return 0
+    kill -9 "$vm" 2>/dev/null
+    return 1
+}
+no_run_dirs() { [ -z "$(ls -A "$runtmp")" ]; }
+t0=$(date +%s)
+run_bg dur --duration 1s
+wait_for [ -s "$out/dur.started" ]
+vm=$(cat "$out/dur.started")
+end_bg
+check "run --duration 1s on a VM that never ends: exit 0 once the duration is over" [ $rc -eq 0 ]
+check "run --duration: the tool did not wait for the VM's own end" [ $(($(date +%s) - t0)) -le 60 ]
+check "run --duration: outputs written, with what ran" grep -q 'timer:sleep/1' "$out/dur.folded"
+check "run --duration: the VM is gone" vm_gone
+check "run --duration: the temporary directory is removed" no_run_dirs
+for sig in INT TERM; do
+    run_bg "sig$sig"
+    wait_for [ -s "$out/sig$sig.started" ]
+    vm=$(cat "$out/sig$sig.started")
+    kill -"$sig" "$bg"
+    end_bg
+    check "run, SIG$sig to the tool: exit 128+signal" [ $rc -eq $((128 + $(kill -l "$sig"))) ]
+    check "run, SIG$sig to the tool: outputs written" grep -q 'timer:sleep/1' "$out/sig$sig.folded"
+    check "run, SIG$sig to the tool: the VM is gone" vm_gone
+    check "run, SIG$sig to the tool: the temporary directory is removed" no_run_dirs
+done
+run_bg killed
+wait_for [ -s "$out/killed.started" ]
+vm=$(cat "$out/killed.started")
+check "run, kill -9 of the tool: its VM was running" eval '[ -n "$vm" ] && kill -0 "$vm"'
+check "run, kill -9 of the tool: its temporary directory was there" [ -n "$(ls -A "$runtmp")" ]
+kill -9 "$bg"
+end_bg
+check "run, kill -9 of the tool: the VM notices and halts" vm_gone
+check "run, kill -9 of the tool: the VM removed the temporary directory" wait_for no_run_dirs
+
+echo "--- record: limits"
+bs record --node "$n1" --all --max-events 1000 --duration 60s -o "$out/rlim.folded" >/dev/null 2>"$out/rlim.err"
+rc=$?
+check "record, a limit ends it early: exit 0, outputs written" eval '[ $rc -eq 0 ] && [ -s "$out/rlim.folded" ]'
+check "record, a limit ends it early: stderr says which limit, when, how much, how to raise it" \
+    grep -q '^beamspy: recording stopped early after [0-9.]* s: max_events (1000 events) reached; [0-9]* events, .* recorded; raise it with --max-events N$' "$out/rlim.err"
+bs record --node "$n1" --all --max-events 1000 --duration 60s --strict -o "$out/rlim.folded" >/dev/null 2>&1
+check "record --strict, a limit ends it early: exit 10" [ $? -eq 10 ]
+bs record --node "$n1" --name busy --duration 500ms --strict -o "$out/rfull.folded" >/dev/null 2>"$out/rfull.err"
+rc=$?
+check "record --strict, no limit hit: exit 0, nothing said about limits" eval '[ $rc -eq 0 ] && ! grep -q "stopped early" "$out/rfull.err"'
+"$cli" record --node "$n1" --all --duration 60s -o "$out/rdef.folded" --cookie-file "$cookie_file" >/dev/null 2>&1 &
+rec=$!
+session_limits() { rpc n1 '[maps:get(limits, I) || I <- beamspy:sessions()].' >"$out/rdef.limits"; grep -q max_events "$out/rdef.limits"; }
+wait_for session_limits
+check "record: no event limit by default, the memory cap kept" grep -q 'max_events => infinity.*max_memory => [0-9]' "$out/rdef.limits"
+kill -INT "$rec"
+wait "$rec"
+check "record: nothing left on the node after the limit checks" wait_clean n1 10
 
 finish
