@@ -110,6 +110,25 @@
 %%% itself lives in the NIF and is freed when the owner is gone; nothing is
 %%% sent as a message per event, so no mailbox grows.
 %%%
+%%% When one of these processes dies instead:
+%%% <ul>
+%%% <li>the caller of `start', `apply' or `capture': as above, its owner
+%%%   cleans up and writes the files;</li>
+%%% <li>the owner (killed, or crashed): a watchdog it started before setting
+%%%   anything stops the recording, switches tracing off, resets `new' and
+%%%   removes every pattern, a capture's meta pattern included, within one
+%%%   pass over the process table. `stop' then returns `{error, {no_session,
+%%%   Session}}'; `capture/3' returns, and a `capture_async/3' caller
+%%%   receives, `{error, {session_failed, Reason}}'; `apply' still returns
+%%%   its call's result;</li>
+%%% <li>both the owner and its watchdog: then, and only then, the flags and
+%%%   patterns stay (the recording has stopped).</li>
+%%% </ul>
+%%% `start' itself is bounded by `max_duration': if switching tracing on
+%%% takes longer, it is undone and `{error, {start_timeout, Ms}}' returned.
+%%% The test suite kills each of these processes at random moments and
+%%% checks that every process, `new' and every function is left untraced.
+%%%
 %%% While a session runs, every function has a local call breakpoint (the
 %%% way the VM traces calls), and each traced process pays for each call,
 %%% return and reschedule it makes (about half a microsecond to a

@@ -11,7 +11,9 @@
 %%%
 %%% The owner process here monitors the caller: if the caller dies, the
 %%% timeout passes, or a limit trips, tracing stops, every pattern is removed
-%%% and the captures made so far are written.
+%%% and the captures made so far are written. If the owner itself dies, its
+%%% watchdog ({@link beamspy_watchdog}) removes everything and tells the
+%%% caller.
 -module(beamspy_capture).
 
 -export([start/4, await/2, check_function/1]).

@@ -27,11 +27,14 @@
 %%%   files right away, tells the caller `{beamspy, Session, {stopped,
 %%%   Reason, Files}}', releases the lock and waits for `stop' (which returns
 %%%   the same files) or the caller's death;</li>
-%%% <li>the owner dies: `apply''s caller cleans up in its `after' clause
-%%%   (see {@link beamspy}); a live session's trace flags and patterns stay
-%%%   until the NIF session, which no longer records anything, is dropped by
-%%%   every process that had it (`enabled/3' answers `remove').</li>
+%%% <li>the owner dies (killed, or crashed): its watchdog ({@link
+%%%   beamspy_watchdog}), started before anything is set, stops the NIF
+%%%   session, switches tracing off and removes the patterns; `apply''s
+%%%   caller also cleans up in its `after' clause (see {@link beamspy}).</li>
 %%% </ul>
+%%% Setting up runs at high priority (a node full of runnable processes
+%%% could otherwise starve it) and is bounded by `max_duration': an owner
+%%% still setting up then is killed and its watchdog cleans up.
 %%% On OTP 25/26 trace patterns are node-wide, so only one session may run
 %%% at a time: the registered name is the lock, and a second start fails with
 %%% `{error, {busy, Owner}}'. On OTP 27+ live sessions use dynamic trace
