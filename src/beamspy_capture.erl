@@ -47,14 +47,30 @@ start(Caller, MFA, N, Opts) ->
     Parent = self(),
     %% High priority while setting up: see init/6.
     {Owner, Mon} = spawn_opt(fun() -> init(Parent, Caller, Ref, MFA, N, Opts) end, [monitor, {priority, high}]),
+    await_start(Owner, Mon, Ref, undefined).
+
+await_start(Owner, Mon, Ref, Watchdog) ->
     receive
+        {Ref, {watchdog, W}} ->
+            await_start(Owner, Mon, Ref, W);
         {Ref, started} ->
             erlang:demonitor(Mon, [flush]),
             {ok, Ref, Owner};
         {Ref, {error, _} = Error} ->
             erlang:demonitor(Mon, [flush]),
             Error;
+        {'DOWN', Mon, process, Owner, Why} when Watchdog =:= undefined ->
+            {error, {session_failed, Why}};
         {'DOWN', Mon, process, Owner, Why} ->
+            %% Killed while setting up: returns once its watchdog has cleaned
+            %% up, and drops the message the watchdog sent before exiting.
+            WMon = erlang:monitor(process, Watchdog),
+            receive
+                {'DOWN', WMon, process, Watchdog, _} -> ok
+            after ?WATCHDOG_WAIT_MS ->
+                    erlang:demonitor(WMon, [flush])
+            end,
+            receive {beamspy_capture, Ref, _} -> ok after 0 -> ok end,
             {error, {session_failed, Why}}
     end.
 
@@ -125,6 +141,7 @@ init_locked(Parent, Caller, Ref, MFA, N, Opts) ->
             Watchdog = beamspy_watchdog:start(),
             ok = beamspy_watchdog:arm(Watchdog, #{session => Session, patterns => node_wide,
                                                   meta => MFA, notify => {Caller, Ref}}),
+            Parent ! {Ref, {watchdog, Watchdog}},
             case set_patterns(MFA, Session, Opts) of
                 ok ->
                     Timer = erlang:send_after(maps:get(timeout, Opts), self(), {Ref, timeout}),

@@ -92,6 +92,9 @@ owner_killed_at_random() ->
                                end;
                            Failed ->
                                ?assertEqual({error, {session_failed, killed}}, Failed),
+                               %% Killed while setting up: start returns
+                               %% once the watchdog has cleaned up.
+                               ?assertEqual([], bs_test_lib:node_dirt()),
                                ?assert(killer_done(Killer))
                        end
                end)
@@ -118,6 +121,10 @@ capture_owner_killed_at_random() ->
                                     Failed ->
                                         Failed
                                 end,
+                       %% Told (or returned) only once the watchdog cleaned
+                       %% up, and told once.
+                       ?assertEqual([], bs_test_lib:node_dirt()),
+                       ?assertEqual([], [M || {beamspy_capture, _, _} = M <- element(2, process_info(self(), messages))]),
                        ?assert(killer_done(Killer)),
                        ?assertEqual({error, {session_failed, killed}}, Result)
                end)
