@@ -121,8 +121,8 @@
 %%%   Session}}'; `capture/3' returns, and a `capture_async/3' caller
 %%%   receives, `{error, {session_failed, Reason}}'; `apply' still returns
 %%%   its call's result;</li>
-%%% <li>both the owner and its watchdog: then, and only then, the flags and
-%%%   patterns stay (the recording has stopped).</li>
+%%% <li>the watchdog: the owner starts another one;</li>
+%%% <li>both at once: then, and only then, flags and patterns stay.</li>
 %%% </ul>
 %%% `start' itself is bounded by `max_duration': if switching tracing on
 %%% takes longer, it is undone and `{error, {start_timeout, Ms}}' returned.

@@ -86,10 +86,10 @@ await(Ref, Owner) ->
             Result;
         {'DOWN', Mon, process, Owner, Why} ->
             %% An owner that finished sent its result before exiting, so it
-            %% is here already; one that was killed has a watchdog to answer.
+            %% is here already; one that was killed has a watchdog to answer
+            %% (noproc: gone before the monitor, one or the other).
             Wait = case Why of
                        normal -> 0;
-                       noproc -> 0;
                        _ -> ?WATCHDOG_WAIT_MS
                    end,
             receive
@@ -149,7 +149,7 @@ init_locked(Parent, Caller, Ref, MFA, N, Opts) ->
                     Parent ! {Ref, started},
                     State = #{session => Session, mfa => MFA, wanted => N, done => [],
                               caller => Caller, mon => Mon, ref => Ref, opts => Opts,
-                              timer => Timer, watchdog => Watchdog},
+                              timer => Timer},
                     loop(State);
                 {error, _} = Error ->
                     ok = beamspy_session:cleanup(Session),
@@ -195,7 +195,10 @@ loop(#{ref := Ref, mon := Mon, caller := Caller} = S) ->
         {Ref, timeout} ->
             finish(S, timeout);
         {'DOWN', Mon, process, Caller, _} ->
-            finish(S#{caller := none}, caller_down)
+            finish(S#{caller := none}, caller_down);
+        {'DOWN', _, process, _, _} = Down ->
+            _ = beamspy_watchdog:handle_down(Down),
+            loop(S)
     end.
 
 %% The process may already have entered the function again (the meta match
@@ -217,11 +220,10 @@ remove_meta(MFA) ->
     _ = erlang:trace_pattern(MFA, false, [meta]),
     ok.
 
-finish(#{session := Session, mfa := MFA, ref := Ref, caller := Caller, opts := Opts, done := Done,
-         watchdog := Watchdog}, Why) ->
+finish(#{session := Session, mfa := MFA, ref := Ref, caller := Caller, opts := Opts, done := Done}, Why) ->
     remove_meta(MFA),
     ok = beamspy_session:cleanup(Session),
-    ok = beamspy_watchdog:disarm(Watchdog),
+    ok = beamspy_watchdog:disarm(beamspy_watchdog:current()),
     Result = case lists:sort(Done) of
                  [] -> {error, {no_calls_captured, Why}};
                  Indices -> write(Session, Indices, Opts)

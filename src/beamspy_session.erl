@@ -282,7 +282,6 @@ unlock() ->
 
 %% The watchdog learns what is about to be set (see beamspy_watchdog).
 arm_watchdog(#{watchdog := Watchdog}, Backend) ->
-    put(beamspy_watchdog, Watchdog),
     Patterns = case Backend of
                    {legacy, _} -> node_wide;
                    {session, _, _} -> own
@@ -290,9 +289,9 @@ arm_watchdog(#{watchdog := Watchdog}, Backend) ->
     beamspy_watchdog:arm(Watchdog, #{session => nif_session(Backend), patterns => Patterns}).
 
 %% Everything the backend set is removed: the watchdog is let go.
-close(#{watchdog := Watchdog}, Backend) ->
+close(_Opts, Backend) ->
     ok = beamspy_backend:close(Backend),
-    beamspy_watchdog:disarm(Watchdog).
+    beamspy_watchdog:disarm(beamspy_watchdog:current()).
 
 new_session(Opts) ->
     NifOpts = (maps:get(nif, Opts))#{exclude => excluded_modules(), owner => self()},
@@ -405,7 +404,7 @@ resolve([T | Ts], Owners, Acc) ->
 
 existing_pids() ->
     Owners = owners(),
-    Mine = case get(beamspy_watchdog) of
+    Mine = case beamspy_watchdog:current() of
                undefined -> [];
                W -> [W]
            end,
@@ -498,7 +497,8 @@ loop(#{caller := Caller, mon := Mon} = S) ->
                 #{stopped := false} -> _ = stop_and_write(S, #{});
                 _ -> ok
             end;
-        _Other ->
+        Other ->
+            _ = beamspy_watchdog:handle_down(Other),
             loop(S)
     end.
 

@@ -19,10 +19,15 @@
 %%%   patterns are that session's now and are left to it.</li>
 %%% </ol>
 %%% Then it tells the caller of a capture, and exits. It lives no longer than
-%%% its owner, and it does a bounded amount of work.
+%%% its owner, and it does a bounded amount of work. An armed owner monitors
+%%% its watchdog and starts another if it dies ({@link handle_down/1}), so
+%%% only the death of both at once leaves the node traced.
 -module(beamspy_watchdog).
 
--export([start/0, arm/2, disarm/1]).
+-export([start/0, arm/2, disarm/1, current/0, handle_down/1]).
+
+%% In the owner's process dictionary: {Watchdog, Monitor, Arming}.
+-define(KEY, beamspy_watchdog).
 
 -define(LOCK, beamspy_active_session).
 
@@ -49,13 +54,45 @@ start() ->
 -spec arm(pid(), arming()) -> ok.
 arm(Watchdog, Arming) ->
     Watchdog ! {arm, self(), Arming},
+    put(?KEY, {Watchdog, erlang:monitor(process, Watchdog), Arming}),
     ok.
 
-%% @doc The owner has removed everything it set: the watchdog exits.
--spec disarm(pid()) -> ok.
+%% @doc The owner has removed everything it set: its watchdog exits.
+-spec disarm(pid() | undefined) -> ok.
+disarm(undefined) ->
+    ok;
 disarm(Watchdog) ->
     Watchdog ! {disarm, self()},
-    ok.
+    case get(?KEY) of
+        {Watchdog, Mon, _} ->
+            erlang:demonitor(Mon, [flush]),
+            _ = erase(?KEY),
+            ok;
+        _ ->
+            ok
+    end.
+
+%% @doc The armed watchdog of the calling owner, if any.
+-spec current() -> pid() | undefined.
+current() ->
+    case get(?KEY) of
+        {Watchdog, _, _} -> Watchdog;
+        undefined -> undefined
+    end.
+
+%% @doc For an owner's receive loop: if Msg says that its armed watchdog
+%% died, starts and arms another one.
+-spec handle_down(term()) -> replaced | ignored.
+handle_down({'DOWN', Mon, process, _, _}) ->
+    case get(?KEY) of
+        {_, Mon, Arming} ->
+            ok = arm(start(), Arming),
+            replaced;
+        _ ->
+            ignored
+    end;
+handle_down(_) ->
+    ignored.
 
 init(Owner) ->
     %% Signals from one process arrive in order: an arm sent before the

@@ -17,6 +17,7 @@ robustness_test_() ->
     {setup, fun() -> [{module, M} = code:ensure_loaded(M) || M <- [?WL, bs_churn_wl, bs_wl]] end,
      fun(_) -> ok end,
      [{"live session owner killed: the node is clean, stop says no_session", {timeout, 60, fun live_owner_killed/0}},
+      {"watchdog killed, then the owner: another watchdog cleans up", {timeout, 60, fun watchdog_then_owner_killed/0}},
       {"capture owner killed: patterns removed, capture/3 returns", {timeout, 60, fun capture_owner_killed/0}},
       {"capture_async owner killed: the caller hears, patterns removed", {timeout, 60, fun capture_async_owner_killed/0}},
       {"capture of a module deleted before the patterns are set: an error, nothing set", {timeout, 60, fun capture_module_deleted/0}},
@@ -44,6 +45,35 @@ live_owner_killed() ->
         ?assertEqual({error, {no_session, S}}, beamspy:stop(S))
     after
         bs_churn_wl:stop(Churners)
+    end,
+    assert_node_clean().
+
+%% The watchdog of an owner: the process that monitors it and waits in
+%% beamspy_watchdog's loop.
+watchdog_of(Owner) ->
+    {monitored_by, By} = process_info(Owner, monitored_by),
+    case [P || P <- By, is_pid(P),
+               process_info(P, current_function) =:= {current_function, {beamspy_watchdog, loop, 3}}] of
+        [W] -> W;
+        [] -> undefined
+    end.
+
+watchdog_then_owner_killed() ->
+    Target = idle(),
+    Dir = tmp_dir(),
+    try
+        {ok, {beamspy_session, Owner, _} = S} = beamspy:start(Target, #{output => Dir}),
+        ok = wait_for(fun() -> is_pid(watchdog_of(Owner)) end, 10000),
+        First = watchdog_of(Owner),
+        exit(First, kill),
+        ok = wait_for(fun() -> not lists:member(watchdog_of(Owner), [undefined, First]) end, 10000),
+        ?assertMatch({flags, [_ | _]}, erlang:trace_info(Target, flags)),
+        exit(Owner, kill),
+        assert_node_clean(),
+        ?assertEqual({error, {no_session, S}}, beamspy:stop(S))
+    after
+        Target ! stop,
+        rm_rf(Dir)
     end,
     assert_node_clean().
 
