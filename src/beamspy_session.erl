@@ -289,7 +289,7 @@ arm_watchdog(#{watchdog := Watchdog}, Backend) ->
     beamspy_watchdog:arm(Watchdog, #{session => nif_session(Backend), patterns => Patterns}).
 
 %% Everything the backend set is removed: the watchdog is let go.
-close(_Opts, Backend) ->
+close(Backend) ->
     ok = beamspy_backend:close(Backend),
     beamspy_watchdog:disarm(beamspy_watchdog:current()).
 
@@ -374,7 +374,7 @@ open_and_switch_on(Opts, BackendKind, Pids, Existing, New, Flags) ->
                 ok ->
                     {ok, Session, Backend};
                 {error, _} = Error ->
-                    ok = close(Opts, Backend),
+                    ok = close(Backend),
                     Error
             end
     end.
@@ -508,17 +508,17 @@ limit(_, #{stopped := Reply} = S) when Reply =/= false ->
     S;
 limit(_, #{limit := _} = S) ->
     S;
-limit(Reason, #{kind := apply, session := Session, backend := Backend, opts := Opts} = S) ->
+limit(Reason, #{kind := apply, session := Session, backend := Backend} = S) ->
     _ = process_flag(priority, high),
     stop_nif(Session, Reason),
-    ok = close(Opts, Backend),
+    ok = close(Backend),
     S#{limit => Reason};
 limit(Reason, #{kind := live, session := Session, backend := Backend, caller := Caller,
-                handle := Handle, opts := Opts} = S) ->
+                handle := Handle} = S) ->
     _ = process_flag(priority, high),
     T0 = erlang:monotonic_time(millisecond),
     stop_nif(Session, Reason),
-    ok = close(Opts, Backend),
+    ok = close(Backend),
     _ = unlock(),
     Reply = write(S, #{}, T0),
     Truncated = case maps:get(truncated, Reply, false) of
@@ -568,10 +568,10 @@ finish_reply(#{stopped := Reply, session := Session, opts := #{write := Write}},
             {ok, Reply}
     end.
 
-stop_and_write(#{backend := Backend, opts := Opts} = S, FinishOpts) ->
+stop_and_write(#{backend := Backend} = S, FinishOpts) ->
     _ = process_flag(priority, high),
     T0 = erlang:monotonic_time(millisecond),
-    ok = close(Opts, Backend),
+    ok = close(Backend),
     write(S, FinishOpts, T0).
 
 %% T0: when stopping began; the reply tells how long switching tracing off
