@@ -34,7 +34,7 @@ EX_SRC      := $(wildcard lib/*.ex)
 NIF_SO      := priv/beamspy_nif.so
 CLI_BIN     := bin/beamspy
 
-.PHONY: all deps erlang elixir nif cli assets demo test bench clean fuzz
+.PHONY: all deps erlang elixir nif cli assets demo test stress bench clean fuzz
 
 all: erlang elixir ebin/beamspy.app nif cli
 
@@ -103,6 +103,14 @@ demo: deps
 test: deps
 	@$(MAKE) --no-print-directory all
 	@scripts/run_tests.sh
+
+# The races of test/erlang/beamspy_stress_tests.erl (a few rounds each in
+# `make test') for longer: BEAMSPY_STRESS_ROUNDS rounds per race.
+BEAMSPY_STRESS_ROUNDS ?= 100
+stress: deps
+	@$(MAKE) --no-print-directory erlang nif
+	@BEAMSPY_STRESS_ROUNDS=$(BEAMSPY_STRESS_ROUNDS) MODULE_TIMEOUT=36000 ONLY=beamspy_stress_tests \
+	    test/erlang/run.sh
 
 bench: deps
 	@$(MAKE) --no-print-directory all

@@ -124,6 +124,25 @@
 %%% itself lives in the NIF and is freed when the owner is gone; nothing is
 %%% sent as a message per event, so no mailbox grows.
 %%%
+%%% When one of these processes dies instead:
+%%% <ul>
+%%% <li>the caller of `start', `apply' or `capture': as above, its owner
+%%%   cleans up and writes the files;</li>
+%%% <li>the owner (killed, or crashed): a watchdog it started before setting
+%%%   anything stops the recording, switches tracing off, resets `new' and
+%%%   removes every pattern, a capture's meta pattern included, within one
+%%%   pass over the process table. `stop' then returns `{error, {no_session,
+%%%   Session}}'; `capture/3' returns, and a `capture_async/3' caller
+%%%   receives, `{error, {session_failed, Reason}}'; `apply' still returns
+%%%   its call's result;</li>
+%%% <li>the watchdog: the owner starts another one;</li>
+%%% <li>both at once: then, and only then, flags and patterns stay.</li>
+%%% </ul>
+%%% `start' itself is bounded by `max_duration': if switching tracing on
+%%% takes longer, it is undone and `{error, {start_timeout, Ms}}' returned.
+%%% The test suite kills each of these processes at random moments and
+%%% checks that every process, `new' and every function is left untraced.
+%%%
 %%% While a session runs, every function has a local call breakpoint (the
 %%% way the VM traces calls), and each traced process pays for each call,
 %%% return and reschedule it makes (about half a microsecond to a
@@ -264,20 +283,22 @@ check(Target, Opts) ->
 %% '''
 -spec capture(mfa(), pos_integer(), map() | list()) -> {ok, [string()]} | {error, term()}.
 capture(MFA, N, Opts) ->
-    case capture_async(MFA, N, Opts) of
-        {ok, Ref} ->
-            receive
-                {beamspy_capture, Ref, Result} -> Result
-            end;
-        {error, _} = Error ->
-            Error
+    case start_capture(MFA, N, Opts) of
+        {ok, Ref, Owner} -> beamspy_capture:await(Ref, Owner);
+        {error, _} = Error -> Error
     end.
 
 %% @doc Like {@link capture/3} but returns `{ok, Ref}' as soon as tracing is
 %% on; the caller later receives `{beamspy_capture, Ref, {ok, Files} |
 %% {error, Reason}}'.
 -spec capture_async(mfa(), pos_integer(), map() | list()) -> {ok, reference()} | {error, term()}.
-capture_async(MFA, N, Opts0) when is_integer(N), N > 0 ->
+capture_async(MFA, N, Opts) ->
+    case start_capture(MFA, N, Opts) of
+        {ok, Ref, _Owner} -> {ok, Ref};
+        {error, _} = Error -> Error
+    end.
+
+start_capture(MFA, N, Opts0) when is_integer(N), N > 0 ->
     Defaults = #{timeout => 30000, merge => both},
     case {beamspy_capture:check_function(MFA), beamspy_opts:options(Opts0)} of
         {ok, {ok, Opts1}} ->
@@ -293,31 +314,16 @@ capture_async(MFA, N, Opts0) when is_integer(N), N > 0 ->
                               timeout => maps:get(timeout, Full), merge => maps:get(merge, Full),
                               children => maps:get(children, Full), gc => maps:get(gc, Full),
                               pids => maps:get(pids, Full, all)},
-                    case beamspy_capture:start(self(), MFA, N, Start) of
-                        {ok, Ref, Owner} ->
-                            %% If the owner dies, the caller still hears back.
-                            Caller = self(),
-                            _ = spawn(fun() -> watch_owner(Owner, Caller, Ref) end),
-                            {ok, Ref};
-                        {error, _} = Error -> Error
-                    end;
+                    %% If the owner dies, its watchdog tells the caller.
+                    beamspy_capture:start(self(), MFA, N, Start);
                 {error, _} = Error ->
                     Error
             end;
         {{error, _} = Error, _} -> Error;
         {ok, {error, _} = Error} -> Error
     end;
-capture_async(_MFA, N, _Opts) ->
+start_capture(_MFA, N, _Opts) ->
     {error, {bad_option, calls, N, "a positive integer"}}.
-
-watch_owner(Owner, Caller, Ref) ->
-    Mon = erlang:monitor(process, Owner),
-    CallerMon = erlang:monitor(process, Caller),
-    receive
-        {'DOWN', Mon, process, Owner, normal} -> ok;
-        {'DOWN', Mon, process, Owner, Why} -> Caller ! {beamspy_capture, Ref, {error, {session_failed, Why}}};
-        {'DOWN', CallerMon, process, Caller, _} -> ok
-    end.
 
 given(Opts) when is_map(Opts) -> Opts;
 given(Opts) when is_list(Opts) -> maps:from_list([case E of {K, V} -> {K, V}; K -> {K, true} end || E <- Opts]).
@@ -388,6 +394,8 @@ format_error({noproc, T}) ->
 format_error({too_many_processes, N, Max}) ->
     flat("~w processes to trace but max_processes is ~w: raise max_processes or trace fewer",
          [N, Max]);
+format_error({start_timeout, Ms}) ->
+    flat("switching tracing on took longer than max_duration (~w ms); nothing is left traced", [Ms]);
 format_error(too_many_sessions) ->
     "too many beamspy sessions are waiting to be stopped: stop some first";
 format_error({no_session, Session}) ->
@@ -605,7 +613,9 @@ stop(Session, Opts) when is_map(Opts) ->
             {error, {no_session, Session}};
         {{ok, Owner}, Profile} ->
             case beamspy_session:finish(Owner, #{profile => Profile}) of
-                {error, {session_failed, noproc}} -> {error, {no_session, Session}};
+                %% normal: another stop got there first.
+                {error, {session_failed, Why}} when Why =:= noproc; Why =:= normal ->
+                    {error, {no_session, Session}};
                 Reply -> Reply
             end
     end;

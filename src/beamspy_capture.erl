@@ -11,13 +11,18 @@
 %%%
 %%% The owner process here monitors the caller: if the caller dies, the
 %%% timeout passes, or a limit trips, tracing stops, every pattern is removed
-%%% and the captures made so far are written.
+%%% and the captures made so far are written. If the owner itself dies, its
+%%% watchdog ({@link beamspy_watchdog}) removes everything and tells the
+%%% caller.
 -module(beamspy_capture).
 
--export([start/4, check_function/1]).
+-export([start/4, await/2, check_function/1]).
 
 -define(LOCK, beamspy_active_session).
 -define(CALLER_MS, [{'_', [], [{message, {{cp, {caller}}}}]}]).
+%% How long a caller whose capture owner died waits for its watchdog to have
+%% cleaned up (it then says so).
+-define(WATCHDOG_WAIT_MS, 30000).
 
 %% @doc Checks that M:F/A exists (loading M if needed).
 -spec check_function(term()) -> ok | {error, term()}.
@@ -40,43 +45,123 @@ check_function(Other) ->
 start(Caller, MFA, N, Opts) ->
     Ref = make_ref(),
     Parent = self(),
-    {Owner, Mon} = spawn_monitor(fun() -> init(Parent, Caller, Ref, MFA, N, Opts) end),
+    %% High priority while setting up: see init/6.
+    {Owner, Mon} = spawn_opt(fun() -> init(Parent, Caller, Ref, MFA, N, Opts) end, [monitor, {priority, high}]),
+    await_start(Owner, Mon, Ref, undefined).
+
+await_start(Owner, Mon, Ref, Watchdog) ->
     receive
+        {Ref, {watchdog, W}} ->
+            await_start(Owner, Mon, Ref, W);
         {Ref, started} ->
             erlang:demonitor(Mon, [flush]),
             {ok, Ref, Owner};
         {Ref, {error, _} = Error} ->
             erlang:demonitor(Mon, [flush]),
             Error;
+        {'DOWN', Mon, process, Owner, Why} when Watchdog =:= undefined ->
+            {error, {session_failed, Why}};
         {'DOWN', Mon, process, Owner, Why} ->
+            %% Killed while setting up: returns once its watchdog has cleaned
+            %% up, and drops the message the watchdog sent before exiting.
+            WMon = erlang:monitor(process, Watchdog),
+            receive
+                {'DOWN', WMon, process, Watchdog, _} -> ok
+            after ?WATCHDOG_WAIT_MS ->
+                    erlang:demonitor(WMon, [flush])
+            end,
+            receive {beamspy_capture, Ref, _} -> ok after 0 -> ok end,
             {error, {session_failed, Why}}
     end.
 
-init(Parent, Caller, Ref, {M, F, A} = MFA, N, Opts) ->
-    case catch register(?LOCK, self()) of
-        true ->
-            NifOpts = (maps:get(nif, Opts))#{exclude => beamspy_session:excluded_modules(),
-                                              owner => self(), capture => MFA, captures => N},
-            case beamspy_tracer:session_new(NifOpts) of
-                {error, _} = Error ->
-                    Parent ! {Ref, Error};
-                Session ->
-                    Mon = erlang:monitor(process, Caller),
-                    set_patterns(MFA, Session, Opts),
+%% @doc Waits for the result of the capture started as Ref by Owner, as long
+%% as the owner lives: if it dies, its watchdog tells once every pattern is
+%% removed (waited for at most 30 s).
+-spec await(reference(), pid()) -> {ok, [string()]} | {error, term()}.
+await(Ref, Owner) ->
+    Mon = erlang:monitor(process, Owner),
+    receive
+        {beamspy_capture, Ref, Result} ->
+            erlang:demonitor(Mon, [flush]),
+            Result;
+        {'DOWN', Mon, process, Owner, Why} ->
+            %% An owner that finished sent its result before exiting, so it
+            %% is here already; one that was killed has a watchdog to answer
+            %% (noproc: gone before the monitor, one or the other).
+            Wait = case Why of
+                       normal -> 0;
+                       _ -> ?WATCHDOG_WAIT_MS
+                   end,
+            receive
+                {beamspy_capture, Ref, Result} -> Result
+            after Wait ->
+                    {error, {session_failed, Why}}
+            end
+    end.
+
+init(Parent, Caller, Ref, MFA, N, Opts) ->
+    %% Checking for other tracers reads the process table: at normal
+    %% priority a node full of runnable processes could starve this (it
+    %% runs at high priority until tracing is on).
+    case lock() of
+        ok ->
+            case conflicts(Opts) of
+                ok -> init_locked(Parent, Caller, Ref, MFA, N, Opts);
+                {error, _} = Error -> Parent ! {Ref, Error}
+            end;
+        {error, _} = Error ->
+            Parent ! {Ref, Error}
+    end.
+
+lock() ->
+    try register(?LOCK, self()) of
+        true -> ok
+    catch
+        error:badarg -> {error, {busy, whereis(?LOCK)}}
+    end.
+
+%% The checks of beamspy:start/2 (see beamspy_backend:conflicts/3): a target
+%% of `pids' traced by another tracer, or any process call-traced by one
+%% (the local patterns set here are node-wide), is refused.
+conflicts(Opts) ->
+    case maps:get(pids, Opts, all) of
+        all -> beamspy_backend:conflicts(legacy, [], false);
+        Pids -> beamspy_backend:conflicts(legacy, Pids, false)
+    end.
+
+init_locked(Parent, Caller, Ref, MFA, N, Opts) ->
+    NifOpts = (maps:get(nif, Opts))#{exclude => beamspy_session:excluded_modules(),
+                                      owner => self(), capture => MFA, captures => N},
+    case beamspy_tracer:session_new(NifOpts) of
+        {error, _} = Error ->
+            Parent ! {Ref, Error};
+        Session ->
+            Mon = erlang:monitor(process, Caller),
+            %% Cleans up if this process is killed, and tells the caller.
+            Watchdog = beamspy_watchdog:start(),
+            ok = beamspy_watchdog:arm(Watchdog, #{session => Session, patterns => node_wide,
+                                                  meta => MFA, notify => {Caller, Ref}}),
+            Parent ! {Ref, {watchdog, Watchdog}},
+            case set_patterns(MFA, Session, Opts) of
+                ok ->
                     Timer = erlang:send_after(maps:get(timeout, Opts), self(), {Ref, timeout}),
+                    _ = process_flag(priority, normal),
                     Parent ! {Ref, started},
                     State = #{session => Session, mfa => MFA, wanted => N, done => [],
                               caller => Caller, mon => Mon, ref => Ref, opts => Opts,
                               timer => Timer},
-                    loop(State)
-            end;
-        _ ->
-            Parent ! {Ref, {error, {busy, whereis(?LOCK)}}}
-    end,
-    _ = {M, F, A},
-    ok.
+                    loop(State);
+                {error, _} = Error ->
+                    ok = beamspy_session:cleanup(Session),
+                    ok = beamspy_watchdog:disarm(Watchdog),
+                    Parent ! {Ref, Error}
+            end
+    end.
 
-set_patterns({M, F, A}, Session, Opts) ->
+%% The function was checked before, but its module may have been deleted
+%% since: then the meta pattern matches nothing, and the error is returned
+%% once the local patterns are removed again.
+set_patterns({M, F, A} = MFA, Session, Opts) ->
     _ = erlang:trace_pattern({'_', '_', '_'}, ?CALLER_MS, [local]),
     _ = erlang:trace_pattern(on_load, ?CALLER_MS, [local]),
     [erlang:trace_pattern({X, '_', '_'}, false, [local]) || X <- beamspy_session:excluded_modules()],
@@ -88,8 +173,10 @@ set_patterns({M, F, A}, Session, Opts) ->
                  all -> [{'_', [], Body}];
                  Pids -> [{'_', [{'=:=', {self}, {const, P}}], Body} || P <- Pids]
              end,
-    1 = erlang:trace_pattern({M, F, A}, MetaMS, [{meta, beamspy_tracer, {beamspy_meta, Session}}]),
-    ok.
+    case erlang:trace_pattern({M, F, A}, MetaMS, [{meta, beamspy_tracer, {beamspy_meta, Session}}]) of
+        1 -> ok;
+        0 -> {error, {bad_function, {undef, MFA}}}
+    end.
 
 loop(#{ref := Ref, mon := Mon, caller := Caller} = S) ->
     receive
@@ -108,7 +195,10 @@ loop(#{ref := Ref, mon := Mon, caller := Caller} = S) ->
         {Ref, timeout} ->
             finish(S, timeout);
         {'DOWN', Mon, process, Caller, _} ->
-            finish(S#{caller := none}, caller_down)
+            finish(S#{caller := none}, caller_down);
+        {'DOWN', _, process, _, _} = Down ->
+            _ = beamspy_watchdog:handle_down(Down),
+            loop(S)
     end.
 
 %% The process may already have entered the function again (the meta match
@@ -133,6 +223,7 @@ remove_meta(MFA) ->
 finish(#{session := Session, mfa := MFA, ref := Ref, caller := Caller, opts := Opts, done := Done}, Why) ->
     remove_meta(MFA),
     ok = beamspy_session:cleanup(Session),
+    ok = beamspy_watchdog:disarm(beamspy_watchdog:current()),
     Result = case lists:sort(Done) of
                  [] -> {error, {no_calls_captured, Why}};
                  Indices -> write(Session, Indices, Opts)

@@ -27,11 +27,14 @@
 %%%   files right away, tells the caller `{beamspy, Session, {stopped,
 %%%   Reason, Files}}', releases the lock and waits for `stop' (which returns
 %%%   the same files) or the caller's death;</li>
-%%% <li>the owner dies: `apply''s caller cleans up in its `after' clause
-%%%   (see {@link beamspy}); a live session's trace flags and patterns stay
-%%%   until the NIF session, which no longer records anything, is dropped by
-%%%   every process that had it (`enabled/3' answers `remove').</li>
+%%% <li>the owner dies (killed, or crashed): its watchdog ({@link
+%%%   beamspy_watchdog}), started before anything is set, stops the NIF
+%%%   session, switches tracing off and removes the patterns; `apply''s
+%%%   caller also cleans up in its `after' clause (see {@link beamspy}).</li>
 %%% </ul>
+%%% Setting up runs at high priority (a node full of runnable processes
+%%% could otherwise starve it) and is bounded by `max_duration': an owner
+%%% still setting up then is killed and its watchdog cleans up.
 %%% On OTP 25/26 trace patterns are node-wide, so only one session may run
 %%% at a time: the registered name is the lock, and a second start fails with
 %%% `{error, {busy, Owner}}'. On OTP 27+ live sessions use dynamic trace
@@ -48,6 +51,8 @@
 -define(SLOTS, 64).
 %% until_halt: how often the labels of the halt plan are refreshed.
 -define(HALT_REFRESH_MS, 1000).
+%% How long a failed start waits for the watchdog to have cleaned up.
+-define(WATCHDOG_WAIT_MS, 30000).
 
 -type start_opts() :: #{nif := map(), outputs := [{atom(), string()}], write := map(), limits => map(),
                         max_duration => infinity | pos_integer()}.
@@ -77,10 +82,24 @@ start_live(Caller, Opts) ->
         {error, _} = Error -> Error
     end.
 
+%% The start is bounded by max_duration: an owner still setting up then is
+%% killed, and its watchdog cleans up before this returns.
 spawn_owner(Caller, Opts) ->
     Ref = make_ref(),
-    {Owner, Mon} = spawn_opt(?MODULE, init, [self(), Ref, Caller, Opts], [monitor]),
+    %% High priority: a node full of runnable processes (say, spawning
+    %% without pause) must not starve the setup; see init/4.
+    {Owner, Mon} = spawn_opt(?MODULE, init, [self(), Ref, Caller, Opts], [monitor, {priority, high}]),
+    Bound = maps:get(max_duration, Opts, infinity),
+    Deadline = case Bound of
+                   infinity -> infinity;
+                   Ms -> erlang:monotonic_time(millisecond) + Ms
+               end,
+    await_start(Owner, Mon, Ref, undefined, {Deadline, Bound}).
+
+await_start(Owner, Mon, Ref, Watchdog, {Deadline, Bound}) ->
     receive
+        {Ref, {watchdog, W}} ->
+            await_start(Owner, Mon, Ref, W, {Deadline, Bound});
         {Ref, {ok, Reply}} ->
             erlang:demonitor(Mon, [flush]),
             {ok, Owner, Reply};
@@ -88,13 +107,43 @@ spawn_owner(Caller, Opts) ->
             erlang:demonitor(Mon, [flush]),
             Error;
         {'DOWN', Mon, process, Owner, Why} ->
+            ok = await_watchdog(Watchdog),
             {error, {session_failed, Why}}
+    after time_left(Deadline) ->
+            exit(Owner, kill),
+            receive {'DOWN', Mon, process, Owner, _} -> ok end,
+            ok = await_watchdog(Watchdog),
+            %% It may have replied just before it was killed.
+            receive
+                {Ref, {ok, _}} -> ok;
+                {Ref, {error, _}} -> ok
+            after 0 -> ok
+            end,
+            {error, {start_timeout, Bound}}
+    end.
+
+time_left(infinity) -> infinity;
+time_left(Deadline) -> max(0, Deadline - erlang:monotonic_time(millisecond)).
+
+%% The watchdog of an owner that died while setting up is done once the
+%% node is clean (it lives no longer than its owner, plus its cleanup).
+await_watchdog(undefined) ->
+    ok;
+await_watchdog(Watchdog) ->
+    Mon = erlang:monitor(process, Watchdog),
+    receive
+        {'DOWN', Mon, process, Watchdog, _} -> ok
+    after ?WATCHDOG_WAIT_MS ->
+            erlang:demonitor(Mon, [flush]),
+            ok
     end.
 
 %% @doc The owner of a live session's handle, if it is still running.
 -spec owner(term()) -> {ok, pid()} | error.
-owner({beamspy_session, Owner, Ref}) when is_pid(Owner), is_reference(Ref) ->
-    case lists:member(Owner, owners()) of
+owner({beamspy_session, Owner, Ref}) when is_pid(Owner), node(Owner) =:= node(), is_reference(Ref) ->
+    %% Not looked up by registered name: a live session whose limit tripped
+    %% moves from the lock to a slot name, and has no name in between.
+    case is_owner(Owner) of
         true -> {ok, Owner};
         false -> error
     end;
@@ -160,7 +209,7 @@ slot_name(I) ->
 excluded_modules() ->
     [beamspy, beamspy_session, beamspy_tracer, beamspy_opts, beamspy_backend, beamspy_capture,
      beamspy_agent, beamspy_dump, beamspy_sampler, beamspy_top, beamspy_runner, beamspy_procs,
-     'Elixir.BeamSpy'].
+     beamspy_watchdog, 'Elixir.BeamSpy'].
 
 %%% ---------------------------------------------------------------------
 %%% The owner: setting up
@@ -180,9 +229,23 @@ init(Parent, Ref, Caller, #{kind := Kind} = Opts) ->
                   end,
     NeedsLock = BackendKind =:= legacy orelse not beamspy_backend:sessions_supported(),
     case lock(NeedsLock) of
-        ok when Kind =:= apply -> init_apply(Parent, Ref, Caller, Opts);
-        ok -> init_live(Parent, Ref, Caller, Opts, BackendKind);
-        {error, _} = Error -> Parent ! {Ref, Error}
+        ok ->
+            %% Started before anything is set: it cleans up if this process
+            %% is killed. The start is bounded (see spawn_owner/2): the
+            %% caller kills this process if setting up takes too long, and
+            %% needs the watchdog to know when the node is clean again.
+            Watchdog = beamspy_watchdog:start(),
+            Parent ! {Ref, {watchdog, Watchdog}},
+            %% Setting up (at high priority) reads the process table and
+            %% visits each target: at normal priority, a node full of runnable
+            %% processes could starve it for good (erlang:processes/0 then
+            %% never returned on OTP 25). Normal again once set up.
+            case Kind of
+                apply -> init_apply(Parent, Ref, Caller, Opts#{watchdog => Watchdog});
+                live -> init_live(Parent, Ref, Caller, Opts#{watchdog => Watchdog}, BackendKind)
+            end;
+        {error, _} = Error ->
+            Parent ! {Ref, Error}
     end.
 
 %% The owner's registered name: the lock when trace patterns are node-wide,
@@ -220,6 +283,19 @@ unlock() ->
             ok
     end.
 
+%% The watchdog learns what is about to be set (see beamspy_watchdog).
+arm_watchdog(#{watchdog := Watchdog}, Backend) ->
+    Patterns = case Backend of
+                   {legacy, _} -> node_wide;
+                   {session, _, _} -> own
+               end,
+    beamspy_watchdog:arm(Watchdog, #{session => nif_session(Backend), patterns => Patterns}).
+
+%% Everything the backend set is removed: the watchdog is let go.
+close(Backend) ->
+    ok = beamspy_backend:close(Backend),
+    beamspy_watchdog:disarm(beamspy_watchdog:current()).
+
 new_session(Opts) ->
     NifOpts = (maps:get(nif, Opts))#{exclude => excluded_modules(), owner => self()},
     beamspy_tracer:session_new(NifOpts).
@@ -231,8 +307,10 @@ init_apply(Parent, Ref, Caller, Opts) ->
         Session ->
             Mon = erlang:monitor(process, Caller),
             Backend = beamspy_backend:open(Session, legacy),
+            arm_watchdog(Opts, Backend),
             ok = beamspy_backend:set_patterns(Backend),
             Timer = start_timer(Opts),
+            _ = process_flag(priority, normal),
             Parent ! {Ref, {ok, Session}},
             loop(state(apply, Session, Backend, Caller, Mon, Timer, undefined, Opts))
     end.
@@ -246,6 +324,7 @@ init_live(Parent, Ref, Caller, Opts, BackendKind) ->
             %% The halt plan is in place before start/2 returns: the caller
             %% may halt the VM right after.
             S = plan_halt(state(live, Session, Backend, Caller, Mon, Timer, Handle, Opts)),
+            _ = process_flag(priority, normal),
             Parent ! {Ref, {ok, Handle}},
             loop(S);
         {error, _} = Error ->
@@ -293,11 +372,12 @@ open_and_switch_on(Opts, BackendKind, Pids, Existing, New, Flags) ->
             Error;
         Session ->
             Backend = beamspy_backend:open(Session, BackendKind),
+            arm_watchdog(Opts, Backend),
             case switch_on(Backend, Pids, Existing, New, Flags) of
                 ok ->
                     {ok, Session, Backend};
                 {error, _} = Error ->
-                    ok = beamspy_backend:close(Backend),
+                    ok = close(Backend),
                     Error
             end
     end.
@@ -327,7 +407,11 @@ resolve([T | Ts], Owners, Acc) ->
 
 existing_pids() ->
     Owners = owners(),
-    erlang:processes() -- Owners.
+    Mine = case beamspy_watchdog:current() of
+               undefined -> [];
+               W -> [W]
+           end,
+    erlang:processes() -- (Mine ++ Owners).
 
 switch_on(Backend, Pids0, Existing, New, Flags) ->
     ok = beamspy_backend:set_patterns(Backend),
@@ -416,7 +500,8 @@ loop(#{caller := Caller, mon := Mon} = S) ->
                 #{stopped := false} -> _ = stop_and_write(S, #{});
                 _ -> ok
             end;
-        _Other ->
+        Other ->
+            _ = beamspy_watchdog:handle_down(Other),
             loop(S)
     end.
 
@@ -429,14 +514,14 @@ limit(_, #{limit := _} = S) ->
 limit(Reason, #{kind := apply, session := Session, backend := Backend} = S) ->
     _ = process_flag(priority, high),
     stop_nif(Session, Reason),
-    ok = beamspy_backend:close(Backend),
+    ok = close(Backend),
     S#{limit => Reason, limit_mono => erlang:monotonic_time(millisecond)};
 limit(Reason, #{kind := live, session := Session, backend := Backend, caller := Caller,
                 handle := Handle} = S) ->
     _ = process_flag(priority, high),
     T0 = erlang:monotonic_time(millisecond),
     stop_nif(Session, Reason),
-    ok = beamspy_backend:close(Backend),
+    ok = close(Backend),
     _ = unlock(),
     Reply = write(S#{limit_mono => T0}, #{}, T0),
     Truncated = case maps:get(truncated, Reply, false) of
@@ -489,7 +574,7 @@ finish_reply(#{stopped := Reply, session := Session, opts := #{write := Write}},
 stop_and_write(#{backend := Backend} = S, FinishOpts) ->
     _ = process_flag(priority, high),
     T0 = erlang:monotonic_time(millisecond),
-    ok = beamspy_backend:close(Backend),
+    ok = close(Backend),
     write(S, FinishOpts, T0).
 
 %% T0: when stopping began; the reply tells how long switching tracing off

@@ -7,8 +7,8 @@
 -export([profile/2, profile_ok/2, processes/1, tree_of/2, own_tree/1, other_trees/1,
          node_map/1, frame_calls/2, nodes_of/2, depth_counts/2, max_depth/1, path/2,
          depth/2, frame_paths/1, check_tree/1, check_profile/1, assert_clean/1,
-         assert_clean/0, wait_no_session/0, tmp_dir/0, rm_rf/1, list_dir/1,
-         capture_output/1, capture_stderr/1, flush/0, wait_for/2]).
+         assert_clean/0, assert_node_clean/0, node_dirt/0, wait_no_session/0, tmp_dir/0, rm_rf/1,
+         list_dir/1, capture_output/1, capture_stderr/1, flush/0, wait_for/2]).
 
 -define(LOCK, beamspy_active_session).
 
@@ -136,6 +136,57 @@ assert_clean(Pids) ->
     ?assertEqual({traced, false}, erlang:trace_info({lists, reverse, 1}, traced)),
     ?assertEqual({traced, false}, erlang:trace_info(on_load, traced)),
     ok.
+
+%% Stricter than assert_clean/0, for tests that kill beamspy's processes:
+%% waits (up to 10 s) for the node to be clean, then asserts that it is. No
+%% process and no `new' process has any trace flag, no function of any
+%% loaded module has a call pattern or a meta pattern, neither has on_load,
+%% no beamspy session name is registered and beamspy:sessions() is empty.
+assert_node_clean() ->
+    _ = wait_for(fun() -> node_dirt() =:= [] end, 10000),
+    ?assertEqual([], node_dirt()).
+
+%% What assert_node_clean/0 finds left behind, [] when nothing. The cheap
+%% checks first: sampling functions (slow while the node is still traced)
+%% only once they find nothing.
+node_dirt() ->
+    Names = [?LOCK | [list_to_atom("beamspy_session_" ++ integer_to_list(I)) || I <- lists:seq(1, 64)]],
+    Registered = [{registered, N, P} || N <- Names, P <- [whereis(N)], P =/= undefined],
+    Flags = [{flags, P, F} || P <- erlang:processes(), {flags, F} <- [erlang:trace_info(P, flags)], F =/= []],
+    New = case erlang:trace_info(new, flags) of
+              {flags, []} -> [];
+              NewFlags -> [{new, NewFlags}]
+          end,
+    OnLoad = case erlang:trace_info(on_load, traced) of
+                 {traced, false} -> [];
+                 T -> [{on_load, T}]
+             end,
+    case Registered ++ lists:sublist(Flags, 5) ++ New ++ OnLoad of
+        [] ->
+            Patterns = [{pattern, MFA, All} || MFA <- sampled_functions(),
+                                               All <- [erlang:trace_info(MFA, all)],
+                                               All =/= {all, false}],
+            Sessions = case beamspy:sessions() of
+                           [] -> [];
+                           Ss -> [{sessions, Ss}]
+                       end,
+            lists:sublist(Patterns, 5) ++ Sessions;
+        Dirt ->
+            Dirt
+    end.
+
+%% trace_info/2 of a function waits for every scheduler (slow on a busy
+%% node), so: the first function of every loaded module (the local patterns
+%% beamspy sets are on every function or none), and every function of the
+%% test workloads (a capture's meta pattern is on one function).
+sampled_functions() ->
+    Workloads = [bs_wl, bs_capture_wl, bs_cp, bs_churn_wl],
+    [{M, F, A} || {M, _} <- code:all_loaded(),
+                  Fs <- [try M:module_info(functions) catch _:_ -> [] end],
+                  {F, A} <- case lists:member(M, Workloads) of
+                                true -> Fs;
+                                false -> lists:sublist(Fs, 1)
+                            end].
 
 beamspy_tracer_of(P) ->
     case erlang:trace_info(P, tracer) of

@@ -1,0 +1,263 @@
+%%% What is left on the node when beamspy's own processes die or race: a
+%%% live session's owner or a capture's owner killed, a capture whose module
+%%% is deleted before its patterns are set, a capture next to another
+%%% tracer, start(all) while processes spawn without pause, two stops at
+%%% once, a stop while the owner has no registered name. Every test ends by
+%%% checking that the whole node is clean.
+-module(beamspy_robustness_tests).
+
+-include_lib("eunit/include/eunit.hrl").
+
+-import(bs_test_lib, [assert_node_clean/0, wait_for/2, tmp_dir/0, rm_rf/1]).
+
+-define(LOCK, beamspy_active_session).
+-define(WL, bs_capture_wl).
+
+robustness_test_() ->
+    {setup, fun() -> [{module, M} = code:ensure_loaded(M) || M <- [?WL, bs_churn_wl, bs_wl]] end,
+     fun(_) -> ok end,
+     [{"live session owner killed: the node is clean, stop says no_session", {timeout, 60, fun live_owner_killed/0}},
+      {"watchdog killed, then the owner: another watchdog cleans up", {timeout, 60, fun watchdog_then_owner_killed/0}},
+      {"capture owner killed: patterns removed, capture/3 returns", {timeout, 60, fun capture_owner_killed/0}},
+      {"capture_async owner killed: the caller hears, patterns removed", {timeout, 60, fun capture_async_owner_killed/0}},
+      {"capture of a module deleted before the patterns are set: an error, nothing set", {timeout, 60, fun capture_module_deleted/0}},
+      {"capture refuses a node where another tracer call-traces", {timeout, 60, fun capture_call_traced_elsewhere/0}},
+      {"capture refuses a pids target traced by another tracer", {timeout, 60, fun capture_target_traced_elsewhere/0}},
+      {"start(all) returns while 20 processes spawn without pause", {timeout, 120, fun start_all_with_spawners/0}},
+      {"start is bounded by max_duration, and leaves nothing when it gives up", {timeout, 60, fun start_bounded/0}},
+      {"two concurrent stops: one gets the files, the other no_session", {timeout, 60, fun concurrent_stops/0}},
+      {"stop reaches an owner that has no registered name", {timeout, 60, fun stop_unnamed_owner/0}}]}.
+
+%% A process that waits for `stop'.
+idle() ->
+    spawn(fun() -> receive stop -> ok end end).
+
+live_owner_killed() ->
+    Churners = bs_churn_wl:churners(5),
+    try
+        {ok, {beamspy_session, Owner, _} = S} = beamspy:start(all, #{max_processes => 1000000}),
+        %% Tracing is really on before the kill.
+        ?assertMatch({flags, [_ | _]}, erlang:trace_info(hd(Churners), flags)),
+        ?assertMatch({flags, [_ | _]}, erlang:trace_info(new, flags)),
+        ?assertMatch({traced, local}, erlang:trace_info({bs_wl, fib, 1}, traced)),
+        exit(Owner, kill),
+        assert_node_clean(),
+        ?assertEqual({error, {no_session, S}}, beamspy:stop(S))
+    after
+        bs_churn_wl:stop(Churners)
+    end,
+    assert_node_clean().
+
+%% The watchdog of an owner: the process that monitors it and waits in
+%% beamspy_watchdog's loop.
+watchdog_of(Owner) ->
+    {monitored_by, By} = process_info(Owner, monitored_by),
+    case [P || P <- By, is_pid(P),
+               process_info(P, current_function) =:= {current_function, {beamspy_watchdog, loop, 3}}] of
+        [W] -> W;
+        [] -> undefined
+    end.
+
+watchdog_then_owner_killed() ->
+    Target = idle(),
+    Dir = tmp_dir(),
+    try
+        {ok, {beamspy_session, Owner, _} = S} = beamspy:start(Target, #{output => Dir}),
+        ok = wait_for(fun() -> is_pid(watchdog_of(Owner)) end, 10000),
+        First = watchdog_of(Owner),
+        exit(First, kill),
+        ok = wait_for(fun() -> not lists:member(watchdog_of(Owner), [undefined, First]) end, 10000),
+        ?assertMatch({flags, [_ | _]}, erlang:trace_info(Target, flags)),
+        exit(Owner, kill),
+        assert_node_clean(),
+        ?assertEqual({error, {no_session, S}}, beamspy:stop(S))
+    after
+        Target ! stop,
+        rm_rf(Dir)
+    end,
+    assert_node_clean().
+
+%% Waits until a capture of MFA has set its meta pattern; returns its owner.
+capture_running(MFA) ->
+    ok = wait_for(fun() -> erlang:trace_info(MFA, meta) =/= {meta, false} end, 10000),
+    Owner = whereis(?LOCK),
+    ?assert(is_pid(Owner)),
+    Owner.
+
+capture_owner_killed() ->
+    Self = self(),
+    MFA = {?WL, job, 1},
+    Caller = spawn(fun() -> Self ! {result, self(), beamspy:capture(MFA, 5, #{timeout => 60000})} end),
+    Owner = capture_running(MFA),
+    ?assertMatch({traced, local}, erlang:trace_info({bs_wl, fib, 1}, traced)),
+    exit(Owner, kill),
+    %% capture/3 returns (it waits no longer than its owner and watchdog) ...
+    Result = receive {result, Caller, R} -> R after 45000 -> error(capture_never_returned) end,
+    ?assertEqual({error, {session_failed, killed}}, Result),
+    %% ... and the watchdog had cleaned up before it told.
+    ?assertEqual({meta, false}, erlang:trace_info(MFA, meta)),
+    ?assertEqual({traced, false}, erlang:trace_info(on_load, traced)),
+    assert_node_clean().
+
+capture_async_owner_killed() ->
+    MFA = {?WL, job, 1},
+    {ok, Ref} = beamspy:capture_async(MFA, 5, #{timeout => 60000}),
+    exit(capture_running(MFA), kill),
+    ?assertEqual({error, {session_failed, killed}},
+                 receive {beamspy_capture, Ref, R} -> R after 30000 -> no_reply end),
+    assert_node_clean().
+
+%% beamspy:capture/3 checks the function first; the module may go away
+%% before the owner sets its patterns. The owner is started directly here,
+%% with the function already gone, to be in that window every time.
+capture_module_deleted() ->
+    Mod = bs_doomed_module,
+    {ok, Mod, Bin} = compile:forms([{attribute, 1, module, Mod}, {attribute, 2, export, [{f, 0}]},
+                                    {function, 3, f, 0, [{clause, 3, [], [], [{atom, 3, ok}]}]}]),
+    {module, Mod} = code:load_binary(Mod, "bs_doomed_module.erl", Bin),
+    MFA = {Mod, f, 0},
+    ?assertEqual(ok, beamspy_capture:check_function(MFA)),
+    true = code:delete(Mod),
+    _ = code:purge(Mod),
+    {ok, Opts} = beamspy_opts:options(#{}),
+    Start = #{nif => beamspy_opts:nif_options(Opts, []), outputs => [], write => #{},
+              timeout => 5000, merge => both, children => false, gc => false, pids => all},
+    Result = beamspy_capture:start(self(), MFA, 1, Start),
+    ?assertEqual({error, {bad_function, {undef, MFA}}}, Result),
+    ?assert(io_lib:char_list(beamspy:format_error(element(2, Result)))),
+    ?assertEqual([], [M || {beamspy_capture, _, _} = M <- element(2, process_info(self(), messages))]),
+    assert_node_clean().
+
+%% A pid tracer that keeps what it receives until asked.
+other_tracer() ->
+    spawn(fun() -> collect([]) end).
+
+collect(Acc) ->
+    receive
+        {get, From} -> From ! {collected, lists:reverse(Acc)}, collect(Acc);
+        stop -> ok;
+        Msg -> collect([Msg | Acc])
+    end.
+
+capture_call_traced_elsewhere() ->
+    Traced = spawn(fun() -> receive {go, From} -> From ! {done, ?WL:fib(3)} end end),
+    Tracer = other_tracer(),
+    1 = erlang:trace(Traced, true, [call, {tracer, Tracer}]),
+    1 = erlang:trace_pattern({?WL, fib, 1}, true, [local]),
+    try
+        ?assertEqual({error, {call_traced, Traced, Tracer}},
+                     beamspy:capture({?WL, job, 1}, 1, #{timeout => 2000})),
+        ?assertEqual({error, {call_traced, Traced, Tracer}},
+                     beamspy:capture({?WL, fib, 1}, 1, #{timeout => 2000})),
+        %% The other tracer's flags and pattern are as it left them, and
+        %% it still receives its calls.
+        ?assertEqual({tracer, Tracer}, erlang:trace_info(Traced, tracer)),
+        ?assertEqual({traced, local}, erlang:trace_info({?WL, fib, 1}, traced)),
+        ?assertEqual({traced, false}, erlang:trace_info({?WL, job, 1}, traced)),
+        Traced ! {go, self()},
+        receive {done, 2} -> ok after 5000 -> error(no_fib) end,
+        Tracer ! {get, self()},
+        Calls = receive {collected, C} -> C after 5000 -> error(no_collected) end,
+        ?assertEqual(5, length([X || {trace, _, call, {?WL, fib, _}} = X <- Calls]))
+    after
+        erlang:trace_pattern({?WL, fib, 1}, false, [local]),
+        Tracer ! stop
+    end,
+    assert_node_clean().
+
+capture_target_traced_elsewhere() ->
+    Target = idle(),
+    Tracer = other_tracer(),
+    1 = erlang:trace(Target, true, [send, {tracer, Tracer}]),
+    try
+        ?assertEqual({error, {already_traced, Target, Tracer}},
+                     beamspy:capture({?WL, job, 1}, 1, #{timeout => 2000, pids => [Target]})),
+        ?assertEqual({tracer, Tracer}, erlang:trace_info(Target, tracer))
+    after
+        erlang:trace(Target, false, [all]),
+        Target ! stop,
+        Tracer ! stop
+    end,
+    assert_node_clean().
+
+%% OTP 25: erlang:processes/0 called at normal priority did not return
+%% while 20 processes spawned without pause, nor did start(all).
+start_all_with_spawners() ->
+    Spawners = bs_churn_wl:spawners(20),
+    Self = self(),
+    Starter = spawn(fun() ->
+                            R = beamspy:start(all, #{max_duration => 20000}),
+                            Self ! {started, self(), R},
+                            receive stop -> ok end
+                    end),
+    try
+        Result = receive {started, Starter, R} -> R after 90000 -> error(start_never_returned) end,
+        %% The table may hold more than max_processes by then: refused up front.
+        case Result of
+            {ok, S} ->
+                Starter ! stop,
+                %% The caller's death stops the session.
+                ?assertEqual({error, {no_session, S}},
+                             wait_stopped(S));
+            {error, {too_many_processes, _, 10000}} ->
+                ok;
+            {error, {start_timeout, 20000}} ->
+                ok
+        end
+    after
+        bs_churn_wl:stop(Spawners),
+        exit(Starter, kill)
+    end,
+    assert_node_clean().
+
+wait_stopped(S) ->
+    _ = wait_for(fun() -> beamspy_session:owner(S) =:= error end, 30000),
+    beamspy:stop(S).
+
+%% 3000 processes to seed take far longer than 1 ms.
+start_bounded() ->
+    Idle = [idle() || _ <- lists:seq(1, 3000)],
+    try
+        ?assertEqual({error, {start_timeout, 1}}, beamspy:start(all, #{max_duration => 1})),
+        ?assert(io_lib:char_list(beamspy:format_error({start_timeout, 1})))
+    after
+        [P ! stop || P <- Idle]
+    end,
+    assert_node_clean().
+
+concurrent_stops() ->
+    Target = idle(),
+    Dir = tmp_dir(),
+    try
+        [concurrent_stop_round(Target, Dir) || _ <- lists:seq(1, 20)]
+    after
+        Target ! stop,
+        rm_rf(Dir)
+    end,
+    assert_node_clean().
+
+concurrent_stop_round(Target, Dir) ->
+    {ok, S} = beamspy:start(Target, #{output => Dir}),
+    Self = self(),
+    Stoppers = [spawn(fun() -> receive go -> Self ! {stopped, self(), beamspy:stop(S, #{})} end end)
+                || _ <- [1, 2]],
+    [P ! go || P <- Stoppers],
+    Results = [receive {stopped, P, R} -> R after 30000 -> error(stop_never_returned) end || P <- Stoppers],
+    ?assertMatch([{error, {no_session, S}}, {ok, #{files := _}}], lists:sort(Results)).
+
+%% A live session whose limit trips moves from the lock name to a slot
+%% name; in between it has none. Simulated here by taking its name away.
+stop_unnamed_owner() ->
+    Target = idle(),
+    Dir = tmp_dir(),
+    try
+        {ok, {beamspy_session, Owner, _} = S} = beamspy:start(Target, #{output => Dir}),
+        true = unregister(?LOCK),
+        ?assertEqual([], process_info(Owner, registered_name)),
+        ?assertMatch({ok, #{files := _}}, beamspy:stop(S, #{})),
+        ?assertEqual({error, {no_session, S}}, beamspy:stop(S))
+    after
+        Target ! stop,
+        rm_rf(Dir)
+    end,
+    assert_node_clean().
