@@ -283,8 +283,15 @@ check(Target, Opts) ->
 %% '''
 -spec capture(mfa(), pos_integer(), map() | list()) -> {ok, [string()]} | {error, term()}.
 capture(MFA, N, Opts) ->
-    case start_capture(MFA, N, Opts) of
-        {ok, Ref, Owner} -> beamspy_capture:await(Ref, Owner);
+    case start_capture(MFA, N, Opts, true) of
+        {ok, Ref, Owner} ->
+            Result = beamspy_capture:await(Ref, Owner),
+            %% Sent before the result, by the same process: here already.
+            receive
+                {beamspy_capture_report, Ref, Report} -> report_limit(Report)
+            after 0 -> ok
+            end,
+            Result;
         {error, _} = Error -> Error
     end.
 
@@ -293,12 +300,12 @@ capture(MFA, N, Opts) ->
 %% {error, Reason}}'.
 -spec capture_async(mfa(), pos_integer(), map() | list()) -> {ok, reference()} | {error, term()}.
 capture_async(MFA, N, Opts) ->
-    case start_capture(MFA, N, Opts) of
+    case start_capture(MFA, N, Opts, false) of
         {ok, Ref, _Owner} -> {ok, Ref};
         {error, _} = Error -> Error
     end.
 
-start_capture(MFA, N, Opts0) when is_integer(N), N > 0 ->
+start_capture(MFA, N, Opts0, Report) when is_integer(N), N > 0 ->
     Defaults = #{timeout => 30000, merge => both},
     case {beamspy_capture:check_function(MFA), beamspy_opts:options(Opts0)} of
         {ok, {ok, Opts1}} ->
@@ -313,7 +320,8 @@ start_capture(MFA, N, Opts0) when is_integer(N), N > 0 ->
                               write => write_meta(Full, io_lib:format("beamspy:capture(~tw:~tw/~w)", [M, F, A])),
                               timeout => maps:get(timeout, Full), merge => maps:get(merge, Full),
                               children => maps:get(children, Full), gc => maps:get(gc, Full),
-                              pids => maps:get(pids, Full, all)},
+                              pids => maps:get(pids, Full, all),
+                              report => Report, limits => limits(Full)},
                     %% If the owner dies, its watchdog tells the caller.
                     beamspy_capture:start(self(), MFA, N, Start);
                 {error, _} = Error ->
@@ -322,7 +330,7 @@ start_capture(MFA, N, Opts0) when is_integer(N), N > 0 ->
         {{error, _} = Error, _} -> Error;
         {ok, {error, _} = Error} -> Error
     end;
-start_capture(_MFA, N, _Opts) ->
+start_capture(_MFA, N, _Opts, _Report) ->
     {error, {bad_option, calls, N, "a positive integer"}}.
 
 given(Opts) when is_map(Opts) -> Opts;

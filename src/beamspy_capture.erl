@@ -149,7 +149,7 @@ init_locked(Parent, Caller, Ref, MFA, N, Opts) ->
                     Parent ! {Ref, started},
                     State = #{session => Session, mfa => MFA, wanted => N, done => [],
                               caller => Caller, mon => Mon, ref => Ref, opts => Opts,
-                              timer => Timer},
+                              timer => Timer, started_mono => erlang:monotonic_time(millisecond)},
                     loop(State);
                 {error, _} = Error ->
                     ok = beamspy_session:cleanup(Session),
@@ -220,8 +220,10 @@ remove_meta(MFA) ->
     _ = erlang:trace_pattern(MFA, false, [meta]),
     ok.
 
-finish(#{session := Session, mfa := MFA, ref := Ref, caller := Caller, opts := Opts, done := Done}, Why) ->
+finish(#{session := Session, mfa := MFA, ref := Ref, caller := Caller, opts := Opts, done := Done} = S,
+       Why) ->
     remove_meta(MFA),
+    Stopped = erlang:monotonic_time(millisecond),
     ok = beamspy_session:cleanup(Session),
     ok = beamspy_watchdog:disarm(beamspy_watchdog:current()),
     Result = case lists:sort(Done) of
@@ -230,8 +232,31 @@ finish(#{session := Session, mfa := MFA, ref := Ref, caller := Caller, opts := O
              end,
     case Caller of
         none -> ok;
-        _ -> Caller ! {beamspy_capture, Ref, Result}
+        _ ->
+            report_limit(Caller, Ref, Why, Stopped - maps:get(started_mono, S), S),
+            Caller ! {beamspy_capture, Ref, Result}
     end.
+
+%% With `report => true' (beamspy:capture/3, which prints it), a limit that
+%% ended the capture early is told before the result, in the shape of
+%% beamspy_session's stop report (see beamspy_report).
+report_limit(Caller, Ref, Why, RecordedMs, #{session := Session, opts := Opts})
+  when Why =:= max_events; Why =:= max_memory; Why =:= max_processes; Why =:= max_duration ->
+    case maps:get(report, Opts, false) of
+        true ->
+            Nif = beamspy_tracer:session_info(Session),
+            Caller ! {beamspy_capture_report, Ref,
+                      #{truncated => Why, recorded_ms => RecordedMs,
+                        events => maps:get(events, Nif), memory_peak => maps:get(memory_peak, Nif),
+                        processes => maps:get(processes, Nif),
+                        limits => maps:get(limits, Opts, #{}),
+                        names => maps:get(names, maps:get(write, Opts), erlang)}},
+            ok;
+        false ->
+            ok
+    end;
+report_limit(_, _, _, _, _) ->
+    ok.
 
 write(Session, Indices, #{outputs := Outputs, write := Write, merge := Merge}) ->
     WriteOpts = Write#{labels => beamspy_session:labels(beamspy_tracer:session_pids(Session))},

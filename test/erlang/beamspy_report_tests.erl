@@ -14,7 +14,29 @@ report_test_() ->
      [{"apply and profile: a tripped limit is said on stderr, quiet or not", {timeout, 60, fun apply_limit/0}},
       {"apply: no limit, no warning", {timeout, 60, fun apply_no_limit/0}},
       {"stop/1 and trace/3 say the limit; stop/2 returns it as data", {timeout, 60, fun live_limit/0}},
+      {"capture/3 says a tripped limit too", {timeout, 60, fun capture_limit/0}},
       {"the sentence names the limit, the time, the amount and the option", fun sentence/0}]}.
+
+capture_limit() ->
+    Dir = tmp_dir(),
+    %% Calls fib/1 again and again until the capture is over, whatever the
+    %% moment it starts.
+    Caller = spawn(fun Loop() -> bs_wl:fib(18), timer:sleep(5), Loop() end),
+    try
+        {Result, Err} = capture_stderr(fun() ->
+                                               beamspy:capture({bs_wl, fib, 1}, 1,
+                                                               #{output => Dir, max_events => 500,
+                                                                 quiet => true})
+                                       end),
+        ?assertMatch({_, _}, Result),
+        ?assertNotEqual(nomatch, string:find(Err, "max_events (500) reached")),
+        ?assertNotEqual(nomatch, string:find(Err, "max_events => 5000"))
+    after
+        exit(Caller, kill),
+        rm_rf(Dir)
+    end,
+    flush(),
+    assert_clean().
 
 apply_limit() ->
     Dir = tmp_dir(),
