@@ -297,7 +297,11 @@ capture(MFA, N, Opts) ->
 
 %% @doc Like {@link capture/3} but returns `{ok, Ref}' as soon as tracing is
 %% on; the caller later receives `{beamspy_capture, Ref, {ok, Files} |
-%% {error, Reason}}'.
+%% {error, Reason}}'. With option `report_limit => true', a limit that ended
+%% the capture early is told first, as `{beamspy_capture_report, Ref,
+%% Report}' (Report as {@link stop/2} returns it: `truncated',
+%% `recorded_ms', `events', `memory_peak', `processes', `limits'); nothing
+%% is printed.
 -spec capture_async(mfa(), pos_integer(), map() | list()) -> {ok, reference()} | {error, term()}.
 capture_async(MFA, N, Opts) ->
     case start_capture(MFA, N, Opts, false) of
@@ -321,7 +325,8 @@ start_capture(MFA, N, Opts0, Report) when is_integer(N), N > 0 ->
                               timeout => maps:get(timeout, Full), merge => maps:get(merge, Full),
                               children => maps:get(children, Full), gc => maps:get(gc, Full),
                               pids => maps:get(pids, Full, all),
-                              report => Report, limits => limits(Full)},
+                              report => Report orelse maps:get(report_limit, Full, false),
+                              limits => limits(Full)},
                     %% If the owner dies, its watchdog tells the caller.
                     beamspy_capture:start(self(), MFA, N, Start);
                 {error, _} = Error ->
@@ -354,6 +359,9 @@ format_error({bad_function, Other}) ->
     flat("~tw is not a function: use {Module, Function, Arity}", [Other]);
 format_error({no_calls_captured, timeout}) ->
     "no call was captured before the timeout";
+format_error({no_calls_captured, Limit})
+  when Limit =:= max_events; Limit =:= max_memory; Limit =:= max_processes; Limit =:= max_duration ->
+    flat("the ~w limit stopped the recording before any captured call returned: raise it", [Limit]);
 format_error({no_calls_captured, Why}) ->
     flat("no call was captured (~tw)", [Why]);
 format_error({bad_target, {wrong_arity, N, Got}}) ->

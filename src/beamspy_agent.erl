@@ -257,6 +257,8 @@ loop(#{lease := Lease} = S) ->
             unload_when_last([]);
         {beamspy, _Session, {stopped, Reason, _Files}} ->
             loop(stopped(Reason, S));
+        {beamspy_capture_report, _Ref, Report} ->
+            loop(S#{capture_report => Report});
         {beamspy_capture, _Ref, Result} ->
             loop(S#{state => done, capture_result => Result});
         {nodedown, Node} when map_get(watch, S) =:= {node, Node} ->
@@ -337,6 +339,7 @@ begin_job(capture, Opts, Dir) ->
     Out = filename:join(Dir, "capture.bspy"),
     #{mfa := MFA, calls := N} = Opts,
     COpts = (session_opts(Opts))#{output => Out, quiet => true, merge => true,
+                                  report_limit => true,
                                   timeout => maps:get(timeout, Opts, 60000)},
     case beamspy:capture_async(MFA, N, COpts) of
         {ok, Ref} -> {ok, #{capture => Ref, output => Out}};
@@ -449,11 +452,12 @@ end_job(#{job := #{capture := Ref, output := Out}} = S) ->
                    error -> wait_capture(Ref)
                end,
     Merged = filename:rootname(Out, ".bspy") ++ "-merged.bspy",
+    Early = capture_early_stop(S),
     Result = case Captured of
                  {ok, Files} ->
                      case file:read_file(Merged) of
-                         {ok, Data} -> {ok, #{format => bspy, data => Data, truncated => false,
-                                              calls => length(Files) - 1}};
+                         {ok, Data} -> {ok, Early#{format => bspy, data => Data,
+                                                   calls => length(Files) - 1}};
                          {error, Why} -> {error, {no_profile, Why}}
                      end;
                  {error, _} = Error ->
@@ -472,6 +476,23 @@ end_job(#{job := #{sampler := Pid}}) ->
 end_job(#{job := #{top := Pid}}) ->
     _ = beamspy_top:stop(Pid),
     {ok, #{format => none, data => <<>>, truncated => false}}.
+
+%% What the tool says of a capture a limit ended early, in the shape of a
+%% record's (see end_job/1 of a session).
+capture_early_stop(S) ->
+    Report = case maps:find(capture_report, S) of
+                 {ok, R} -> R;
+                 error ->
+                     receive {beamspy_capture_report, _, R} -> R after 0 -> #{} end
+             end,
+    case Report of
+        #{truncated := Reason} ->
+            #{truncated => Reason, stopped_after_ms => maps:get(recorded_ms, Report),
+              events => maps:get(events, Report), memory => maps:get(memory_peak, Report),
+              limit => maps:get(Reason, maps:get(limits, Report, #{}), undefined)};
+        _ ->
+            #{truncated => false}
+    end.
 
 %% A capture that has not completed yet: its owner stops on its timeout; the
 %% tool asking to finish means "now", so stop waiting after a grace period.

@@ -240,6 +240,8 @@ check({ignore, V}, Acc) when is_list(V), length(V) =< 8 ->
         false -> bad(ignore, V, "a list of at most 8 local pids")
     end;
 check({ignore, V}, _) -> bad(ignore, V, "a list of at most 8 local pids");
+check({report_limit, V}, Acc) when is_boolean(V) -> Acc#{report_limit => V};
+check({report_limit, V}, _) -> bad(report_limit, V, "true or false");
 check({until_halt, V}, Acc) when is_boolean(V) -> Acc#{until_halt => V};
 check({until_halt, V}, _) -> bad(until_halt, V, "true or false");
 check({timeline, V}, Acc) when V =:= false; V =:= auto -> Acc#{timeline => V};

@@ -544,6 +544,14 @@ check "record, a limit ends it early: stderr says which limit, when, how much, h
     grep -q '^beamspy: recording stopped early after [0-9.]* s: max_events (1000 events) reached; [0-9]* events, .* recorded; raise it with --max-events N$' "$out/rlim.err"
 bs record --node "$n1" --all --max-events 1000 --duration 60s --strict -o "$out/rlim.folded" >/dev/null 2>&1
 check "record --strict, a limit ends it early: exit 10" [ $? -eq 10 ]
+bs record --node "$n1" --function bs_dist_wl:handle/1 --calls 20 --max-events 5000 --duration 20s \
+    -o "$out/flim.folded" >/dev/null 2>"$out/flim.err"
+rc=$?
+# One call of handle/1 is about 1,500 events and 20 calls about 30,000: the
+# limit falls well after the first call and well before the last.
+check "record --function, a limit ends it early: exit 0, the line says so" \
+    eval '[ $rc -eq 0 ] && grep -q "^beamspy: recording stopped early after [0-9.]* s: max_events (5000 events) reached; [0-9]* events, .* recorded; raise it with --max-events N$" "$out/flim.err"'
+check "record --function, a limit ends it early: nothing left on the node" clean n1
 bs record --node "$n1" --name busy --duration 500ms --strict -o "$out/rfull.folded" >/dev/null 2>"$out/rfull.err"
 rc=$?
 check "record --strict, no limit hit: exit 0, nothing said about limits" eval '[ $rc -eq 0 ] && ! grep -q "stopped early" "$out/rfull.err"'
