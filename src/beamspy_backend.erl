@@ -65,7 +65,7 @@ close({legacy, Session}) ->
     beamspy_session:cleanup(Session);
 close({session, Session, TS}) ->
     ok = beamspy_tracer:session_stop(Session),
-    _ = catch trace:session_destroy(TS),
+    _ = try trace:session_destroy(TS) catch error:_ -> ok end,
     ok.
 
 %% @doc Local call patterns that report the caller (how stacks are rebuilt,
@@ -161,7 +161,7 @@ tracer_of({legacy, Session}, Pid) ->
         Other -> foreign(Other)
     end;
 tracer_of({session, _, TS}, Pid) ->
-    case catch trace:info(TS, Pid, flags) of
+    case try trace:info(TS, Pid, flags) catch error:_ -> undefined end of
         {flags, [_ | _]} -> ours;
         _ -> none
     end.

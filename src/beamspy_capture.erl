@@ -53,7 +53,7 @@ start(Caller, MFA, N, Opts) ->
     end.
 
 init(Parent, Caller, Ref, {M, F, A} = MFA, N, Opts) ->
-    case catch register(?LOCK, self()) of
+    case try register(?LOCK, self()) catch error:badarg -> false end of
         true ->
             NifOpts = (maps:get(nif, Opts))#{exclude => beamspy_session:excluded_modules(),
                                               owner => self(), capture => MFA, captures => N},
@@ -118,7 +118,7 @@ untrace_if_idle(Session, Pid) ->
     case beamspy_tracer:session_capturing(Session, Pid) of
         false ->
             case erlang:trace_info(Pid, tracer) of
-                {tracer, Tracer} -> catch erlang:trace(Pid, false, [all]);
+                {tracer, Tracer} -> try erlang:trace(Pid, false, [all]) catch error:_ -> 0 end;
                 _ -> ok
             end;
         true ->
