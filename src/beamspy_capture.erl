@@ -80,6 +80,7 @@ set_patterns({M, F, A}, Session, Opts) ->
     _ = erlang:trace_pattern({'_', '_', '_'}, ?CALLER_MS, [local]),
     _ = erlang:trace_pattern(on_load, ?CALLER_MS, [local]),
     [erlang:trace_pattern({X, '_', '_'}, false, [local]) || X <- beamspy_session:excluded_modules()],
+    [erlang:trace_pattern(B, false, [local]) || B <- beamspy_backend:untraced_bifs()],
     Flags = [call, arity, return_to, running, exiting]
         ++ [set_on_spawn || maps:get(children, Opts)]
         ++ [garbage_collection || maps:get(gc, Opts)],
