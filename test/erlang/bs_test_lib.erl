@@ -8,7 +8,8 @@
          node_map/1, frame_calls/2, nodes_of/2, depth_counts/2, max_depth/1, path/2,
          depth/2, frame_paths/1, check_tree/1, check_profile/1, assert_clean/1,
          assert_clean/0, wait_no_session/0, tmp_dir/0, rm_rf/1, list_dir/1,
-         capture_output/1, capture_stderr/1, flush/0, wait_for/2]).
+         capture_output/1, capture_stderr/1, flush/0, wait_for/2, trace_info/2,
+         beamspy_trace_sessions/0]).
 
 -define(LOCK, beamspy_active_session).
 
@@ -128,14 +129,36 @@ assert_clean() -> assert_clean([]).
 assert_clean(Pids) ->
     ok = wait_no_session(),
     [{module, M} = code:ensure_loaded(M) || M <- [bs_wl, bs_cp, lists]],
-    [?assertEqual({P, {flags, []}}, {P, erlang:trace_info(P, flags)})
+    [?assertEqual({P, {flags, []}}, {P, trace_info(P, flags)})
      || P <- [self() | Pids], is_process_alive(P)],
     [?assertEqual({P, ok}, {P, beamspy_tracer_of(P)}) || P <- erlang:processes()],
-    ?assertEqual({traced, false}, erlang:trace_info({bs_wl, fib, 1}, traced)),
-    ?assertEqual({traced, false}, erlang:trace_info({bs_cp, run, 1}, traced)),
-    ?assertEqual({traced, false}, erlang:trace_info({lists, reverse, 1}, traced)),
-    ?assertEqual({traced, false}, erlang:trace_info(on_load, traced)),
+    ?assertEqual({traced, false}, trace_info({bs_wl, fib, 1}, traced)),
+    ?assertEqual({traced, false}, trace_info({bs_cp, run, 1}, traced)),
+    ?assertEqual({traced, false}, trace_info({lists, reverse, 1}, traced)),
+    ?assertEqual({traced, false}, trace_info(on_load, traced)),
+    ?assertEqual([], beamspy_trace_sessions()),
     ok.
+
+%% erlang:trace_info/2 as beamspy sees it on this VM: the legacy trace state,
+%% and from OTP 27 on also what beamspy's dynamic trace sessions (named
+%% beamspy, see beamspy_backend) set: there live sessions trace in their own
+%% session, which erlang:trace_info/2 does not show. Flags are added up; for
+%% any other item the first value that is set wins.
+trace_info(What, Item) ->
+    Legacy = erlang:trace_info(What, Item),
+    lists:foldl(fun(S, Acc) -> merge_info(Acc, trace:info(S, What, Item)) end,
+                Legacy, beamspy_trace_sessions()).
+
+merge_info({flags, A}, {flags, B}) when is_list(A), is_list(B) -> {flags, A ++ B};
+merge_info({Item, V}, {Item, _} = Other) when V =:= false; V =:= []; V =:= undefined -> Other;
+merge_info(Acc, _) -> Acc.
+
+%% The dynamic trace sessions of beamspy that exist now ([] before OTP 27).
+beamspy_trace_sessions() ->
+    case beamspy_backend:sessions_supported() of
+        true -> [S || {beamspy, _} = S <- trace:session_info(all)];
+        false -> []
+    end.
 
 beamspy_tracer_of(P) ->
     case erlang:trace_info(P, tracer) of
