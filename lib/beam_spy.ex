@@ -333,7 +333,7 @@ defmodule BeamSpy do
   `ArgumentError` before anything is traced. Other options are those of
   `run/2`.
 
-      iex> BeamSpy.capture(&Enum.nope/7, 1)
+      iex> BeamSpy.capture({Enum, :nope, 7}, 1)
       ** (ArgumentError) beamspy: Enum.nope/7 is undefined
 
       iex> dir = Path.join(System.tmp_dir!(), "beamspy_doc_capture")
