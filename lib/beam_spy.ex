@@ -337,10 +337,10 @@ defmodule BeamSpy do
       ** (ArgumentError) beamspy: Enum.nope/7 is undefined
 
       iex> dir = Path.join(System.tmp_dir!(), "beamspy_doc_capture")
-      iex> task = Task.async(fn -> Process.sleep(50); Enum.map(1..3, fn _ -> URI.encode_www_form("a b") end) end)
+      iex> worker = spawn(fn -> Stream.repeatedly(fn -> URI.encode_www_form("a b") end) |> Stream.run() end)
       iex> {:ok, files} = BeamSpy.capture({URI, :encode_www_form, 1}, 2, output: dir, merge: false)
-      iex> Task.await(task)
-      ["a+b", "a+b", "a+b"]
+      iex> Process.exit(worker, :kill)
+      true
       iex> length(files)
       2
   """
