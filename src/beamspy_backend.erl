@@ -9,10 +9,10 @@
 %%%   someone else are refused, see {@link conflicts/3}.</li>
 %%% <li>`session' (OTP 27+, when `trace:session_create/3' exists): the session
 %%%   gets its own dynamic trace session, so beamspy coexists with dbg, recon
-%%%   and other beamspy sessions. <b>This path is not exercised by the test
-%%%   suite</b>: the machine it was written on runs OTP 25 only. It is kept to
-%%%   the documented calls of the `trace' module (OTP 27 docs): session_create,
-%%%   process, function, session_destroy.</li>
+%%%   and other beamspy sessions. It is kept to the documented calls of the
+%%%   `trace' module: session_create, process, function, info,
+%%%   session_destroy. The test layers otp27 and otp29 (test/otp/run.sh) run
+%%%   the test suite on it.</li>
 %%% </ul>
 %%% Only live sessions ({@link beamspy:start/2}) use the `session' backend;
 %%% `beamspy:apply/2' always uses `legacy'.
@@ -48,7 +48,7 @@ sessions_supported() ->
 open(Session, auto) ->
     case sessions_supported() of
         true ->
-            %% OTP 27+ only (untested here). The handle must stay referenced:
+            %% OTP 27+ only. The handle must stay referenced:
             %% the session is destroyed when it is garbage collected.
             TS = trace:session_create(beamspy, {beamspy_tracer, Session}, []),
             {session, Session, TS};
