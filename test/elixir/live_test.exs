@@ -83,7 +83,7 @@ defmodule BeamSpyTest.LiveTest do
     assert [{label, _nodes}] = profile.processes
     assert label == "#{:erlang.pid_to_list(agent)} Elixir.BeamSpyTest.LiveCounter"
     frames = profile_frames(profile)
-    assert ":gen_server.loop/7" in frames
+    assert ":gen_server.loop/#{gen_server_loop_arity()}" in frames
     assert "BeamSpyTest.Work.fib/1" in frames
     assert max_run(frames, "BeamSpyTest.Work.fib/1") >= 1
     assert_live_clean([agent])

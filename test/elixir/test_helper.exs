@@ -113,4 +113,11 @@ defmodule BeamSpyTest.Helpers do
 
   # From OTP 27 live sessions run in their own trace session, beside others.
   def sessions_supported?, do: :beamspy_backend.sessions_supported()
+
+  # gen_server's receive loop: loop/7 up to OTP 27, loop/5 from OTP 29 (which
+  # also has a loop/4 that calls it): the one with the most arguments.
+  def gen_server_loop_arity do
+    {:module, :gen_server} = Code.ensure_loaded(:gen_server)
+    Enum.max(for {:loop, a} <- :gen_server.module_info(:functions), do: a)
+  end
 end

@@ -80,7 +80,7 @@ assert_live_clean(Pids) ->
     assert_clean(Pids),
     ?assertEqual({flags, []}, bs_test_lib:trace_info(new, flags)),
     ?assertEqual({traced, false}, bs_test_lib:trace_info({bs_live_server, crunch, 1}, traced)),
-    ?assertEqual({traced, false}, bs_test_lib:trace_info({gen_server, loop, 7}, traced)),
+    ?assertEqual({traced, false}, bs_test_lib:trace_info(bs_test_lib:gen_server_loop(), traced)),
     ok.
 
 stop_profile(S) ->
@@ -120,9 +120,9 @@ check_server_tree(Server, P) ->
     Paths = frame_paths(Nodes),
     ?assert(length(Paths) > 5),
     [?assertMatch({_, [<<"proc_lib:init_p_do_apply/3">> | _]}, {Path, Path}) || Path <- Paths],
-    ?assert(frame_calls(Nodes, <<"gen_server:loop/7">>) > 0),
+    ?assert(frame_calls(Nodes, bs_test_lib:gen_server_loop_frame()) > 0),
     ?assert(frame_calls(Nodes, <<"bs_live_server:handle_call/3">>) > 10),
-    ?assert(lists:member([<<"proc_lib:init_p_do_apply/3">>, <<"gen_server:loop/7">>], Paths)),
+    ?assert(lists:member([<<"proc_lib:init_p_do_apply/3">>, bs_test_lib:gen_server_loop_frame()], Paths)),
     Depths = depth_counts(Nodes, ?CRUNCH),
     ?assertEqual(?WORK + 1, lists:max(maps:keys(Depths))),
     %% The callback runs under gen_server's call handling.

@@ -9,7 +9,7 @@
          depth/2, frame_paths/1, check_tree/1, check_profile/1, assert_clean/1,
          assert_clean/0, wait_no_session/0, tmp_dir/0, rm_rf/1, list_dir/1,
          capture_output/1, capture_stderr/1, flush/0, wait_for/2, trace_info/2,
-         beamspy_trace_sessions/0]).
+         beamspy_trace_sessions/0, gen_server_loop/0, gen_server_loop_frame/0]).
 
 -define(LOCK, beamspy_active_session).
 
@@ -259,3 +259,13 @@ req_text(_) -> [].
 
 flush() ->
     receive _ -> flush() after 0 -> ok end.
+
+%% gen_server's receive loop: loop/7 up to OTP 27, loop/5 from OTP 29 (which
+%% also has a loop/4 that calls it): the one with the most arguments.
+gen_server_loop() ->
+    {module, gen_server} = code:ensure_loaded(gen_server),
+    {gen_server, loop, lists:max([A || {loop, A} <- gen_server:module_info(functions)])}.
+
+gen_server_loop_frame() ->
+    {M, F, A} = gen_server_loop(),
+    iolist_to_binary(io_lib:format("~s:~s/~b", [M, F, A])).
