@@ -337,8 +337,8 @@ defmodule BeamSpy do
       ** (ArgumentError) beamspy: Enum.nope/7 is undefined
 
       iex> dir = Path.join(System.tmp_dir!(), "beamspy_doc_capture")
-      iex> worker = spawn(fn -> Stream.repeatedly(fn -> URI.encode_www_form("a b") end) |> Stream.run() end)
-      iex> {:ok, files} = BeamSpy.capture({URI, :encode_www_form, 1}, 2, output: dir, merge: false)
+      iex> worker = spawn(fn -> Stream.repeatedly(fn -> :lists.seq(1, 10) end) |> Stream.run() end)
+      iex> {:ok, files} = BeamSpy.capture({:lists, :seq, 2}, 2, output: dir, merge: false)
       iex> Process.exit(worker, :kill)
       true
       iex> length(files)
