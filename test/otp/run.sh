@@ -171,7 +171,10 @@ in_chroot() {
 
 # A fresh copy of the checkout (what git tracks, plus new files it does not
 # ignore), without the host's build outputs.
+# The chroot's /tmp is emptied too: what the last run's tests left there
+# would pile up in the cache.
 rm -rf "$dir/work"
+find "$dir/tmp" -mindepth 1 -delete
 mkdir -p "$dir/work/beamspy"
 if git -C "$root" rev-parse --git-dir >/dev/null 2>&1; then
     (cd "$root" && git ls-files -z -co --exclude-standard | tar --null -T - -cf -)
