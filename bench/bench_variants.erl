@@ -180,7 +180,7 @@ cleanup(fprof, #{dir := Dir}) ->
     _ = file:delete(fprof_trace(Dir)),
     untrace_all();
 cleanup(eprof, _) ->
-    _ = (catch eprof:stop()),
+    _ = try eprof:stop() catch _:_ -> ok end,
     untrace_all();
 cleanup(beamspy, _) ->
     %% beamspy's session process cleans up when its caller dies; wait for it.

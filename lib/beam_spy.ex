@@ -333,13 +333,12 @@ defmodule BeamSpy do
   `ArgumentError` before anything is traced. Other options are those of
   `run/2`.
 
-      iex> BeamSpy.capture(&Enum.nope/7, 1)
+      iex> BeamSpy.capture({Enum, :nope, 7}, 1)
       ** (ArgumentError) beamspy: Enum.nope/7 is undefined
 
       iex> dir = Path.join(System.tmp_dir!(), "beamspy_doc_capture")
-      iex> busy = fn again -> Process.sleep(5); URI.encode_www_form("a b"); again.(again) end
-      iex> worker = spawn(fn -> busy.(busy) end)
-      iex> {:ok, files} = BeamSpy.capture({URI, :encode_www_form, 1}, 2, output: dir, merge: false)
+      iex> worker = spawn(fn -> Stream.repeatedly(fn -> :lists.seq(1, 10) end) |> Stream.run() end)
+      iex> {:ok, files} = BeamSpy.capture({:lists, :seq, 2}, 2, output: dir, merge: false)
       iex> Process.exit(worker, :kill)
       true
       iex> length(files)

@@ -20,6 +20,12 @@ done
 command -v node >/dev/null 2>&1 || missing="$missing nodejs"
 command -v npm >/dev/null 2>&1 || missing="$missing npm"
 
+# debootstrap makes the chroots of the OTP 27/29 layers (test/otp/run.sh),
+# which need root anyway: installed as root, never asked of anyone else.
+if [ "$(id -u)" = "0" ] && ! command -v debootstrap >/dev/null 2>&1; then
+    missing="$missing debootstrap"
+fi
+
 if [ -z "$missing" ]; then
     exit 0
 fi

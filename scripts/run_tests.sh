@@ -3,6 +3,10 @@
 # Each layer is test/<layer>/run.sh; its last line of output must be
 #   LAYER <name>: <passed> passed, <failed> failed
 # A layer that crashes without that line counts as one failure.
+# The otp27 layer (test/otp/run.sh trixie: the erlang, elixir, cli and dist
+# layers again, on OTP 27 in a Debian chroot) runs when this is root and
+# debootstrap is installed (make deps installs it); otherwise it is reported
+# as skipped, with the reason, and not counted. otp29 (sid): see below.
 cd "$(dirname "$0")/.." || exit 1
 
 total_pass=0
@@ -26,5 +30,43 @@ for layer in c cli fuzz erlang elixir dist browser; do
     total_fail=$((total_fail + f))
 done
 
+skipped=""
+# OTP 29 (sid) is not in the default run: on 29 a process waiting in
+# receive-after that is suspended, call-traced and resumed can lose its
+# timeout (a VM bug, reproduced without beamspy), so tests of live sessions
+# fail there now and then. BEAMSPY_OTP_SUITES="trixie sid" (make test-otp)
+# runs it too.
+suites=${BEAMSPY_OTP_SUITES:-trixie}
+case " $suites " in
+    *" sid "*) ;;
+    *) skipped="
+otp29: not run by default: an OTP 29 VM bug (receive-after timeouts lost after suspend + call trace) makes live-session tests fail at random there; make test-otp runs it" ;;
+esac
+for suite in $suites; do
+    echo "=== otp ($suite) ==="
+    out=$(mktemp)
+    test/otp/run.sh "$suite" 2>&1 | tee "$out"
+    line=$(grep '^LAYER ' "$out" | tail -1)
+    skip=$(grep '^SKIP ' "$out" | tail -1)
+    rm -f "$out"
+    if [ -n "$skip" ]; then
+        skipped="$skipped
+${skip#SKIP }"
+        continue
+    fi
+    if [ -z "$line" ]; then
+        echo "LAYER otp ($suite): did not report (counted as 1 failure)"
+        total_fail=$((total_fail + 1))
+        continue
+    fi
+    p=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed.*/\1/')
+    f=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed.*/\2/')
+    total_pass=$((total_pass + p))
+    total_fail=$((total_fail + f))
+done
+
+if [ -n "$skipped" ]; then
+    echo "skipped (not counted):$skipped" | sed '2,$s/^/  /'
+fi
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

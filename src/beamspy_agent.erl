@@ -271,7 +271,7 @@ loop(#{lease := Lease} = S) ->
 
 %% The tool is gone: stop everything, remove what was set, leave no trace.
 abandon(#{dir := Dir, unload := Modules} = S) ->
-    _ = try end_job(S) catch _:_ -> ok end,
+    _ = try end_job(S) catch _:_ -> failed end,
     remove_dir(Dir),
     unload_when_last(Modules).
 
@@ -331,7 +331,7 @@ begin_job(record, Opts, Dir) ->
         {ok, Session} ->
             %% `all' and `existing' trace every process, the job's too: it
             %% is not the tool's to record.
-            _ = catch erlang:trace(self(), false, [all]),
+            _ = try erlang:trace(self(), false, [all]) catch error:_ -> 0 end,
             {ok, #{session => Session, output => Out}};
         {error, _} = Error -> Error
     end;

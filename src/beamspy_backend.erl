@@ -9,17 +9,17 @@
 %%%   someone else are refused, see {@link conflicts/3}.</li>
 %%% <li>`session' (OTP 27+, when `trace:session_create/3' exists): the session
 %%%   gets its own dynamic trace session, so beamspy coexists with dbg, recon
-%%%   and other beamspy sessions. <b>This path is not exercised by the test
-%%%   suite</b>: the machine it was written on runs OTP 25 only. It is kept to
-%%%   the documented calls of the `trace' module (OTP 27 docs): session_create,
-%%%   process, function, session_destroy.</li>
+%%%   and other beamspy sessions. It is kept to the documented calls of the
+%%%   `trace' module: session_create, process, function, info,
+%%%   session_destroy. The test layers otp27 and otp29 (test/otp/run.sh) run
+%%%   the test suite on it.</li>
 %%% </ul>
 %%% Only live sessions ({@link beamspy:start/2}) use the `session' backend;
 %%% `beamspy:apply/2' always uses `legacy'.
 -module(beamspy_backend).
 
 -export([sessions_supported/0, open/2, close/1, set_patterns/1, process/4,
-         conflicts/3, tracer_of/2]).
+         conflicts/3, tracer_of/2, untraced_bifs/0]).
 
 -define(CALLER_MS, [{'_', [], [{message, {{cp, {caller}}}}]}]).
 -define(CACHE, {?MODULE, sessions_supported}).
@@ -48,7 +48,7 @@ sessions_supported() ->
 open(Session, auto) ->
     case sessions_supported() of
         true ->
-            %% OTP 27+ only (untested here). The handle must stay referenced:
+            %% OTP 27+ only. The handle must stay referenced:
             %% the session is destroyed when it is garbage collected.
             TS = trace:session_create(beamspy, {beamspy_tracer, Session}, []),
             {session, Session, TS};
@@ -65,18 +65,36 @@ close({legacy, Session}) ->
     beamspy_session:cleanup(Session);
 close({session, Session, TS}) ->
     ok = beamspy_tracer:session_stop(Session),
-    _ = catch trace:session_destroy(TS),
+    _ = try trace:session_destroy(TS) catch error:_ -> ok end,
     ok.
 
 %% @doc Local call patterns that report the caller (how stacks are rebuilt,
 %% see DESIGN.md) on every function and on modules loaded later; beamspy's
-%% own modules are left untraced.
+%% own modules are left untraced, and so are the BIFs of {@link untraced_bifs/0}.
 -spec set_patterns(backend()) -> ok.
 set_patterns(B) ->
     _ = pattern(B, {'_', '_', '_'}, ?CALLER_MS),
     _ = pattern(B, on_load, ?CALLER_MS),
     _ = [pattern(B, {M, '_', '_'}, false) || M <- beamspy_session:excluded_modules()],
+    _ = [pattern(B, MFA, false) || MFA <- untraced_bifs()],
     ok.
+
+%% @doc The BIFs that local call patterns leave alone on this VM. From OTP 27
+%% on, a BIF that raises (erlang:error/1, throw/1, exit/1, ...), when it is
+%% call-traced and called as a tail call, gets a wrong return address: the
+%% stack trace the program catches, and the caller the tracer is told, name
+%% the function that follows the caller in its module (seen on OTP 27.3 and
+%% 29.1; OTP 25 is exact). beamspy must not change what a program sees, so
+%% there these BIFs are not traced: profiles lack their (tiny) frames.
+-spec untraced_bifs() -> [mfa()].
+untraced_bifs() ->
+    case list_to_integer(erlang:system_info(otp_release)) >= 27 of
+        true ->
+            [{erlang, throw, 1}, {erlang, error, 1}, {erlang, error, 2}, {erlang, error, 3},
+             {erlang, exit, 1}, {erlang, raise, 3}, {erlang, nif_error, 1}, {erlang, nif_error, 2}];
+        false ->
+            []
+    end.
 
 pattern({legacy, _}, What, MS) -> erlang:trace_pattern(What, MS, [local]);
 pattern({session, _, TS}, What, MS) -> trace:function(TS, What, MS, [local]).
@@ -161,7 +179,7 @@ tracer_of({legacy, Session}, Pid) ->
         Other -> foreign(Other)
     end;
 tracer_of({session, _, TS}, Pid) ->
-    case catch trace:info(TS, Pid, flags) of
+    case try trace:info(TS, Pid, flags) catch error:_ -> undefined end of
         {flags, [_ | _]} -> ours;
         _ -> none
     end.

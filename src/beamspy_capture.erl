@@ -165,6 +165,7 @@ set_patterns({M, F, A} = MFA, Session, Opts) ->
     _ = erlang:trace_pattern({'_', '_', '_'}, ?CALLER_MS, [local]),
     _ = erlang:trace_pattern(on_load, ?CALLER_MS, [local]),
     [erlang:trace_pattern({X, '_', '_'}, false, [local]) || X <- beamspy_session:excluded_modules()],
+    [erlang:trace_pattern(B, false, [local]) || B <- beamspy_backend:untraced_bifs()],
     Flags = [call, arity, return_to, running, exiting]
         ++ [set_on_spawn || maps:get(children, Opts)]
         ++ [garbage_collection || maps:get(gc, Opts)],
@@ -208,7 +209,7 @@ untrace_if_idle(Session, Pid) ->
     case beamspy_tracer:session_capturing(Session, Pid) of
         false ->
             case erlang:trace_info(Pid, tracer) of
-                {tracer, Tracer} -> catch erlang:trace(Pid, false, [all]);
+                {tracer, Tracer} -> try erlang:trace(Pid, false, [all]) catch error:_ -> 0 end;
                 _ -> ok
             end;
         true ->

@@ -253,7 +253,7 @@ init(Parent, Ref, Caller, #{kind := Kind} = Opts) ->
 lock(false) ->
     take_slot(1);
 lock(true) ->
-    case catch register(?LOCK, self()) of
+    case try register(?LOCK, self()) catch error:badarg -> false end of
         true -> ok;
         _ -> {error, {busy, whereis(?LOCK)}}
     end.
@@ -261,7 +261,7 @@ lock(true) ->
 take_slot(I) when I > ?SLOTS ->
     {error, too_many_sessions};
 take_slot(I) ->
-    case catch register(slot_name(I), self()) of
+    case try register(slot_name(I), self()) catch error:badarg -> false end of
         true -> ok;
         _ -> take_slot(I + 1)
     end.
@@ -450,7 +450,7 @@ switch_on_each(Backend, [P | Ps], Flags) ->
 %% process (no code loading, no I/O): every function here is loaded.
 switch_on_one(Backend, P, Flags) ->
     Session = nif_session(Backend),
-    case catch erlang:suspend_process(P) of
+    case try erlang:suspend_process(P) catch error:_ -> false end of
         true ->
             try
                 case beamspy_backend:tracer_of(Backend, P) of
@@ -468,7 +468,7 @@ switch_on_one(Backend, P, Flags) ->
                         end
                 end
             after
-                catch erlang:resume_process(P)
+                try erlang:resume_process(P) catch error:_ -> false end
             end;
         _ ->
             ok % gone meanwhile
@@ -652,7 +652,7 @@ cleanup(Session) ->
     ok = beamspy_tracer:session_stop(Session),
     Untrace = fun(P) ->
                       case erlang:trace_info(P, tracer) of
-                          {tracer, Tracer} -> catch erlang:trace(P, false, [all]);
+                          {tracer, Tracer} -> try erlang:trace(P, false, [all]) catch error:_ -> 0 end;
                           _ -> ok
                       end
               end,

@@ -9,12 +9,25 @@
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #define EPMD_PORT "4369"
+
+/* The port epmd listens on: ERL_EPMD_PORT when set to a valid port (as erl,
+ * epmd and erl_call read it), 4369 otherwise. */
+static const char *epmd_port(void)
+{
+    const char *env = getenv("ERL_EPMD_PORT");
+    if (env == NULL || *env == '\0')
+        return EPMD_PORT;
+    char *end = NULL;
+    long p = strtol(env, &end, 10);
+    return (*end == '\0' && p > 0 && p <= 65535) ? env : EPMD_PORT;
+}
 #define PORT_PLEASE2_REQ 122
 #define PORT2_RESP 119
 
@@ -90,7 +103,7 @@ bs_epmd_result bs_epmd_port(const char *host, const char *alive, unsigned timeou
         return BS_EPMD_PROTOCOL;
     }
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *addrs = NULL;
-    int gai = getaddrinfo(host, EPMD_PORT, &hints, &addrs);
+    int gai = getaddrinfo(host, epmd_port(), &hints, &addrs);
     if (gai != 0) {
         snprintf(err, err_size, "host '%s' not found (%s)", host, gai_strerror(gai));
         return BS_EPMD_BAD_HOST;

@@ -1,7 +1,7 @@
-/* epmd_lookup.h — asks a host's epmd (port 4369) on which port a node
- * listens (PORT_PLEASE2_REQ), so that "no epmd on the host", "no such node"
- * and "the node refused the connection" can be told apart before ei
- * connects. */
+/* epmd_lookup.h — asks a host's epmd (port 4369, or ERL_EPMD_PORT) on which
+ * port a node listens (PORT_PLEASE2_REQ), so that "no epmd on the host", "no
+ * such node" and "the node refused the connection" can be told apart before
+ * ei connects. */
 #ifndef BS_EPMD_LOOKUP_H
 #define BS_EPMD_LOOKUP_H
 

@@ -223,11 +223,11 @@ check "no target: usage error 2" [ $? -eq 2 ]
 # A name epmd knows whose port refuses connections: registered by hand
 # (ALIVE2_REQ) for a port nobody listens on.
 python3 - "$tag" >"$out/fake_epmd.log" 2>&1 <<'EOF' &
-import socket, struct, sys, time
+import os, socket, struct, sys, time
 name = (sys.argv[1] + "_fake").encode()
 free = socket.socket(); free.bind(("127.0.0.1", 0)); port = free.getsockname()[1]; free.close()
 body = struct.pack(">BHBBHH", 120, port, 77, 0, 6, 5) + struct.pack(">H", len(name)) + name + struct.pack(">H", 0)
-s = socket.create_connection(("127.0.0.1", 4369))
+s = socket.create_connection(("127.0.0.1", int(os.environ.get("ERL_EPMD_PORT") or 4369)))
 s.sendall(struct.pack(">H", len(body)) + body)
 print(s.recv(4), flush=True)
 time.sleep(30)

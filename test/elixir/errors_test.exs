@@ -77,12 +77,14 @@ defmodule BeamSpyTest.ErrorsTest do
 
     # A capture of a named function works like {M, :f, arity}.
     dir = scratch("capture_fun")
-    task = Task.async(fn -> Process.sleep(50); Work.fib(10) end)
+    # Calls until the capture is done: setting the patterns up takes a while
+    # (hundreds of ms on OTP 27/29), a single early call could come too soon.
+    worker = spawn(fn -> Stream.repeatedly(fn -> Work.fib(10) end) |> Stream.run() end)
 
     assert {:ok, [file]} =
              BeamSpy.capture(&Work.fib/1, 1, output: dir, merge: false, quiet: true)
 
-    assert Task.await(task) == 55
+    Process.exit(worker, :kill)
     assert File.read!(file) =~ "BeamSpyTest.Work.fib/1"
     assert_nothing_traced()
   end

@@ -9,7 +9,7 @@ defmodule BeamSpyTest.RaiseTest do
     try do
       {:returned, fun.()}
     catch
-      kind, reason -> {kind, reason, hd(__STACKTRACE__)}
+      kind, reason -> {kind, reason, List.first(__STACKTRACE__)}
     end
   end
 

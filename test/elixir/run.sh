@@ -18,10 +18,19 @@ if ! make -s -C "$root" erlang elixir nif >"$out" 2>&1; then
     exit 1
 fi
 
-# ExUnit: its summary reads "[N doctests, ]M tests, K failures[, I invalid]".
+# ExUnit: its summary reads "[N doctests, ]M tests, K failures[, I invalid]";
+# from Elixir 1.20 "Result: P passed (...)" when all passed, else "Result:
+# P/T passed (...)" and "Failed: ..." (anything of T not passed counts as
+# failed).
 (cd "$root" && elixir -pa "$root/ebin" -r "$here/test_helper.exs" -r "$here/*_test.exs") 2>&1 | tee "$out"
 summary=$(grep -E '^([0-9]+ doctests?, )?[0-9]+ tests?, [0-9]+ failures?' "$out" | tail -1)
-if [ -z "$summary" ]; then
+result=$(grep -E '^Result: [0-9]+(/[0-9]+)? passed' "$out" | tail -1)
+if [ -z "$summary" ] && [ -n "$result" ]; then
+    p=$(echo "$result" | sed -E 's|^Result: ([0-9]+).*|\1|')
+    t=$(echo "$result" | sed -E 's|^Result: [0-9]+/([0-9]+) passed.*|\1|; s|^Result: ([0-9]+) passed.*|\1|')
+    passed=$((passed + p))
+    failed=$((failed + t - p))
+elif [ -z "$summary" ]; then
     echo "ExUnit did not print a summary (counted as 1 failure)"
     failed=$((failed + 1))
 else

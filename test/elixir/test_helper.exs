@@ -82,8 +82,42 @@ defmodule BeamSpyTest.Helpers do
   end
 
   def assert_nothing_traced do
-    assert :erlang.trace_info(self(), :flags) == {:flags, []}
-    assert :erlang.trace_info({BeamSpyTest.Work, :fib, 1}, :traced) == {:traced, false}
-    assert :erlang.trace_info({:lists, :sort, 1}, :traced) == {:traced, false}
+    assert trace_info(self(), :flags) == {:flags, []}
+    assert trace_info({BeamSpyTest.Work, :fib, 1}, :traced) == {:traced, false}
+    assert trace_info({:lists, :sort, 1}, :traced) == {:traced, false}
+    assert beamspy_trace_sessions() == []
+  end
+
+  # :erlang.trace_info/2 as beamspy sees it on this VM: the legacy trace state
+  # and, from OTP 27 on, what beamspy's own dynamic trace sessions (named
+  # :beamspy) set, where live sessions trace. Flags add up; for any other item
+  # the first value that is set wins.
+  def trace_info(what, item) do
+    Enum.reduce(beamspy_trace_sessions(), :erlang.trace_info(what, item), fn session, acc ->
+      case {acc, :trace.info(session, what, item)} do
+        {{:flags, a}, {:flags, b}} when is_list(a) and is_list(b) -> {:flags, a ++ b}
+        {{^item, unset}, {^item, _} = other} when unset in [false, [], :undefined] -> other
+        _ -> acc
+      end
+    end)
+  end
+
+  # beamspy's dynamic trace sessions that exist now ([] before OTP 27).
+  def beamspy_trace_sessions do
+    if sessions_supported?() do
+      for {:beamspy, _} = s <- :trace.session_info(:all), do: s
+    else
+      []
+    end
+  end
+
+  # From OTP 27 live sessions run in their own trace session, beside others.
+  def sessions_supported?, do: :beamspy_backend.sessions_supported()
+
+  # gen_server's receive loop: loop/7 up to OTP 27, loop/5 from OTP 29 (which
+  # also has a loop/4 that calls it): the one with the most arguments.
+  def gen_server_loop_arity do
+    {:module, :gen_server} = Code.ensure_loaded(:gen_server)
+    Enum.max(for {:loop, a} <- :gen_server.module_info(:functions), do: a)
   end
 end

@@ -67,7 +67,7 @@ filters_apply_to_the_profile_test() ->
 rendering_options_are_validated_test() ->
     Bad = [{palette, rainbow}, {width, 5}, {min_width, -1}, {inverted, yes},
            {flamechart, 1}, {title, 42}, {exclude, 7},
-           {timeline, -3}, {merge, maybe}, {drop_sleep, 0}],
+           {timeline, -3}, {merge, 'maybe'}, {drop_sleep, 0}],
     [?assertError({beamspy, {bad_option, K, V, _}},
                   beamspy:apply({bs_wl, fib, [3]}, #{K => V, quiet => true})) || {K, V} <- Bad],
     ?assertError({beamspy, {bad_pattern, include, <<"(">>, _}},

@@ -34,10 +34,10 @@ live_test_() ->
       {"too many existing processes for max_processes is refused up front", {timeout, 60, fun too_many/0}},
       {"cleanup after stop: no flags, no patterns (on_load too), owner gone", {timeout, 60, fun cleanup_after_stop/0}},
       {"cleanup after the caller is killed: owner writes the files and goes", {timeout, 60, fun caller_killed/0}},
-      {"a second session is refused with busy; the first goes on", {timeout, 60, fun busy/0}},
-      {"a process traced by another tracer is refused; that trace keeps working", {timeout, 60, fun already_traced/0}},
-      {"another tracer's call tracing elsewhere is refused; its patterns stay", {timeout, 60, fun call_traced_elsewhere/0}},
-      {"new processes already traced by another tracer: refused", {timeout, 60, fun new_traced_elsewhere/0}}]}.
+      {"a second session: refused with busy before OTP 27, runs beside the first from OTP 27", {timeout, 60, fun busy/0}},
+      {"a process traced by another tracer: refused before OTP 27, traced beside it from OTP 27; that trace keeps working", {timeout, 60, fun already_traced/0}},
+      {"another tracer's call tracing elsewhere: refused before OTP 27, no conflict from OTP 27; its patterns stay", {timeout, 60, fun call_traced_elsewhere/0}},
+      {"new processes already traced by another tracer: refused before OTP 27, traced beside it from OTP 27", {timeout, 60, fun new_traced_elsewhere/0}}]}.
 
 setup() ->
     [{module, M} = code:ensure_loaded(M) || M <- [bs_wl, bs_live_wl, bs_live_server, gen_server]],
@@ -51,7 +51,7 @@ teardown(#{server := Server, clients := Clients}) ->
     bs_live_wl:stop_all(Clients),
     bs_live_server:stop(Server),
     %% Whatever a failed test left: stop every session it started.
-    [catch beamspy_session:finish(O, #{}) || O <- beamspy_session:owners()],
+    [try beamspy_session:finish(O, #{}) catch _:_ -> ok end || O <- beamspy_session:owners()],
     bs_test_lib:flush(),
     ok.
 
@@ -78,9 +78,9 @@ exited_not_charged() ->
 assert_live_clean(Pids) ->
     ok = wait_for(fun() -> beamspy_session:owners() =:= [] end, 10000),
     assert_clean(Pids),
-    ?assertEqual({flags, []}, erlang:trace_info(new, flags)),
-    ?assertEqual({traced, false}, erlang:trace_info({bs_live_server, crunch, 1}, traced)),
-    ?assertEqual({traced, false}, erlang:trace_info({gen_server, loop, 7}, traced)),
+    ?assertEqual({flags, []}, bs_test_lib:trace_info(new, flags)),
+    ?assertEqual({traced, false}, bs_test_lib:trace_info({bs_live_server, crunch, 1}, traced)),
+    ?assertEqual({traced, false}, bs_test_lib:trace_info(bs_test_lib:gen_server_loop(), traced)),
     ok.
 
 stop_profile(S) ->
@@ -120,9 +120,9 @@ check_server_tree(Server, P) ->
     Paths = frame_paths(Nodes),
     ?assert(length(Paths) > 5),
     [?assertMatch({_, [<<"proc_lib:init_p_do_apply/3">> | _]}, {Path, Path}) || Path <- Paths],
-    ?assert(frame_calls(Nodes, <<"gen_server:loop/7">>) > 0),
+    ?assert(frame_calls(Nodes, bs_test_lib:gen_server_loop_frame()) > 0),
     ?assert(frame_calls(Nodes, <<"bs_live_server:handle_call/3">>) > 10),
-    ?assert(lists:member([<<"proc_lib:init_p_do_apply/3">>, <<"gen_server:loop/7">>], Paths)),
+    ?assert(lists:member([<<"proc_lib:init_p_do_apply/3">>, bs_test_lib:gen_server_loop_frame()], Paths)),
     Depths = depth_counts(Nodes, ?CRUNCH),
     ?assertEqual(?WORK + 1, lists:max(maps:keys(Depths))),
     %% The callback runs under gen_server's call handling.
@@ -134,7 +134,7 @@ gen_server_by_pid() ->
     Server = server(),
     {ok, S} = beamspy:start(Server, #{}),
     %% Tracing is on when start returns.
-    ?assertMatch({flags, [_ | _]}, erlang:trace_info(Server, flags)),
+    ?assertMatch({flags, [_ | _]}, bs_test_lib:trace_info(Server, flags)),
     timer:sleep(300),
     {P, #{files := []}} = stop_profile(S),
     ?assertMatch(#{truncated := false, dropped := 0}, P),
@@ -205,8 +205,8 @@ target_list() ->
 new_only() ->
     Server = server(),
     {ok, S} = beamspy:start(new, #{}),
-    ?assertEqual({flags, []}, erlang:trace_info(Server, flags)),
-    ?assertEqual({flags, []}, erlang:trace_info(self(), flags)),
+    ?assertEqual({flags, []}, bs_test_lib:trace_info(Server, flags)),
+    ?assertEqual({flags, []}, bs_test_lib:trace_info(self(), flags)),
     Self = self(),
     Kids = [spawn(fun() -> Self ! {fib, self(), bs_wl:fib(12)} end) || _ <- lists:seq(1, 4)],
     [receive {fib, K, 144} -> ok after 5000 -> error(no_fib) end || K <- Kids],
@@ -223,11 +223,11 @@ existing_only() ->
     Server = server(),
     {ok, {beamspy_session, Owner, _} = S} = beamspy:start(existing, #{max_processes => 100000}),
     try
-        ?assertMatch({flags, [_ | _]}, erlang:trace_info(Server, flags)),
-        ?assertMatch({flags, [_ | _]}, erlang:trace_info(self(), flags)),
-        ?assertEqual({flags, []}, erlang:trace_info(Owner, flags)),
+        ?assertMatch({flags, [_ | _]}, bs_test_lib:trace_info(Server, flags)),
+        ?assertMatch({flags, [_ | _]}, bs_test_lib:trace_info(self(), flags)),
+        ?assertEqual({flags, []}, bs_test_lib:trace_info(Owner, flags)),
         Late = spawn(fun() -> receive stop -> ok end end),
-        ?assertEqual({flags, []}, erlang:trace_info(Late, flags)),
+        ?assertEqual({flags, []}, bs_test_lib:trace_info(Late, flags)),
         Late ! stop
     after
         {ok, _} = beamspy:stop(S, #{profile => true})
@@ -239,10 +239,10 @@ all_targets() ->
     {ok, {beamspy_session, Owner, _} = S} = beamspy:start(all, #{max_processes => 100000}),
     Late = spawn(fun() -> receive stop -> bs_wl:fib(5) end end),
     try
-        ?assertEqual({flags, []}, erlang:trace_info(Owner, flags)),
-        ?assertMatch({flags, [_ | _]}, erlang:trace_info(Server, flags)),
-        ?assertMatch({flags, [_ | _]}, erlang:trace_info(Late, flags)),
-        ?assertMatch({flags, [_ | _]}, erlang:trace_info(new, flags)),
+        ?assertEqual({flags, []}, bs_test_lib:trace_info(Owner, flags)),
+        ?assertMatch({flags, [_ | _]}, bs_test_lib:trace_info(Server, flags)),
+        ?assertMatch({flags, [_ | _]}, bs_test_lib:trace_info(Late, flags)),
+        ?assertMatch({flags, [_ | _]}, bs_test_lib:trace_info(new, flags)),
         timer:sleep(100)
     after
         Late ! stop,
@@ -324,8 +324,8 @@ cleanup_after_stop() ->
     Spinner = bs_live_wl:spinner(),
     try
         {ok, S} = beamspy:start([Server, Spinner], #{children => true}),
-        ?assertMatch({traced, local}, erlang:trace_info({bs_live_server, crunch, 1}, traced)),
-        ?assertMatch({traced, local}, erlang:trace_info(on_load, traced)),
+        ?assertMatch({traced, local}, bs_test_lib:trace_info({bs_live_server, crunch, 1}, traced)),
+        ?assertMatch({traced, local}, bs_test_lib:trace_info(on_load, traced)),
         timer:sleep(100),
         {ok, _} = beamspy:stop(S, #{profile => true}),
         assert_live_clean([Server, Spinner]),
@@ -347,7 +347,7 @@ caller_killed() ->
                        end),
         {ok, {beamspy_session, Owner, _}} = receive {started, Caller, R} -> R after 10000 -> error(not_started) end,
         OwnerMon = monitor(process, Owner),
-        ?assertMatch({flags, [_ | _]}, erlang:trace_info(Server, flags)),
+        ?assertMatch({flags, [_ | _]}, bs_test_lib:trace_info(Server, flags)),
         timer:sleep(100),
         exit(Caller, kill),
         receive {'DOWN', OwnerMon, process, Owner, _} -> ok after 10000 -> error(owner_stayed) end,
@@ -359,17 +359,52 @@ caller_killed() ->
         rm_rf(Dir)
     end.
 
+%% Before OTP 27 the local call patterns are node-wide and a process has one
+%% tracer: a second session, or a process traced by someone else, is refused.
+%% From OTP 27 a live session traces in its own dynamic trace session
+%% (beamspy_backend): it runs beside the others, and the other tracers keep
+%% getting exactly what they got. apply/2 stays on the legacy tracing.
+sessions() -> beamspy_backend:sessions_supported().
+
 busy() ->
+    case sessions() of
+        false -> busy_legacy();
+        true -> two_sessions()
+    end.
+
+two_sessions() ->
+    Server = server(),
+    {ok, {beamspy_session, Owner, _} = S} = beamspy:start(Server, #{}),
+    try
+        {ok, {beamspy_session, Owner2, _} = S2} = beamspy:start(self(), #{}),
+        ?assertNotEqual(Owner, Owner2),
+        ?assertEqual(lists:sort([Owner, Owner2]), lists:sort(beamspy_session:owners())),
+        ?assertEqual(55, bs_wl:fib(10)),
+        {ok, #{profile := P2}} = beamspy:stop(S2, #{profile => true}),
+        ?assert(lists:any(fun(Pa) -> lists:member(<<"bs_wl:fib/1">>, Pa) end,
+                          frame_paths(tree_of(self(), P2)))),
+        %% apply/2 (legacy tracing) runs while the live session goes on.
+        ?assertEqual(55, beamspy:apply({bs_wl, fib, [10]}, #{quiet => true, output => tmp_dir() ++ ".folded"})),
+        %% The first session is untouched.
+        ?assertMatch({flags, [_ | _]}, bs_test_lib:trace_info(Server, flags)),
+        timer:sleep(100)
+    after
+        {P, _} = stop_profile(S),
+        check_server_tree(Server, P)
+    end,
+    assert_live_clean([Server]).
+
+busy_legacy() ->
     Server = server(),
     {ok, {beamspy_session, Owner, _} = S} = beamspy:start(Server, #{}),
     try
         ?assertEqual({error, {busy, Owner}}, beamspy:start(self(), #{})),
         ?assertEqual({error, {busy, Owner}}, beamspy:trace(all, 100, #{})),
         ?assertError({beamspy, {busy, Owner}}, beamspy:apply(fun() -> ok end, #{quiet => true})),
-        ?assertEqual({flags, []}, erlang:trace_info(self(), flags)),
+        ?assertEqual({flags, []}, bs_test_lib:trace_info(self(), flags)),
         %% The first session is untouched.
         ?assertEqual(Owner, whereis(?LOCK)),
-        ?assertMatch({flags, [_ | _]}, erlang:trace_info(Server, flags)),
+        ?assertMatch({flags, [_ | _]}, bs_test_lib:trace_info(Server, flags)),
         timer:sleep(100)
     after
         {P, _} = stop_profile(S),
@@ -393,6 +428,35 @@ collected(Tracer) ->
     receive {collected, Tracer, Ms} -> Ms after 5000 -> error(no_collect) end.
 
 already_traced() ->
+    case sessions() of
+        false -> already_traced_legacy();
+        true -> traced_beside()
+    end.
+
+traced_beside() ->
+    Target = spawn(fun() -> echo() end),
+    Tracer = other_tracer(),
+    1 = erlang:trace(Target, true, ['receive', {tracer, Tracer}]),
+    try
+        {ok, S} = beamspy:start(Target, #{}),
+        ?assertMatch({flags, [_ | _]}, bs_test_lib:trace_info(Target, flags)),
+        Target ! {hello, self()},
+        receive {echo, hello} -> ok after 5000 -> error(no_echo) end,
+        {ok, #{profile := P}} = beamspy:stop(S, #{profile => true}),
+        ?assert(lists:any(fun(Pa) -> lists:member(<<"beamspy_live_tests:echo/0">>, Pa) end,
+                          frame_paths(tree_of(Target, P)))),
+        %% The other trace is as it was, and got every message.
+        ?assertEqual({tracer, Tracer}, erlang:trace_info(Target, tracer)),
+        ?assertEqual({flags, ['receive']}, erlang:trace_info(Target, flags)),
+        ?assertMatch([{trace, Target, 'receive', {hello, _}}], collected(Tracer))
+    after
+        erlang:trace(Target, false, [all]),
+        Target ! stop,
+        Tracer ! stop
+    end,
+    assert_live_clean([server()]).
+
+already_traced_legacy() ->
     Target = spawn(fun() -> echo() end),
     Tracer = other_tracer(),
     1 = erlang:trace(Target, true, ['receive', {tracer, Tracer}]),
@@ -405,10 +469,10 @@ already_traced() ->
         ?assertNotEqual(nomatch, string:find(Msg, pid_to_list(Target))),
         %% Nothing was switched on, and the other trace still works.
         ?assertEqual(undefined, whereis(?LOCK)),
-        ?assertEqual({tracer, Tracer}, erlang:trace_info(Target, tracer)),
-        ?assertEqual({flags, ['receive']}, erlang:trace_info(Target, flags)),
-        ?assertEqual({traced, false}, erlang:trace_info({bs_live_server, crunch, 1}, traced)),
-        ?assertEqual({flags, []}, erlang:trace_info(server(), flags)),
+        ?assertEqual({tracer, Tracer}, bs_test_lib:trace_info(Target, tracer)),
+        ?assertEqual({flags, ['receive']}, bs_test_lib:trace_info(Target, flags)),
+        ?assertEqual({traced, false}, bs_test_lib:trace_info({bs_live_server, crunch, 1}, traced)),
+        ?assertEqual({flags, []}, bs_test_lib:trace_info(server(), flags)),
         Target ! {hello, self()},
         receive {echo, hello} -> ok after 5000 -> error(no_echo) end,
         ?assertMatch([{trace, Target, 'receive', {hello, _}}], collected(Tracer))
@@ -426,6 +490,38 @@ echo() ->
     end.
 
 call_traced_elsewhere() ->
+    case sessions() of
+        false -> call_traced_elsewhere_legacy();
+        true -> call_traced_beside()
+    end.
+
+call_traced_beside() ->
+    Traced = spawn(fun() -> crunch_on_demand() end),
+    Tracer = other_tracer(),
+    1 = erlang:trace(Traced, true, [call, {tracer, Tracer}]),
+    1 = erlang:trace_pattern({bs_live_server, crunch, 1}, true, [local]),
+    try
+        {ok, S} = beamspy:start(?SERVER, #{}),
+        %% apply/2 uses the legacy tracing: it is still refused.
+        ?assertError({beamspy, {call_traced, Traced, Tracer}}, beamspy:apply(fun() -> ok end, #{quiet => true})),
+        Traced ! {crunch, 3, self()},
+        receive {crunched, 6} -> ok after 5000 -> error(no_crunch) end,
+        {ok, _} = beamspy:stop(S, #{profile => true}),
+        %% The other tracer's pattern and flags are as it left them, and it
+        %% got exactly its calls.
+        ?assertEqual({traced, local}, erlang:trace_info({bs_live_server, crunch, 1}, traced)),
+        ?assertEqual({traced, false}, erlang:trace_info({bs_wl, fib, 1}, traced)),
+        ?assertEqual({flags, [call]}, erlang:trace_info(Traced, flags)),
+        ?assertEqual(4, length([C || {trace, _, call, {bs_live_server, crunch, _}} = C <- collected(Tracer)]))
+    after
+        erlang:trace_pattern({bs_live_server, crunch, 1}, false, [local]),
+        erlang:trace(Traced, false, [all]),
+        Traced ! stop,
+        Tracer ! stop
+    end,
+    assert_live_clean([server()]).
+
+call_traced_elsewhere_legacy() ->
     Traced = spawn(fun() -> crunch_on_demand() end),
     Tracer = other_tracer(),
     1 = erlang:trace(Traced, true, [call, {tracer, Tracer}]),
@@ -435,9 +531,9 @@ call_traced_elsewhere() ->
         ?assertError({beamspy, {call_traced, Traced, Tracer}}, beamspy:apply(fun() -> ok end, #{quiet => true})),
         ?assert(io_lib:char_list(beamspy:format_error({call_traced, Traced, Tracer}))),
         %% The other tracer's pattern and flags are as it left them.
-        ?assertEqual({traced, local}, erlang:trace_info({bs_live_server, crunch, 1}, traced)),
-        ?assertEqual({traced, false}, erlang:trace_info({bs_wl, fib, 1}, traced)),
-        ?assertEqual({flags, []}, erlang:trace_info(server(), flags)),
+        ?assertEqual({traced, local}, bs_test_lib:trace_info({bs_live_server, crunch, 1}, traced)),
+        ?assertEqual({traced, false}, bs_test_lib:trace_info({bs_wl, fib, 1}, traced)),
+        ?assertEqual({flags, []}, bs_test_lib:trace_info(server(), flags)),
         Traced ! {crunch, 3, self()},
         receive {crunched, 6} -> ok after 5000 -> error(no_crunch) end,
         ?assertEqual(4, length([C || {trace, _, call, {bs_live_server, crunch, _}} = C <- collected(Tracer)]))
@@ -456,13 +552,37 @@ crunch_on_demand() ->
     end.
 
 new_traced_elsewhere() ->
+    case sessions() of
+        false -> new_traced_elsewhere_legacy();
+        true -> new_traced_beside()
+    end.
+
+new_traced_beside() ->
+    Tracer = other_tracer(),
+    _ = erlang:trace(new, true, [procs, {tracer, Tracer}]),
+    try
+        {ok, S} = beamspy:start(new, #{}),
+        Kid = spawn(fun() -> receive stop -> ok end end),
+        ?assertMatch({flags, [_ | _]}, bs_test_lib:trace_info(Kid, flags)),
+        ?assertEqual({tracer, Tracer}, erlang:trace_info(Kid, tracer)),
+        Kid ! stop,
+        {ok, _} = beamspy:stop(S, #{profile => true}),
+        ?assertEqual({tracer, Tracer}, erlang:trace_info(new, tracer)),
+        ?assertEqual({flags, [procs]}, erlang:trace_info(new, flags))
+    after
+        erlang:trace(new, false, [all]),
+        Tracer ! stop
+    end,
+    assert_live_clean([server()]).
+
+new_traced_elsewhere_legacy() ->
     Tracer = other_tracer(),
     _ = erlang:trace(new, true, [procs, {tracer, Tracer}]),
     try
         ?assertEqual({error, {already_traced, new, Tracer}}, beamspy:start(new, #{})),
         ?assertEqual({error, {already_traced, new, Tracer}}, beamspy:trace(all, 100, #{max_processes => 100000})),
         ?assert(io_lib:char_list(beamspy:format_error({already_traced, new, Tracer}))),
-        ?assertEqual({tracer, Tracer}, erlang:trace_info(new, tracer)),
+        ?assertEqual({tracer, Tracer}, bs_test_lib:trace_info(new, tracer)),
         %% A process traced by new only (never a target) does not conflict.
         {ok, S} = beamspy:start(?SERVER, #{}),
         {ok, _} = beamspy:stop(S, #{profile => true})

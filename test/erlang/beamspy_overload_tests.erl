@@ -66,12 +66,12 @@ trace_all_under_load() ->
                                        max_memory => ?MAX_MEMORY, max_duration => 30000,
                                        output => Dir, formats => [folded]}),
         T1 = erlang:monotonic_time(millisecond),
-        [?assertMatch({flags, [_ | _]}, erlang:trace_info(P, flags)) || P <- lists:sublist(Chatters, 100)],
+        [?assertMatch({flags, [_ | _]}, bs_test_lib:trace_info(P, flags)) || P <- lists:sublist(Chatters, 100)],
         {Reason, Files, SessionMax} = wait_for_limit(S, 0),
         T2 = erlang:monotonic_time(millisecond),
         %% Tracing is off the moment the caller hears of it, the chatting goes on.
-        [?assertEqual({P, {flags, []}}, {P, erlang:trace_info(P, flags)}) || P <- Chatters ++ Helpers],
-        ?assertEqual({flags, []}, erlang:trace_info(new, flags)),
+        [?assertEqual({P, {flags, []}}, {P, bs_test_lib:trace_info(P, flags)}) || P <- Chatters ++ Helpers],
+        ?assertEqual({flags, []}, bs_test_lib:trace_info(new, flags)),
         Traced = report(Ping, Mem),
         {ok, #{files := Files, truncated := Reason, cleanup_ms := CleanupMs, write_ms := WriteMs}} =
             beamspy:stop(S, #{}),

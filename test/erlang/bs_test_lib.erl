@@ -8,7 +8,8 @@
          node_map/1, frame_calls/2, nodes_of/2, depth_counts/2, max_depth/1, path/2,
          depth/2, frame_paths/1, check_tree/1, check_profile/1, assert_clean/1,
          assert_clean/0, assert_node_clean/0, node_dirt/0, wait_no_session/0, tmp_dir/0, rm_rf/1,
-         list_dir/1, capture_output/1, capture_stderr/1, flush/0, wait_for/2]).
+         list_dir/1, capture_output/1, capture_stderr/1, flush/0, wait_for/2, trace_info/2,
+         beamspy_trace_sessions/0, gen_server_loop/0, gen_server_loop_frame/0]).
 
 -define(LOCK, beamspy_active_session).
 
@@ -128,13 +129,14 @@ assert_clean() -> assert_clean([]).
 assert_clean(Pids) ->
     ok = wait_no_session(),
     [{module, M} = code:ensure_loaded(M) || M <- [bs_wl, bs_cp, lists]],
-    [?assertEqual({P, {flags, []}}, {P, erlang:trace_info(P, flags)})
+    [?assertEqual({P, {flags, []}}, {P, trace_info(P, flags)})
      || P <- [self() | Pids], is_process_alive(P)],
     [?assertEqual({P, ok}, {P, beamspy_tracer_of(P)}) || P <- erlang:processes()],
-    ?assertEqual({traced, false}, erlang:trace_info({bs_wl, fib, 1}, traced)),
-    ?assertEqual({traced, false}, erlang:trace_info({bs_cp, run, 1}, traced)),
-    ?assertEqual({traced, false}, erlang:trace_info({lists, reverse, 1}, traced)),
-    ?assertEqual({traced, false}, erlang:trace_info(on_load, traced)),
+    ?assertEqual({traced, false}, trace_info({bs_wl, fib, 1}, traced)),
+    ?assertEqual({traced, false}, trace_info({bs_cp, run, 1}, traced)),
+    ?assertEqual({traced, false}, trace_info({lists, reverse, 1}, traced)),
+    ?assertEqual({traced, false}, trace_info(on_load, traced)),
+    ?assertEqual([], beamspy_trace_sessions()),
     ok.
 
 %% Stricter than assert_clean/0, for tests that kill beamspy's processes:
@@ -152,19 +154,23 @@ assert_node_clean() ->
 node_dirt() ->
     Names = [?LOCK | [list_to_atom("beamspy_session_" ++ integer_to_list(I)) || I <- lists:seq(1, 64)]],
     Registered = [{registered, N, P} || N <- Names, P <- [whereis(N)], P =/= undefined],
-    Flags = [{flags, P, F} || P <- erlang:processes(), {flags, F} <- [erlang:trace_info(P, flags)], F =/= []],
-    New = case erlang:trace_info(new, flags) of
+    Flags = [{flags, P, F} || P <- erlang:processes(), {flags, F} <- [trace_info(P, flags)], F =/= []],
+    New = case trace_info(new, flags) of
               {flags, []} -> [];
               NewFlags -> [{new, NewFlags}]
           end,
-    OnLoad = case erlang:trace_info(on_load, traced) of
+    OnLoad = case trace_info(on_load, traced) of
                  {traced, false} -> [];
                  T -> [{on_load, T}]
              end,
-    case Registered ++ lists:sublist(Flags, 5) ++ New ++ OnLoad of
+    Sessions0 = case beamspy_trace_sessions() of
+                    [] -> [];
+                    TS -> [{trace_sessions, TS}]
+                end,
+    case Registered ++ lists:sublist(Flags, 5) ++ New ++ OnLoad ++ Sessions0 of
         [] ->
             Patterns = [{pattern, MFA, All} || MFA <- sampled_functions(),
-                                               All <- [erlang:trace_info(MFA, all)],
+                                               All <- [trace_info(MFA, all)],
                                                All =/= {all, false}],
             Sessions = case beamspy:sessions() of
                            [] -> [];
@@ -187,6 +193,27 @@ sampled_functions() ->
                                 true -> Fs;
                                 false -> lists:sublist(Fs, 1)
                             end].
+
+%% erlang:trace_info/2 as beamspy sees it on this VM: the legacy trace state,
+%% and from OTP 27 on also what beamspy's dynamic trace sessions (named
+%% beamspy, see beamspy_backend) set: there live sessions trace in their own
+%% session, which erlang:trace_info/2 does not show. Flags are added up; for
+%% any other item the first value that is set wins.
+trace_info(What, Item) ->
+    Legacy = erlang:trace_info(What, Item),
+    lists:foldl(fun(S, Acc) -> merge_info(Acc, trace:info(S, What, Item)) end,
+                Legacy, beamspy_trace_sessions()).
+
+merge_info({flags, A}, {flags, B}) when is_list(A), is_list(B) -> {flags, A ++ B};
+merge_info({Item, V}, {Item, _} = Other) when V =:= false; V =:= []; V =:= undefined -> Other;
+merge_info(Acc, _) -> Acc.
+
+%% The dynamic trace sessions of beamspy that exist now ([] before OTP 27).
+beamspy_trace_sessions() ->
+    case beamspy_backend:sessions_supported() of
+        true -> [S || {beamspy, _} = S <- trace:session_info(all)];
+        false -> []
+    end.
 
 beamspy_tracer_of(P) ->
     case erlang:trace_info(P, tracer) of
@@ -287,3 +314,13 @@ req_text(_) -> [].
 
 flush() ->
     receive _ -> flush() after 0 -> ok end.
+
+%% gen_server's receive loop: loop/7 up to OTP 27, loop/5 from OTP 29 (which
+%% also has a loop/4 that calls it): the one with the most arguments.
+gen_server_loop() ->
+    {module, gen_server} = code:ensure_loaded(gen_server),
+    {gen_server, loop, lists:max([A || {loop, A} <- gen_server:module_info(functions)])}.
+
+gen_server_loop_frame() ->
+    {M, F, A} = gen_server_loop(),
+    iolist_to_binary(io_lib:format("~s:~s/~b", [M, F, A])).
