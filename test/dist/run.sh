@@ -441,7 +441,8 @@ check "run -e: the expression's work is recorded" grep -q 'lists:sort/1' "$out/r
 check "run -e: no limit was hit" bash -c "! grep -q 'stopped early' '$out/run.out'"
 "$cli" run -o "$out/runlim.folded" -e 'io:format("limits ~w~n", [[maps:get(limits, I) || I <- beamspy:sessions()]])' \
     >"$out/runlim.out" 2>&1
-check "run: no event limit by default, the memory cap kept" grep -q 'limits \[#{.*max_events => infinity.*max_memory => [0-9]' "$out/runlim.out"
+check "run: no event limit by default, the memory cap kept" \
+    eval 'grep -q "limits \[#{.*max_events => infinity" "$out/runlim.out" && grep -q "limits \[#{.*max_memory => [0-9]" "$out/runlim.out"'
 "$cli" run -o "$out/run2.folded" -- erl -noshell -pa "$build" -eval 'bs_dist_wl:work(5), halt(3).' \
     >"$out/run2.out" 2>&1
 check "run -- erl ... halt(3): the command's exit code" [ $? -eq 3 ]
@@ -559,7 +560,9 @@ check "record --strict, no limit hit: exit 0, nothing said about limits" eval '[
 rec=$!
 session_limits() { rpc n1 '[maps:get(limits, I) || I <- beamspy:sessions()].' >"$out/rdef.limits"; grep -q max_events "$out/rdef.limits"; }
 wait_for session_limits
-check "record: no event limit by default, the memory cap kept" grep -q 'max_events => infinity.*max_memory => [0-9]' "$out/rdef.limits"
+# (Two greps: the order in which a map's keys print differs between OTP releases.)
+check "record: no event limit by default, the memory cap kept" \
+    eval 'grep -q "max_events => infinity" "$out/rdef.limits" && grep -q "max_memory => [0-9]" "$out/rdef.limits"'
 kill -INT "$rec"
 wait "$rec"
 check "record: nothing left on the node after the limit checks" wait_clean n1 10
