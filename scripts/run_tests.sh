@@ -11,26 +11,42 @@ cd "$(dirname "$0")/.." || exit 1
 
 total_pass=0
 total_fail=0
-for layer in c cli fuzz erlang elixir dist browser; do
-    script="test/$layer/run.sh"
-    [ -x "$script" ] || continue
-    echo "=== $layer ==="
+# run_layer NAME COMMAND...: runs a layer, shows its output and adds its
+# LAYER line to the totals (a layer without one counts as 1 failure). A
+# layer that prints "SKIP <why>" and no LAYER line is noted in $skipped and
+# not counted.
+skipped=""
+run_layer() {
+    name=$1
+    shift
     out=$(mktemp)
-    "$script" 2>&1 | tee "$out"
+    "$@" 2>&1 | tee "$out"
     line=$(grep '^LAYER ' "$out" | tail -1)
+    skip=$(grep '^SKIP ' "$out" | tail -1)
     rm -f "$out"
+    if [ -z "$line" ] && [ -n "$skip" ]; then
+        skipped="$skipped
+${skip#SKIP }"
+        return
+    fi
     if [ -z "$line" ]; then
-        echo "LAYER $layer: did not report (counted as 1 failure)"
+        echo "LAYER $name: did not report (counted as 1 failure)"
         total_fail=$((total_fail + 1))
-        continue
+        return
     fi
     p=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed.*/\1/')
     f=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed.*/\2/')
     total_pass=$((total_pass + p))
     total_fail=$((total_fail + f))
+}
+
+for layer in c cli fuzz erlang elixir dist browser; do
+    script="test/$layer/run.sh"
+    [ -x "$script" ] || continue
+    echo "=== $layer ==="
+    run_layer "$layer" "$script"
 done
 
-skipped=""
 # OTP 29 (sid) is not in the default run: on 29 a process waiting in
 # receive-after that is suspended, call-traced and resumed can lose its
 # timeout (a VM bug, reproduced without beamspy), so tests of live sessions
@@ -44,25 +60,7 @@ otp29: not run by default: an OTP 29 VM bug (receive-after timeouts lost after s
 esac
 for suite in $suites; do
     echo "=== otp ($suite) ==="
-    out=$(mktemp)
-    test/otp/run.sh "$suite" 2>&1 | tee "$out"
-    line=$(grep '^LAYER ' "$out" | tail -1)
-    skip=$(grep '^SKIP ' "$out" | tail -1)
-    rm -f "$out"
-    if [ -n "$skip" ]; then
-        skipped="$skipped
-${skip#SKIP }"
-        continue
-    fi
-    if [ -z "$line" ]; then
-        echo "LAYER otp ($suite): did not report (counted as 1 failure)"
-        total_fail=$((total_fail + 1))
-        continue
-    fi
-    p=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed.*/\1/')
-    f=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed.*/\2/')
-    total_pass=$((total_pass + p))
-    total_fail=$((total_fail + f))
+    run_layer "otp ($suite)" test/otp/run.sh "$suite"
 done
 
 if [ -n "$skipped" ]; then
