@@ -245,13 +245,8 @@ report_limit(Caller, Ref, Why, RecordedMs, #{session := Session, opts := Opts})
   when Why =:= max_events; Why =:= max_memory; Why =:= max_processes; Why =:= max_duration ->
     case maps:get(report, Opts, false) of
         true ->
-            Nif = beamspy_tracer:session_info(Session),
-            Caller ! {beamspy_capture_report, Ref,
-                      #{truncated => Why, recorded_ms => RecordedMs,
-                        events => maps:get(events, Nif), memory_peak => maps:get(memory_peak, Nif),
-                        processes => maps:get(processes, Nif),
-                        limits => maps:get(limits, Opts, #{}),
-                        names => maps:get(names, maps:get(write, Opts), erlang)}},
+            Recording = beamspy_report:recording(Session, RecordedMs, Opts, maps:get(write, Opts)),
+            Caller ! {beamspy_capture_report, Ref, Recording#{truncated => Why}},
             ok;
         false ->
             ok

@@ -9,7 +9,19 @@
 %%% (which only silences the list of files written).
 -module(beamspy_report).
 
--export([written/2, errors/1, limit/2, limit_text/2]).
+-export([written/2, errors/1, limit/2, limit_text/2, recording/4]).
+
+%% @doc What a stopped recording reports about itself, in the shape
+%% {@link limit_text/2} reads (and {@link beamspy:stop/2} returns): the
+%% NIF session's figures, how long it recorded, the limits it ran with
+%% (Opts' `limits') and the spelling of option names (`names' of Write).
+-spec recording(beamspy_tracer:session(), non_neg_integer(), map(), map()) -> map().
+recording(Session, RecordedMs, Opts, Write) ->
+    Nif = beamspy_tracer:session_info(Session),
+    #{truncated => maps:get(truncated, Nif), events => maps:get(events, Nif),
+      memory_peak => maps:get(memory_peak, Nif), processes => maps:get(processes, Nif),
+      recorded_ms => RecordedMs, limits => maps:get(limits, Opts, #{}),
+      names => maps:get(names, Write, erlang)}.
 
 %% @doc Prints `beamspy: wrote Path' for each file, unless `quiet'.
 -spec written([string()], #{quiet := boolean(), _ => _}) -> ok.

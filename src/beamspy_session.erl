@@ -592,18 +592,11 @@ write(#{session := Session, opts := Opts, started_mono := Mono} = S, FinishOpts,
     WriteOpts = Write#{labels => labels(beamspy_tracer:session_pids(Session))},
     Results = [{Path, beamspy_tracer:session_write(Session, Format, Path, WriteOpts)}
                || {Format, Path} <- Outputs],
-    Nif = beamspy_tracer:session_info(Session),
-    Reply = #{files => [P || {P, ok} <- Results],
-              errors => [{P, E} || {P, {error, E}} <- Results],
-              truncated => maps:get(truncated, Nif),
-              events => maps:get(events, Nif),
-              memory_peak => maps:get(memory_peak, Nif),
-              processes => maps:get(processes, Nif),
-              recorded_ms => maps:get(limit_mono, S, T0) - Mono,
-              limits => maps:get(limits, Opts, #{}),
-              names => maps:get(names, Write, erlang),
-              cleanup_ms => T1 - T0,
-              write_ms => erlang:monotonic_time(millisecond) - T1},
+    Recording = beamspy_report:recording(Session, maps:get(limit_mono, S, T0) - Mono, Opts, Write),
+    Reply = Recording#{files => [P || {P, ok} <- Results],
+                       errors => [{P, E} || {P, {error, E}} <- Results],
+                       cleanup_ms => T1 - T0,
+                       write_ms => erlang:monotonic_time(millisecond) - T1},
     case maps:get(profile, FinishOpts, false) of
         true -> Reply#{profile => beamspy_tracer:session_profile(Session, WriteOpts)};
         false -> Reply
