@@ -3,10 +3,11 @@
 # Each layer is test/<layer>/run.sh; its last line of output must be
 #   LAYER <name>: <passed> passed, <failed> failed
 # A layer that crashes without that line counts as one failure.
-# The otp27 layer (test/otp/run.sh trixie: the erlang, elixir, cli and dist
-# layers again, on OTP 27 in a Debian chroot) runs when this is root and
-# debootstrap is installed (make deps installs it); otherwise it is reported
-# as skipped, with the reason, and not counted. otp29 (sid): see below.
+# The otp27 and otp29 layers (test/otp/run.sh trixie|sid: the erlang,
+# elixir, cli and dist layers again, on OTP 27 and OTP 29 in Debian
+# chroots) run when this is root and debootstrap is installed (make deps
+# installs it); otherwise they are reported as skipped, with the reason, and
+# not counted. BEAMSPY_OTP_SUITES picks them ("" for none).
 cd "$(dirname "$0")/.." || exit 1
 
 total_pass=0
@@ -47,17 +48,7 @@ for layer in c cli fuzz erlang elixir dist browser; do
     run_layer "$layer" "$script"
 done
 
-# OTP 29 (sid) is not in the default run: on 29 a process waiting in
-# receive-after that is suspended, call-traced and resumed can lose its
-# timeout (a VM bug, reproduced without beamspy), so tests of live sessions
-# fail there now and then. BEAMSPY_OTP_SUITES="trixie sid" (make test-otp)
-# runs it too.
-suites=${BEAMSPY_OTP_SUITES:-trixie}
-case " $suites " in
-    *" sid "*) ;;
-    *) skipped="
-otp29: not run by default: an OTP 29 VM bug (receive-after timeouts lost after suspend + call trace) makes live-session tests fail at random there; make test-otp runs it" ;;
-esac
+suites=${BEAMSPY_OTP_SUITES-trixie sid}
 for suite in $suites; do
     echo "=== otp ($suite) ==="
     run_layer "otp ($suite)" test/otp/run.sh "$suite"

@@ -448,9 +448,14 @@ switch_on_each(Backend, [P | Ps], Flags) ->
 %% Suspended, the process cannot run between the stack we read and the
 %% flags we set. Nothing called while it is suspended waits for another
 %% process (no code loading, no I/O): every function here is loaded.
+%% Where suspending is unsafe (see suspend_while_switching_on/0) the process
+%% is not suspended: if it runs in that moment, its first events are taken
+%% against the stack read just before (the stack rules tolerate frames left
+%% or entered meanwhile: an unknown caller becomes a root frame).
 switch_on_one(Backend, P, Flags) ->
     Session = nif_session(Backend),
-    case try erlang:suspend_process(P) catch error:_ -> false end of
+    Suspend = suspend_while_switching_on(P),
+    case not Suspend orelse (try erlang:suspend_process(P) catch error:_ -> false end) of
         true ->
             try
                 case beamspy_backend:tracer_of(Backend, P) of
@@ -468,11 +473,22 @@ switch_on_one(Backend, P, Flags) ->
                         end
                 end
             after
-                try erlang:resume_process(P) catch error:_ -> false end
+                Suspend andalso (try erlang:resume_process(P) catch error:_ -> false end)
             end;
         _ ->
             ok % gone meanwhile
     end.
+
+%% On OTP 29 (29.1) a process suspended while it waits in `receive ...
+%% after', whose tracing is switched on by a trace session with an
+%% erl_tracer module and local call patterns, and then resumed, often never
+%% sees its timeout fire (a VM bug: about half of such processes stay
+%% waiting; OTP 25 and 27 are exact, OTP 28 is not tested and treated as
+%% 29). There a waiting process is switched on without suspending it: it
+%% cannot run before a message or its timeout comes.
+suspend_while_switching_on(P) ->
+    list_to_integer(erlang:system_info(otp_release)) < 28
+        orelse erlang:process_info(P, status) =/= {status, waiting}.
 
 nif_session({legacy, S}) -> S;
 nif_session({session, S, _}) -> S.
@@ -521,9 +537,20 @@ limit(Reason, #{kind := live, session := Session, backend := Backend, caller := 
     _ = process_flag(priority, high),
     T0 = erlang:monotonic_time(millisecond),
     stop_nif(Session, Reason),
-    ok = close(Backend),
+    Reply = case S of
+                #{halt_labels := _} ->
+                    %% until_halt: written while tracing is still on, so that
+                    %% a process halting the VM meanwhile still writes the
+                    %% files itself (halt_write.h); switched off first, the
+                    %% VM could halt with nothing written.
+                    Written = write(S#{limit_mono => T0}, #{}, T0),
+                    ok = close(Backend),
+                    Written;
+                _ ->
+                    ok = close(Backend),
+                    write(S#{limit_mono => T0}, #{}, T0)
+            end,
     _ = unlock(),
-    Reply = write(S#{limit_mono => T0}, #{}, T0),
     Truncated = case maps:get(truncated, Reply, false) of
                     false -> Reason;
                     T -> T

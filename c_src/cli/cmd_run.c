@@ -365,7 +365,11 @@ static void read_early_stop(const char *dir, bs_early_stop *e)
     fclose(f);
 }
 
-static int render(const run_args *a, const char *dir)
+/* render: writes the outputs from the VM's profile; *truncated gets the
+ * profile's own word on an early stop ("" if none): the VM may halt before
+ * it notes the stop in run.bspy.stopped, never before the profile is
+ * written. */
+static int render(const run_args *a, const char *dir, char *truncated, size_t cap)
 {
     char path[4300];
     snprintf(path, sizeof path, "%s/run.bspy", dir);
@@ -384,6 +388,7 @@ static int render(const run_args *a, const char *dir)
         bs_cli_error("the VM's profile is unreadable: %s", err.msg);
         return BS_EXIT_FAILURE;
     }
+    snprintf(truncated, cap, "%s", p.truncated);
     rc = bs_cli_write_outputs(a->outputs, a->n_outputs, BS_FORMAT_UNKNOWN, &p, &a->render, NULL, 1);
     bs_profile_free(&p);
     return rc;
@@ -408,9 +413,13 @@ static int run(const run_args *a)
     }
     int stopped_by = 0;
     int status = run_command(a, dir, &stopped_by);
-    int rc = status < 0 ? BS_EXIT_FAILURE : render(a, dir);
+    char truncated[128] = "";
+    int rc = status < 0 ? BS_EXIT_FAILURE : render(a, dir, truncated, sizeof truncated);
     bs_early_stop early;
     read_early_stop(dir, &early);
+    /* max_duration is --duration, the run's planned end, not an early stop. */
+    if (!early.limit[0] && truncated[0] && strcmp(truncated, "max_duration") != 0)
+        snprintf(early.limit, sizeof early.limit, "%s", truncated);
     remove_unpacked(dir);
     bs_early_stop_report(&early, NULL);
     if (rc != BS_EXIT_OK || status < 0)

@@ -9,6 +9,9 @@
 #   valgrind  the gcc build under valgrind --leak-check=full --error-exitcode=99
 #             (with BS_TEST_SMALL=1: the 100,000-deep and 1,000,000-iteration
 #             cases run at a smaller size there)
+# The valgrind variant (the slowest) runs beside the other two (the cases are
+# independent processes and nothing in them depends on time); each variant's
+# lines are shown once it is done.
 # Works from any directory; build outputs and logs go to test/c/build/.
 # The last line is `LAYER c: <P> passed, <F> failed` (test cases over the
 # three variants); the exit status is non-zero if anything failed.
@@ -19,7 +22,7 @@ root="$(cd "$here/../.." && pwd)"
 cd "$root" || exit 2
 build=test/c/build
 mkdir -p "$build/logs"
-rm -f "$build"/logs/*.log
+rm -f "$build"/logs/*.log "$build"/logs/*.counts "$build"/logs/valgrind.out
 
 sources=(c_src/engine/*.c c_src/formats/*.c c_src/nif/pid_table.c c_src/dist/eterm.c)
 tests=()
@@ -97,19 +100,47 @@ run() {
         done
     done
     echo "[$label] $vp passed, $vf failed ($(( $(date +%s) - t0 )) s)"
-    passed=$((passed + vp))
-    failed=$((failed + vf))
+    echo "$vp $vf" >"$build/logs/$label.counts"
+}
+
+# add_counts LABEL: adds what run LABEL counted (a variant that left no
+# counts, e.g. killed, fails every case).
+add_counts() {
+    local vp vf
+    if read -r vp vf <"$build/logs/$1.counts" 2>/dev/null; then
+        passed=$((passed + vp))
+        failed=$((failed + vf))
+    else
+        echo "FAIL [$1] left no counts"
+        for t in "${tests[@]}"; do
+            failed=$((failed + $(cases_of "$t" | wc -l)))
+        done
+    fi
 }
 
 build gcc gcc -O1
 build asan clang -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
-run gcc gcc env
-run asan asan env ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=0 \
-    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-if command -v valgrind >/dev/null 2>&1; then
+run_valgrind() {
     run valgrind gcc env BS_TEST_SMALL=1 valgrind -q --error-exitcode=99 --leak-check=full \
         --errors-for-leak-kinds=definite,possible --show-leak-kinds=definite,possible
+}
+
+if command -v valgrind >/dev/null 2>&1; then
+    run_valgrind >"$build/logs/valgrind.out" 2>&1 &
+    valgrind_job=$!
+else
+    valgrind_job=""
+fi
+run gcc gcc env
+add_counts gcc
+run asan asan env ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=0 \
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+add_counts asan
+if [ -n "$valgrind_job" ]; then
+    wait "$valgrind_job"
+    cat "$build/logs/valgrind.out"
+    add_counts valgrind
 else
     echo "valgrind not installed: the valgrind variant fails"
     for t in "${tests[@]}"; do

@@ -462,14 +462,21 @@ echo "--- run: limits, --duration, signals, a killed tool"
 # Temporary directories of these runs go to a directory of their own.
 runtmp="$build/runtmp"
 mkdir -p "$runtmp"
+# 20,000 calls of compiled code (lists:sort/1): far over the limit on every
+# release, however the expression itself is evaluated (on OTP 29 erl_eval
+# made fewer than 1,000 events of a comprehension now and then).
+many_calls='[lists:sort([X, 2, 1]) || X <- lists:seq(1, 20000)]'
 TMPDIR="$runtmp" "$cli" run --max-events 1000 -o "$out/early.folded" \
-    -e 'lists:sort([X rem 97 || X <- lists:seq(1, 20000)])' >/dev/null 2>"$out/early.err"
+    -e "$many_calls" >/dev/null 2>"$out/early.err"
 rc=$?
 check "run: a limit that ends the recording early: exit 0, outputs written" eval '[ $rc -eq 0 ] && [ -s "$out/early.folded" ]'
+# When and how much come from the VM's note of the stop, which a VM that
+# halts right after the limit may not have written: the profile itself
+# still says which limit (the line then has no figures).
 check "run: ... and stderr says which limit, when, how much, and how to raise it" \
-    grep -q '^beamspy: recording stopped early after [0-9.]* s: max_events (1000 events) reached; [0-9]* events, .* recorded; raise it with --max-events N$' "$out/early.err"
+    grep -Eq '^beamspy: recording stopped early( after [0-9.]+ s)?: max_events \(1000 events\) reached(; [0-9]+ events, .* recorded)?; raise it with --max-events N$' "$out/early.err"
 TMPDIR="$runtmp" "$cli" run --strict --max-events 1000 -o "$out/early.folded" \
-    -e 'lists:sort([X rem 97 || X <- lists:seq(1, 20000)])' >/dev/null 2>&1
+    -e "$many_calls" >/dev/null 2>&1
 check "run --strict: an early stop exits 10" [ $? -eq 10 ]
 # run_bg NAME [options]: beamspy run in the background on an expression that
 # says it has started (a marker file holding the VM's OS pid) and then

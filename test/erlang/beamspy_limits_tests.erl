@@ -80,11 +80,14 @@ trip(Targets, Limit, Watch, Dir) ->
 max_duration() ->
     Spinner = bs_live_wl:spinner(),
     try
-        {_, P, Took} = trip(Spinner, #{max_duration => 300}, [Spinner], dir()),
-        ?assert(Took >= 300),
-        ?assert(Took < 5000),
+        %% max_duration also bounds start/2 (setting the patterns on every
+        %% loaded function), which took over 300 ms on a cold OTP 29 VM here:
+        %% the bound leaves it room.
+        {_, P, Took} = trip(Spinner, #{max_duration => 1500}, [Spinner], dir()),
+        ?assert(Took >= 1500),
+        ?assert(Took < 15000),
         #{duration_ns := Ns} = P,
-        ?assert(Ns >= 290000000),
+        ?assert(Ns >= 1490000000),
         ?assert(bs_test_lib:frame_calls(tree_of(Spinner, P), <<"bs_live_wl:spin_step/1">>) > 100)
     after
         bs_live_wl:stop_all([Spinner])
