@@ -39,6 +39,8 @@ enum {
  * complete help text. */
 int bs_cmd_render(int argc, char **argv);
 void bs_cmd_render_usage(FILE *out);
+int bs_cmd_convert(int argc, char **argv);
+void bs_cmd_convert_usage(FILE *out);
 int bs_cmd_diff(int argc, char **argv);
 void bs_cmd_diff_usage(FILE *out);
 int bs_cmd_record(int argc, char **argv);
