@@ -259,6 +259,8 @@ static int make_profile(builder *b, char *const *paths, int n, bs_profile *out)
     if (b->timed_mode && start != UINT64_MAX) {
         out->start_ns = start;
         out->duration_ns = end - start;
+        if (start < (uint64_t)1 << 63) /* {Mega, Sec, Micro}: wall-clock time (monotonic ones are shifted) */
+            out->meta.start_unix_us = (int64_t)(start / 1000);
     }
     out->has_timeline = b->timed_mode && b->o->max_spans != UINT64_MAX && out->n_trees > 0;
     if (b->procs.refused)

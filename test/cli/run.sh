@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# test/cli/run.sh — the command-line tool's test layer (bin/beamspy render
-# and diff).
+# test/cli/run.sh — the command-line tool's test layer (bin/beamspy render,
+# diff, and convert in convert.sh).
 #
 # Inputs are real profiles: data/cli_workload.erl (fib, a sort that gets
 # scheduled out, several processes) is profiled with beamspy:apply/2 into
@@ -450,5 +450,8 @@ bs record --node a@nowhere --cookie c --all -o x.svg --duration 1.5s --interval 
 check "durations with units still parse (the node is what is missing)" eval 'rc_is 4'
 bs run -o x.svg --duration 5parsecs -e ok
 check "a duration with an unknown unit: usage error" eval 'rc_is 2 && one_line_err && grep -q "bad --duration" "$W/err"'
+
+# --- convert: dbg trace-port files (its own file) -----------------------------
+. "$HERE/convert.sh"
 
 finish
