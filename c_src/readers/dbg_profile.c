@@ -209,8 +209,9 @@ static int build(void *ctx, const char *file, const bs_dbg_record *rec, const bs
         if (start_proc(b, p, t) < 0)
             return oom(err, file);
     }
-    if (t > p->last_t)
-        p->last_t = t;
+    if (t < p->last_t)
+        t = p->last_t; /* a clock that went back (cpu_timestamp, edited files): no negative time */
+    p->last_t = t;
     feed(b, p, ev, t);
     if (b->oom)
         return oom(err, file);
