@@ -225,7 +225,7 @@ static int check_args(const convert_args *a)
 
 static int report(const bs_read_error *err)
 {
-    if (strcmp(err->msg, "out of memory") == 0) {
+    if (strncmp(err->msg, "out of memory", 13) == 0) {
         bs_cli_error("%s: out of memory", err->file);
         return BS_EXIT_FAILURE;
     }
