@@ -73,6 +73,11 @@ EOF
 check "convert: return_from trace gives the exact stacks (event counts)" eval 'rc_is 0 &&
     diff <(no_pid "$C/rf.folded") "$C/rf.expected" >/dev/null && grep -q "no timestamps" "$W/err"'
 
+bs convert "$C/return_from.trace" --text
+anypid() { sed 's/<[0-9]*\./<N./g' "$1"; }
+check "convert: --text says what dbg:trace_client/2 says" eval 'rc_is 0 && [ -s "$C/return_from_dbg.txt" ] &&
+    diff <(anypid "$W/out") <(anypid "$C/return_from_dbg.txt") >/dev/null'
+
 # --- calls only: flat call counts and a timeline ---------------------------
 bs convert "$C/calls_only.trace" -o "$C/co.folded" -o "$C/co.trace.json"
 check "convert: calls only gives call counts (fib(10): 177 calls)" eval 'rc_is 0 &&

@@ -163,7 +163,7 @@ valid_as() {
 
 # --- help ------------------------------------------------------------------
 bs help
-check "help lists the commands" eval 'rc_is 0 && grep -q render "$W/out" && grep -q diff "$W/out"'
+check "help lists the commands" eval 'rc_is 0 && grep -q render "$W/out" && grep -q convert "$W/out" && grep -q diff "$W/out"'
 bs
 check "no command: exit 2" rc_is 2
 bs frobnicate
@@ -174,7 +174,7 @@ check "version" eval 'rc_is 0 && grep -q "^beamspy [0-9]" "$W/out"'
 # Every long option in a subcommand's getopt table (its own and the shared
 # ones of cli.h) must be in its help, and both ways of asking must agree.
 shared_opts=$(grep -o '{"[a-z-]*", *[a-z_]*_argument' "$ROOT/c_src/cli/cli.h" | sed 's/{"\([a-z-]*\)".*/\1/')
-for cmd in render diff; do
+for cmd in render convert diff; do
     own=$(grep -o '{"[a-z-]*", *[a-z_]*_argument' "$ROOT/c_src/cli/cmd_$cmd.c" | sed 's/{"\([a-z-]*\)".*/\1/')
     bs help "$cmd"
     cp "$W/out" "$W/help1"

@@ -4,6 +4,8 @@
 %%   mono.trace         the same with monotonic_timestamp
 %%   return_from.trace  call + arity, {return_trace} match spec, no timestamps
 %%   calls_only.trace   call + arity + timestamp, no returns
+%%   return_from_dbg.txt  what dbg:trace_client/3 prints for return_from.trace
+%%                      (its default handler, dbg:dhandler/2, into a file)
 %%   wrap<N>.trc        a wrap set (4000 bytes x 3 files) that wrapped around
 %%   wrap_dbg.txt       the timestamps of the wrap set's messages in the
 %%                      order dbg:trace_client/3 reads them
@@ -41,6 +43,7 @@ make(Dir) ->
     file_trace(F("mono.trace"), [c, return_to, arity, monotonic_timestamp], Caller, 10),
     file_trace(F("return_from.trace"), [c, arity], [{'_', [], [{return_trace}]}], 5),
     file_trace(F("calls_only.trace"), [c, arity, timestamp], [], 10),
+    dbg_text(F("return_from.trace"), F("return_from_dbg.txt")),
     wrap_trace(F("wrap"), ".trc"),
     dbg_order(F("wrap"), ".trc", F("wrap_dbg.txt")),
     ip_trace(F("ip.stream")).
@@ -73,6 +76,14 @@ dbg_order(Name, Suffix, Out) ->
         end,
     dbg:trace_client(file, {Name, wrap, Suffix, 4000, 3}, {H, []}),
     receive {order, L} -> ok = file:write_file(Out, [io_lib:format("~w~n", [T]) || T <- L]) end,
+    dbg:stop().
+
+dbg_text(In, Out) ->
+    {ok, D} = file:open(Out, [write]),
+    Pid = dbg:trace_client(file, In, {fun dbg:dhandler/2, D}),
+    Ref = monitor(process, Pid),
+    receive {'DOWN', Ref, process, Pid, _} -> ok end,
+    ok = file:close(D),
     dbg:stop().
 
 %% The ip port queues 8 messages while nobody is connected (older ones
