@@ -57,6 +57,14 @@ bs convert "$C/mono.trace" -o "$C/mono.folded" -o "$C/mono.speedscope.json"
 check "convert: monotonic timestamps" eval 'rc_is 0 && grep -q -- "$run$(fibs 10) " "$C/mono.folded" &&
     ! grep -q "no timestamps" "$W/err" && grep -q "\"type\":\"evented\"" "$C/mono.speedscope.json"'
 
+# --- running, procs and gc events ------------------------------------------------
+bs convert "$C/all_flags.trace" --gc -o "$C/all.folded"
+check "convert: in/out give SLEEP, gc events GC, register names the process" eval 'rc_is 0 &&
+    grep -q "^<0\.[0-9]*\.[0-9]*> bs_dbg_worker;.*bs_dbg_wl:busy/0;SLEEP " "$C/all.folded" &&
+    grep -q "bs_dbg_wl:busy/0;GC " "$C/all.folded"'
+bs convert "$C/all_flags.trace" --no-sleep -o "$C/all2.folded"
+check "convert: --no-sleep, and GC only with --gc" eval 'rc_is 0 && ! grep -q "SLEEP\|GC " "$C/all2.folded"'
+
 # --- {return_trace}, no timestamps: weights are event counts, exact --------
 bs convert "$C/return_from.trace" -o "$C/rf.folded"
 cat >"$C/rf.expected" <<'EOF'

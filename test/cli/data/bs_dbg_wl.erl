@@ -4,6 +4,8 @@
 %%   mono.trace         the same with monotonic_timestamp
 %%   return_from.trace  call + arity, {return_trace} match spec, no timestamps
 %%   calls_only.trace   call + arity + timestamp, no returns
+%%   all_flags.trace    also running, procs and garbage_collection: a process
+%%                      that registers itself, waits and collects garbage
 %%   return_from_dbg.txt  what dbg:trace_client/3 prints for return_from.trace
 %%                      (its default handler, dbg:dhandler/2, into a file)
 %%   wrap<N>.trc        a wrap set (4000 bytes x 3 files) that wrapped around
@@ -16,7 +18,7 @@
 %% first slot is partly garbage and the VM dies (SIGSEGV, seen here on OTP
 %% 25 with a queue of 4): the queue here is 8.
 -module(bs_dbg_wl).
--export([make/1, fib/1, run/1, tail_top/0, tail_a/0, tail_b/0]).
+-export([make/1, fib/1, run/1, tail_top/0, tail_a/0, tail_b/0, busy/0]).
 
 fib(0) -> 0;
 fib(1) -> 1;
@@ -44,6 +46,7 @@ make(Dir) ->
     file_trace(F("return_from.trace"), [c, arity], [{'_', [], [{return_trace}]}], 5),
     file_trace(F("calls_only.trace"), [c, arity, timestamp], [], 10),
     dbg_text(F("return_from.trace"), F("return_from_dbg.txt")),
+    all_flags(F("all_flags.trace")),
     wrap_trace(F("wrap"), ".trc"),
     dbg_order(F("wrap"), ".trc", F("wrap_dbg.txt")),
     ip_trace(F("ip.stream")).
@@ -76,6 +79,25 @@ dbg_order(Name, Suffix, Out) ->
         end,
     dbg:trace_client(file, {Name, wrap, Suffix, 4000, 3}, {H, []}),
     receive {order, L} -> ok = file:write_file(Out, [io_lib:format("~w~n", [T]) || T <- L]) end,
+    dbg:stop().
+
+%% Registers itself, waits 20 ms in a receive, makes garbage, exits.
+busy() ->
+    register(bs_dbg_worker, self()),
+    receive after 20 -> ok end,
+    _ = lists:foldl(fun(I, Acc) -> [I | Acc] end, [], lists:seq(1, 200000)),
+    done.
+
+all_flags(File) ->
+    {ok, _} = dbg:tracer(port, dbg:trace_port(file, File)),
+    Self = self(),
+    P = spawn(fun() -> receive go -> busy(), Self ! {done, self()} end end),
+    {ok, _} = dbg:p(P, [c, return_to, arity, timestamp, running, procs, garbage_collection]),
+    {ok, _} = dbg:tpl(?MODULE, busy, [{'_', [], [{message, {caller}}]}]),
+    P ! go,
+    receive {done, P} -> ok end,
+    timer:sleep(50),
+    dbg:flush_trace_port(),
     dbg:stop().
 
 dbg_text(In, Out) ->
