@@ -38,6 +38,7 @@ typedef struct builder {
     int second_pass;
     /* what the first pass saw */
     uint64_t events, timed, untimed, returns, calls, drops, drop_records, too_big, unknown, seq;
+    uint64_t no_memory; /* messages of processes left out for lack of memory */
     int rebuild, timed_mode, oom;
 } builder;
 
@@ -206,8 +207,12 @@ static int build(void *ctx, const char *file, const bs_dbg_record *rec, const bs
     if (!p->started) {
         if (b->timed_mode && !ev->has_ts)
             return 0; /* cannot place the process in time yet */
-        if (start_proc(b, p, t) < 0)
-            return oom(err, file);
+        if (start_proc(b, p, t) < 0) {
+            if (!bs_budget_is_exhausted(&b->budget))
+                return oom(err, file);
+            b->no_memory++; /* --max-memory reached: this process is left out */
+            return 0;
+        }
     }
     if (t < p->last_t)
         t = p->last_t; /* a clock that went back (cpu_timestamp, edited files): no negative time */
@@ -342,10 +347,13 @@ int bs_dbg_read_profile(char *const *paths, int n, const bs_dbg_opts *opts, bs_p
             bs_profile_free(out);
             rc = oom(err, paths[0]);
         } else if (bs_budget_is_exhausted(&b.budget)) {
-            note(&o, "max-memory (%zu MiB) reached: some calls were not recorded; raise it with --max-memory",
-                 b.budget.cap >> 20);
+            int mib = b.budget.cap >= (1u << 20);
+            note(&o, "max-memory (%zu %s) reached: some calls were not recorded (and %" PRIu64 " messages of "
+                     "processes that did not fit); raise it with --max-memory", b.budget.cap >> (mib ? 20 : 10),
+                 mib ? "MiB" : "KiB", b.no_memory);
+            bs_profile_set_truncated(out, "max_memory");
         }
-        if (rc == 0 && out->timeline_truncated)
+        if (rc == 0 && out->timeline_truncated && !bs_budget_is_exhausted(&b.budget))
             note(&o, "the timeline keeps the first %" PRIu64 " calls (--timeline N); later ones are only summed",
                  o.max_spans ? o.max_spans : (uint64_t)BS_DBG_DEFAULT_MAX_SPANS);
     }

@@ -4,7 +4,9 @@
 # The inputs are real dbg trace-port files made by dbg on a real VM
 # (data/bs_dbg_wl.erl): calls with return_to and the {caller} match spec
 # (now and monotonic timestamps), calls with {return_trace} and no
-# timestamps, calls only, a wrap set that wrapped around (checked against
+# timestamps (and the --text listing compared with dbg:trace_client's own),
+# {exception_trace}, the running/procs/garbage_collection flags, calls
+# only, a wrap set that wrapped around (checked against
 # the order dbg:trace_client/3 itself reads it in, and again with its oldest
 # file deleted, which dbg refuses), and an ip-port stream saved to a file
 # (with a drop record). Truncated and corrupted copies are made here, with
@@ -86,6 +88,16 @@ anypid() { sed 's/<[0-9]*\./<N./g' "$1"; }
 check "convert: --text says what dbg:trace_client/2 says" eval 'rc_is 0 && [ -s "$C/return_from_dbg.txt" ] &&
     diff <(anypid "$W/out") <(anypid "$C/return_from_dbg.txt") >/dev/null'
 
+bs convert "$C/exception.trace" -o "$C/exc.folded"
+cat >"$C/exc.expected" <<'EOF2'
+bs_dbg_wl:catcher/0 3
+bs_dbg_wl:catcher/0;bs_dbg_wl:thrower/0 2
+bs_dbg_wl:catcher/0;bs_dbg_wl:thrower/0;bs_dbg_wl:inner/0 1
+bs_dbg_wl:catcher/0;bs_dbg_wl:after_catch/0 1
+EOF2
+check "convert: exception_from unwinds to the catching frame" eval 'rc_is 0 &&
+    diff <(no_pid "$C/exc.folded") "$C/exc.expected" >/dev/null'
+
 # --- calls only: flat call counts and a timeline ---------------------------
 bs convert "$C/calls_only.trace" -o "$C/co.folded" -o "$C/co.trace.json"
 check "convert: calls only gives call counts (fib(10): 177 calls)" eval 'rc_is 0 &&
@@ -151,6 +163,9 @@ check "convert: a file that is not a trace: exit 3" eval 'rc_is 3 && grep -q "by
 bs convert "$C/caller_ts.trace" --max-term-size 60 -o "$C/cap.folded"
 check "convert: records over --max-term-size are skipped and said" eval 'rc_is 0 &&
     grep -q "larger than --max-term-size (60 bytes) were skipped" "$W/err"'
+bs convert "$C/caller_ts.trace" --max-memory 8K -o "$C/mem.svg"
+check "convert: --max-memory reached: said, output written and marked truncated" eval 'rc_is 0 &&
+    grep -q "max-memory (8 KiB) reached" "$W/err" && xml_ok "$C/mem.svg" && grep -q "max_memory" "$C/mem.svg"'
 bs convert "$C/caller_ts.trace"
 check "convert: no output is a usage error" eval 'rc_is 2 && one_line_err'
 bs convert "$C/caller_ts.trace" --text -o "$C/x.svg"

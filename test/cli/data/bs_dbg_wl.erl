@@ -4,6 +4,8 @@
 %%   mono.trace         the same with monotonic_timestamp
 %%   return_from.trace  call + arity, {return_trace} match spec, no timestamps
 %%   calls_only.trace   call + arity + timestamp, no returns
+%%   exception.trace    call + arity, {exception_trace}: an exception caught
+%%                      two traced frames up
 %%   all_flags.trace    also running, procs and garbage_collection: a process
 %%                      that registers itself, waits and collects garbage
 %%   return_from_dbg.txt  what dbg:trace_client/3 prints for return_from.trace
@@ -18,7 +20,8 @@
 %% first slot is partly garbage and the VM dies (SIGSEGV, seen here on OTP
 %% 25 with a queue of 4): the queue here is 8.
 -module(bs_dbg_wl).
--export([make/1, fib/1, run/1, tail_top/0, tail_a/0, tail_b/0, busy/0]).
+-export([make/1, fib/1, run/1, tail_top/0, tail_a/0, tail_b/0, busy/0,
+         catcher/0, thrower/0, inner/0, after_catch/0]).
 
 fib(0) -> 0;
 fib(1) -> 1;
@@ -38,6 +41,20 @@ tail_a() -> tail_b().
 
 tail_b() -> erlang:phash2(self()).
 
+%% inner/0 throws through thrower/0 to catcher/0, which goes on.
+catcher() ->
+    R = try thrower() catch throw:x -> caught end,
+    after_catch(),
+    R.
+
+thrower() ->
+    _ = inner(),
+    never.
+
+inner() -> throw(x).
+
+after_catch() -> erlang:phash2(self()).
+
 make(Dir) ->
     F = fun(Name) -> filename:join(Dir, Name) end,
     Caller = [{'_', [], [{message, {caller}}]}],
@@ -46,6 +63,7 @@ make(Dir) ->
     file_trace(F("return_from.trace"), [c, arity], [{'_', [], [{return_trace}]}], 5),
     file_trace(F("calls_only.trace"), [c, arity, timestamp], [], 10),
     dbg_text(F("return_from.trace"), F("return_from_dbg.txt")),
+    exception_trace(F("exception.trace")),
     all_flags(F("all_flags.trace")),
     wrap_trace(F("wrap"), ".trc"),
     dbg_order(F("wrap"), ".trc", F("wrap_dbg.txt")),
@@ -79,6 +97,17 @@ dbg_order(Name, Suffix, Out) ->
         end,
     dbg:trace_client(file, {Name, wrap, Suffix, 4000, 3}, {H, []}),
     receive {order, L} -> ok = file:write_file(Out, [io_lib:format("~w~n", [T]) || T <- L]) end,
+    dbg:stop().
+
+exception_trace(File) ->
+    {ok, _} = dbg:tracer(port, dbg:trace_port(file, File)),
+    Self = self(),
+    P = spawn(fun() -> receive go -> catcher(), Self ! {done, self()} end end),
+    {ok, _} = dbg:p(P, [c, arity]),
+    {ok, _} = dbg:tpl(?MODULE, [{'_', [], [{exception_trace}]}]),
+    P ! go,
+    receive {done, P} -> ok end,
+    dbg:flush_trace_port(),
     dbg:stop().
 
 %% Registers itself, waits 20 ms in a receive, makes garbage, exits.
