@@ -1,5 +1,5 @@
 # convert.sh — `beamspy convert` checks of the cli layer (sourced by
-# test/cli/run.sh, whose helpers it uses: bs, check, pass, fail, valid_as...).
+# test/cli/run.sh, whose helpers it uses: bs, check, pass, fail, xml_ok...).
 #
 # The inputs are real dbg trace-port files made by dbg on a real VM
 # (data/bs_dbg_wl.erl): calls with return_to and the {caller} match spec
@@ -38,23 +38,49 @@ EOF
 }
 
 # --- call + return_to + {caller}, timestamps: every format, exact stacks -----
-for f in folded svg html speedscope chrome perf bspy; do
-    ext=$f
-    case $f in speedscope) ext=speedscope.json ;; chrome) ext=trace.json ;; perf) ext=perf.txt ;; esac
-    bs convert "$C/caller_ts.trace" -o "$C/ct.$ext"
-    check "convert: return_to trace to $f" eval 'rc_is 0 && valid_as $f "$C/ct.$ext"'
+bs convert "$C/caller_ts.trace" -o "$C/ct.folded" -o "$C/ct.svg" -o "$C/ct.html" -o "$C/ct.speedscope.json" \
+    -o "$C/ct.trace.json" -o "$C/ct.perf.txt" -o "$C/ct.bspy"
+cp "$W/err" "$C/ct.err"
+check "convert: return_to trace to every format" rc_is 0
+"$BEAMSPY" render "$C/ct.bspy" -o "$C/ct.bspy.folded" 2>/dev/null
+# One python for the JSON and text formats (it takes seconds to start on a
+# loaded machine): folded grammar, the HTML page, both JSON formats, and
+# the .bspy file read back.
+$PY - "$C" >"$C/valid.txt" 2>&1 <<'EOF'
+import json, re, sys
+d = sys.argv[1]
+line_re = re.compile(rb'^[^;\n\r]*[^;\n\r ](;[^;\n\r]*[^;\n\r ])* [1-9][0-9]*$')
+def folded(p):
+    lines = open(p, 'rb').read().split(b'\n')
+    return lines[-1] == b'' and len(lines) > 1 and all(line_re.match(l) for l in lines[:-1])
+def html(p):
+    s = open(p, encoding='utf-8').read()
+    return re.search(r'<html', s, re.I) and not re.search(r'<(script|link|img)[^>]+(src|href)=["\']?(https?:)?//', s, re.I)
+def speedscope(p):
+    return 'https://www.speedscope.app/file-format-schema.json' in json.load(open(p))['$schema']
+def chrome(p):
+    j = json.load(open(p))
+    return j['otherData']['layout'].startswith('timeline') and any(e['ph'] == 'X' for e in j['traceEvents'])
+for name, f, path in [('folded', folded, 'ct.folded'), ('html', html, 'ct.html'),
+                      ('speedscope', speedscope, 'ct.speedscope.json'), ('chrome', chrome, 'ct.trace.json'),
+                      ('bspy', folded, 'ct.bspy.folded')]:
+    try:
+        print(name, 'ok' if f(d + '/' + path) else 'bad')
+    except Exception as e:
+        print(name, 'bad', e)
+EOF
+for f in folded html speedscope chrome bspy; do
+    check "convert: return_to trace to $f is valid" grep -q "^$f ok" "$C/valid.txt"
 done
+check "convert: return_to trace to svg is valid" eval 'xml_ok "$C/ct.svg" && grep -q "<svg" "$C/ct.svg"'
+check "convert: return_to trace to perf is valid" perf_ok "$C/ct.perf.txt"
 run=';bs_dbg_wl:run/1'
 check "convert: fib(10) rebuilt 10 deep, no deeper" eval 'grep -q -- "$run$(fibs 10) " "$C/ct.folded" &&
     ! grep -q -- "$(fibs 11)" "$C/ct.folded"'
 check "convert: a tail call replaces its caller (the {caller} match spec)" eval \
     'grep -q -- "$run;bs_dbg_wl:tail_top/0;bs_dbg_wl:tail_b/0 " "$C/ct.folded" &&
     ! grep -q -- "tail_a/0;bs_dbg_wl:tail_b/0" "$C/ct.folded"'
-check "convert: says how it read the file" eval 'grep -q "stacks rebuilt from calls and return_to" "$W/err"'
-check "convert: timeline in the Chrome trace" eval '$PY -c "import json,sys
-d = json.load(open(sys.argv[1]))
-assert d[\"otherData\"][\"layout\"].startswith(\"timeline\"), d[\"otherData\"]
-assert sum(1 for e in d[\"traceEvents\"] if e[\"ph\"] == \"X\") > 0" "$C/ct.trace.json"'
+check "convert: says how it read the file" grep -q "stacks rebuilt from calls and return_to" "$C/ct.err"
 bs convert "$C/mono.trace" -o "$C/mono.folded" -o "$C/mono.speedscope.json"
 check "convert: monotonic timestamps" eval 'rc_is 0 && grep -q -- "$run$(fibs 10) " "$C/mono.folded" &&
     ! grep -q "no timestamps" "$W/err" && grep -q "\"type\":\"evented\"" "$C/mono.speedscope.json"'
@@ -104,7 +130,7 @@ check "convert: calls only gives call counts (fib(10): 177 calls)" eval 'rc_is 0
     [ "$(no_pid "$C/co.folded" | grep "^bs_dbg_wl:fib/1 ")" = "bs_dbg_wl:fib/1 177" ] &&
     grep -q "calls only" "$W/err" && grep -q "stacks cannot be rebuilt" "$W/err"'
 check "convert: calls only keeps the calls in time order" eval \
-    'grep -q "\"layout\":\"timeline" "$C/co.trace.json" && json_ok "$C/co.trace.json"'
+    'grep -q "\"layout\":\"timeline" "$C/co.trace.json"'
 
 # --- wrap set: dbg's own order, also without its oldest file ---------------
 ts_of() { sed -n 's/.*(Timestamp: \(.*\))$/\1/p'; }
@@ -126,7 +152,7 @@ check "convert: wrap set to SVG" eval 'rc_is 0 && xml_ok "$C/wrap.svg"'
 bs convert "$C/ip.stream" --text
 check "convert: ip stream listing shows the drop record" eval 'rc_is 0 && grep -q "^\*\*\* Dropped [0-9]* messages.$" "$W/out"'
 bs convert "$C/ip.stream" -o "$C/ip.folded"
-check "convert: ip stream to folded, drops said" eval 'rc_is 0 && folded_ok "$C/ip.folded" &&
+check "convert: ip stream to folded, drops said" eval 'rc_is 0 &&
     grep -q "dropped" "$W/err" && grep -q -- "$run$(fibs 8) " "$C/ip.folded"'
 
 # --- truncated and corrupt files: exit 3, file and byte offset -----------------
