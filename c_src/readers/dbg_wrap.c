@@ -49,6 +49,12 @@ static void parse_name(wfile *f)
     f->index = (uint32_t)strtoul(f->path + start, NULL, 10);
 }
 
+static const char *base_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
 static int same_set(const wfile *a, const wfile *b)
 {
     if (!a->index_len || !b->index_len || a->prefix_len != b->prefix_len)
@@ -151,12 +157,11 @@ static void order_set(wfile **set, int m, const bs_dbg_opts *o)
     }
     qsort(set, (size_t)m, sizeof *set, by_key);
     char line[700];
-    const char *base = strrchr(set[0]->path, '/');
+    const wfile *first = set[0];
+    const char *base = base_of(first->path);
     snprintf(line, sizeof line, "wrap set %.*s<N>%s: %d files, read %s from %s to %s%s",
-             (int)set[0]->prefix_len - (base ? (int)(base + 1 - set[0]->path) : 0),
-             base ? base + 1 : set[0]->path, set[0]->path + set[0]->prefix_len + set[0]->index_len, m, how,
-             set[0]->path + (base ? base + 1 - set[0]->path : 0),
-             set[m - 1]->path + (strrchr(set[m - 1]->path, '/') ? strrchr(set[m - 1]->path, '/') + 1 - set[m - 1]->path : 0),
+             (int)(first->prefix_len - (size_t)(base - first->path)), base,
+             first->path + first->prefix_len + first->index_len, m, how, base, base_of(set[m - 1]->path),
              gaps > 1 ? "; records between the missing files are lost" : "");
     note(o, line);
 }
