@@ -28,11 +28,16 @@ static void check_failure(const bs_read_error *e, size_t size)
         CHECK(e->offset <= size);
 }
 
+static char path[64];
+
+static void remove_input(void) { unlink(path); }
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static char path[64];
-    if (!path[0])
+    if (!path[0]) {
         snprintf(path, sizeof path, "/tmp/fuzz-dbg-%ld.trace", (long)getpid());
+        atexit(remove_input);
+    }
     FILE *f = fopen(path, "wb");
     CHECK(f != NULL);
     CHECK(size == 0 || fwrite(data, 1, size, f) == size);
