@@ -19,6 +19,9 @@ ENGINE_SRC  := $(wildcard c_src/engine/*.c)
 FORMATS_SRC := $(wildcard c_src/formats/*.c)
 NIF_SRC     := $(wildcard c_src/nif/*.c)
 CLI_SRC     := $(wildcard c_src/cli/*.c)
+# Readers of trace files (they need ei and the term decoder of c_src/dist):
+# linked into the command-line tool, never into the NIF.
+READERS_SRC := $(wildcard c_src/readers/*.c)
 DIST_SRC    := $(wildcard c_src/dist/*.c)
 C_HEADERS   := $(wildcard c_src/*/*.h)
 # JavaScript/CSS the writers put into their output, kept as their own files and
@@ -88,9 +91,9 @@ $(PAYLOAD_C): $(ERL_ONLY_BEAMS) ebin/.docs-stamp $(NIF_SO) scripts/embed_payload
 	@mkdir -p $(dir $@)
 	scripts/embed_payload.sh $@ ebin $(NIF_SO)
 
-$(CLI_BIN): $(ENGINE_SRC) $(FORMATS_SRC) $(CLI_SRC) $(DIST_SRC) $(PAYLOAD_C) $(C_HEADERS) $(ASSET_HDRS) | bin
+$(CLI_BIN): $(ENGINE_SRC) $(FORMATS_SRC) $(CLI_SRC) $(READERS_SRC) $(DIST_SRC) $(PAYLOAD_C) $(C_HEADERS) $(ASSET_HDRS) | bin
 	$(CC) $(ALL_CFLAGS) -pthread -I$(ERTS_INC) -Ic_src/dist -o $@ $(ENGINE_SRC) $(FORMATS_SRC) $(CLI_SRC) \
-	    $(DIST_SRC) $(PAYLOAD_C) -L$(EI_LIB) -lei -lpthread
+	    $(READERS_SRC) $(DIST_SRC) $(PAYLOAD_C) -L$(EI_LIB) -lei -lpthread
 
 ebin priv bin:
 	mkdir -p $@

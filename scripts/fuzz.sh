@@ -6,6 +6,8 @@
 #   fuzz_roundtrip  read (either format) -> write .bspy -> read: equal profiles
 #   fuzz_eterm      the external-term-format decoder (c_src/dist/eterm.c, with
 #                   erl_interface's libei)
+#   fuzz_dbg        the dbg trace-port reader (c_src/readers/), to a profile
+#                   and to the --text listing
 #
 #   scripts/fuzz.sh long     each target for FUZZ_SECONDS s (default 300): `make fuzz`
 #   scripts/fuzz.sh short    each target for FUZZ_SECONDS s (default 15): test/fuzz/run.sh
@@ -37,8 +39,8 @@ esac
 CLANG=${CLANG:-clang}
 CC=${CC:-gcc}
 build=fuzz/build
-targets=(folded bspy roundtrip eterm)
-sources=(c_src/engine/*.c c_src/formats/*.c c_src/dist/eterm.c)
+targets=(folded bspy roundtrip eterm dbg)
+sources=(c_src/engine/*.c c_src/formats/*.c c_src/readers/*.c c_src/dist/eterm.c)
 # erl_interface (ei.h, libei.a) for the term decoder, found like the Makefile does.
 erl_root=$(erl -noshell -eval 'io:format("~s", [code:root_dir()]), halt().' 2>/dev/null)
 [ -f "$erl_root/usr/include/ei.h" ] || erl_root=/usr/lib/erlang
@@ -103,7 +105,7 @@ up_to_date() {
     local t newer
     for t in "${targets[@]}"; do
         [ -x "$build/fuzz_$t" ] || return 1
-        newer=$(find c_src/engine c_src/formats c_src/dist fuzz test/c/test_util.h scripts/fuzz.sh \
+        newer=$(find c_src/engine c_src/formats c_src/readers c_src/dist fuzz test/c/test_util.h scripts/fuzz.sh \
             -newer "$build/fuzz_$t" -type f -not -path 'fuzz/corpus/*' -not -path "$build/*" | head -n 1)
         [ -z "$newer" ] || return 1
     done

@@ -1,6 +1,6 @@
 /* beamspy.c — the command-line tool's entry point: picks the subcommand.
  *
- * Each subcommand lives in its own file (cmd_render.c, cmd_diff.c,
+ * Each subcommand lives in its own file (cmd_render.c, cmd_convert.c, cmd_diff.c,
  * cmd_record.c, cmd_dump.c, cmd_top.c, cmd_run.c) and is
  * run with argv starting at its own name. `beamspy help CMD` and
  * `beamspy CMD --help` print the same text. Exit codes are listed in cli.h
@@ -23,6 +23,8 @@ typedef struct command {
 
 static const command COMMANDS[] = {
     {"render", "draw folded stacks or .bspy files in any output format", bs_cmd_render, bs_cmd_render_usage},
+    {"convert", "dbg trace-port files (plain, wrap sets, ip streams) into any output format", bs_cmd_convert,
+     bs_cmd_convert_usage},
     {"diff", "differential flame graph of two profiles", bs_cmd_diff, bs_cmd_diff_usage},
     {"record", "profile processes of running nodes over distribution", bs_cmd_record, bs_cmd_record_usage},
     {"dump", "the current stack of every process of a node, stuck ones first", bs_cmd_dump, bs_cmd_dump_usage},

@@ -7,7 +7,8 @@
  *   1  runtime failure: an input cannot be opened, an output cannot be
  *      written, memory ran out
  *   2  usage error: unknown command, option or format, bad option value
- *   3  malformed input: a file that is not folded stacks or .bspy
+ *   3  malformed input: a file that is not folded stacks, .bspy or a dbg
+ *      trace-port file (truncated, corrupt)
  *   4-9 commands that connect to a node: not found, refused, cookie
  *       rejected, incompatible node, timeout, connection lost (remote.h)
  *   10 record and run with --strict: a limit ended the recording early
@@ -39,6 +40,8 @@ enum {
  * complete help text. */
 int bs_cmd_render(int argc, char **argv);
 void bs_cmd_render_usage(FILE *out);
+int bs_cmd_convert(int argc, char **argv);
+void bs_cmd_convert_usage(FILE *out);
 int bs_cmd_diff(int argc, char **argv);
 void bs_cmd_diff_usage(FILE *out);
 int bs_cmd_record(int argc, char **argv);

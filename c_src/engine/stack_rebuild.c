@@ -166,6 +166,18 @@ int bs_proc_return_to(bs_proc *p, const bs_key *to, uint64_t t)
     return 0;
 }
 
+int bs_proc_return_from(bs_proc *p, const bs_key *from, uint64_t t)
+{
+    p->events++;
+    if (p->state == BS_EXITED)
+        return 0;
+    if (charge(p, t) < 0)
+        return -1;
+    uint32_t at = find_up(p, p->current, from);
+    set_current(p, at == BS_NO_NODE ? 0 : p->tree.nodes[at].parent, t);
+    return 0;
+}
+
 int bs_proc_sched_out(bs_proc *p, uint64_t t)
 {
     p->events++;

@@ -12,6 +12,10 @@
  *    not on the stack it becomes a new root frame. return_to undefined (or to
  *    untraced code) empties the stack. One return_to may unwind many frames
  *    (exceptions, chains of tail calls).
+ *  - return_from M (a {return_trace} match spec, or exception_from): M
+ *    returns. Pop to the nearest frame M, then pop M itself; if M is not on
+ *    the stack it was entered before tracing began, so every frame we know
+ *    lies inside it and has been left: the stack empties.
  *  - time between two events is charged to the stack that was current during
  *    the interval: to its top frame while running, to a SLEEP leaf while
  *    scheduled out (if enabled), to a GC leaf during garbage collection.
@@ -59,6 +63,7 @@ void bs_proc_enable_timeline(bs_proc *p, bs_span_quota *quota);
  * exhausted (the process is then marked truncated). */
 int bs_proc_call(bs_proc *p, const bs_key *callee, bs_caller_kind kind, const bs_key *caller, uint64_t t);
 int bs_proc_return_to(bs_proc *p, const bs_key *to /* NULL: undefined */, uint64_t t);
+int bs_proc_return_from(bs_proc *p, const bs_key *from, uint64_t t);
 int bs_proc_sched_out(bs_proc *p, uint64_t t);
 int bs_proc_sched_in(bs_proc *p, uint64_t t);
 int bs_proc_gc_start(bs_proc *p, uint64_t t);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run.sh — the C unit-test layer (cmocka). Builds test/c/test_*.c against the
-# engine, the format writers, the pid table and the term decoder (with
+# engine, the format writers, the readers, the pid table and the term decoder (with
 # erl_interface's libei) three ways, and runs every test case in its own
 # process, so a crash, a sanitizer report or a valgrind error fails exactly
 # the case that caused it:
@@ -24,7 +24,7 @@ build=test/c/build
 mkdir -p "$build/logs"
 rm -f "$build"/logs/*.log "$build"/logs/*.counts "$build"/logs/valgrind.out
 
-sources=(c_src/engine/*.c c_src/formats/*.c c_src/nif/pid_table.c c_src/dist/eterm.c)
+sources=(c_src/engine/*.c c_src/formats/*.c c_src/readers/*.c c_src/nif/pid_table.c c_src/dist/eterm.c)
 tests=()
 for f in test/c/test_*.c; do
     tests+=("$(basename "$f" .c)")

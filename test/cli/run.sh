@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# test/cli/run.sh — the command-line tool's test layer (bin/beamspy render
-# and diff).
+# test/cli/run.sh — the command-line tool's test layer (bin/beamspy render,
+# diff, and convert in convert.sh).
 #
 # Inputs are real profiles: data/cli_workload.erl (fib, a sort that gets
 # scheduled out, several processes) is profiled with beamspy:apply/2 into
@@ -163,7 +163,7 @@ valid_as() {
 
 # --- help ------------------------------------------------------------------
 bs help
-check "help lists the commands" eval 'rc_is 0 && grep -q render "$W/out" && grep -q diff "$W/out"'
+check "help lists the commands" eval 'rc_is 0 && grep -q render "$W/out" && grep -q convert "$W/out" && grep -q diff "$W/out"'
 bs
 check "no command: exit 2" rc_is 2
 bs frobnicate
@@ -174,7 +174,7 @@ check "version" eval 'rc_is 0 && grep -q "^beamspy [0-9]" "$W/out"'
 # Every long option in a subcommand's getopt table (its own and the shared
 # ones of cli.h) must be in its help, and both ways of asking must agree.
 shared_opts=$(grep -o '{"[a-z-]*", *[a-z_]*_argument' "$ROOT/c_src/cli/cli.h" | sed 's/{"\([a-z-]*\)".*/\1/')
-for cmd in render diff; do
+for cmd in render convert diff; do
     own=$(grep -o '{"[a-z-]*", *[a-z_]*_argument' "$ROOT/c_src/cli/cmd_$cmd.c" | sed 's/{"\([a-z-]*\)".*/\1/')
     bs help "$cmd"
     cp "$W/out" "$W/help1"
@@ -450,5 +450,8 @@ bs record --node a@nowhere --cookie c --all -o x.svg --duration 1.5s --interval 
 check "durations with units still parse (the node is what is missing)" eval 'rc_is 4'
 bs run -o x.svg --duration 5parsecs -e ok
 check "a duration with an unknown unit: usage error" eval 'rc_is 2 && one_line_err && grep -q "bad --duration" "$W/err"'
+
+# --- convert: dbg trace-port files (its own file) -----------------------------
+. "$HERE/convert.sh"
 
 finish
