@@ -11,6 +11,8 @@
 %%   return_from_dbg.txt  what dbg:trace_client/3 prints for return_from.trace
 %%                      (its default handler, dbg:dhandler/2, into a file)
 %%   wrap<N>.trc        a wrap set (4000 bytes x 3 files) that wrapped around
+%%                      (fib(14): several times the set's size on OTP 25 to 29;
+%%                      fib(12) did not fill it on OTP 29)
 %%   wrap_dbg.txt       the timestamps of the wrap set's messages in the
 %%                      order dbg:trace_client/3 reads them
 %%   ip.stream          what a client of dbg:trace_port(ip, {0, 8}) received,
@@ -85,7 +87,7 @@ file_trace(File, Flags, MS, N) ->
 
 wrap_trace(Name, Suffix) ->
     traced(dbg:trace_port(file, {Name, wrap, Suffix, 4000, 3}), [c, return_to, arity, timestamp],
-           [{'_', [], [{message, {caller}}]}], 12),
+           [{'_', [], [{message, {caller}}]}], 14),
     dbg:flush_trace_port(),
     dbg:stop().
 
