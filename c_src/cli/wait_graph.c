@@ -9,7 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "remote.h"
+
+/* The text or integer under key of a map the node sent ("" / 0 if absent). */
+static const char *map_text(const bs_eterm *map, const char *key)
+{
+    const char *t = bs_eterm_text(bs_eterm_map_get(map, key));
+    return t ? t : "";
+}
+
+static long long map_int(const bs_eterm *map, const char *key)
+{
+    return bs_eterm_int(bs_eterm_map_get(map, key), NULL);
+}
 
 /* ---- lookup of processes by (node, pid) and (node, name) ---------------- */
 
@@ -111,7 +122,7 @@ static void count(const bs_eterm *const *dumps, size_t n_dumps, size_t *procs, s
 static void collect(bs_wait_graph *g, const bs_eterm *const *dumps, size_t n_dumps, size_t max_procs)
 {
     for (size_t d = 0; d < n_dumps; d++) {
-        const char *node = bs_term_text(dumps[d], "node");
+        const char *node = map_text(dumps[d], "node");
         const bs_eterm *list = bs_eterm_map_get(dumps[d], "processes");
         for (size_t i = 0; i < bs_eterm_size(list) && g->n_procs < max_procs; i++) {
             const bs_eterm *m = bs_eterm_item(list, i);
@@ -119,19 +130,19 @@ static void collect(bs_wait_graph *g, const bs_eterm *const *dumps, size_t n_dum
             memset(p, 0, sizeof *p);
             p->dump = m;
             p->node = node;
-            p->pid = bs_term_text(m, "pid");
-            p->name = bs_term_text(m, "name");
-            p->interval_ms = bs_term_int(dumps[d], "interval_ms");
-            p->state = bs_wg_state_of(bs_term_text(m, "state"));
+            p->pid = map_text(m, "pid");
+            p->name = map_text(m, "name");
+            p->interval_ms = map_int(dumps[d], "interval_ms");
+            p->state = bs_wg_state_of(map_text(m, "state"));
             p->deadlock = p->next = BS_WG_NONE;
             p->first_target = g->n_targets;
             const bs_eterm *ws = bs_eterm_map_get(m, "waits_for");
             for (size_t k = 0; k < bs_eterm_size(ws); k++) {
                 bs_wg_target *t = &g->targets[g->n_targets++];
                 const bs_eterm *w = bs_eterm_item(ws, k);
-                t->pid = bs_term_text(w, "pid");
-                t->name = bs_term_text(w, "name");
-                t->node = bs_term_text(w, "node");
+                t->pid = map_text(w, "pid");
+                t->name = map_text(w, "name");
+                t->node = map_text(w, "node");
                 t->proc = t->same_as = BS_WG_NONE;
                 t->behind = 0;
             }
@@ -193,6 +204,40 @@ static int has_self_edge(const bs_wait_graph *g, size_t v)
     return 0;
 }
 
+/* Orders processes by node, then name (named ones first), then pid. */
+static int proc_cmp(const bs_wg_proc *a, const bs_wg_proc *b)
+{
+    int c = strcmp(a->node, b->node);
+    if (c)
+        return c;
+    if (!a->name[0] != !b->name[0])
+        return a->name[0] ? -1 : 1;
+    c = strcmp(a->name, b->name);
+    return c ? c : strcmp(a->pid, b->pid);
+}
+
+static void reverse(size_t *a, size_t from, size_t to)
+{
+    while (from + 1 < to) {
+        size_t t = a[from];
+        a[from++] = a[--to];
+        a[to] = t;
+    }
+}
+
+/* A cycle is printed from its smallest member, so that the same deadlock
+ * reads the same whatever the order of the dump. */
+static void rotate_to_smallest(const bs_wait_graph *g, size_t *cycle, size_t n)
+{
+    size_t best = 0;
+    for (size_t i = 1; i < n; i++)
+        if (proc_cmp(&g->procs[cycle[i]], &g->procs[cycle[best]]) < 0)
+            best = i;
+    reverse(cycle, 0, best);
+    reverse(cycle, best, n);
+    reverse(cycle, 0, n);
+}
+
 /* The cycle inside component `comp` from its member `start`: follow edges
  * that stay in the component until a process repeats. */
 static int add_deadlock(bs_wait_graph *g, size_t start, size_t members, size_t *seen_at)
@@ -215,6 +260,7 @@ static int add_deadlock(bs_wait_graph *g, size_t start, size_t members, size_t *
     /* Members before the loop's entry are in the knot, not on this cycle. */
     memmove(&g->cycle_members[first], &g->cycle_members[from], (g->n_cycle_members - from) * sizeof(size_t));
     g->n_cycle_members -= from - first;
+    rotate_to_smallest(g, &g->cycle_members[first], g->n_cycle_members - first);
     g->deadlocks[dl] = (bs_wg_deadlock){first, g->n_cycle_members - first, members, 0};
     g->n_deadlocks++;
     return 0;
