@@ -44,7 +44,10 @@ static const char *current(const bs_wg_proc *p, const bs_dump_style *st, char *b
 
 static const char *outside_why(const bs_wg_target *t, char *buf, size_t cap)
 {
-    snprintf(buf, cap, "on %s, which is not in this dump: give --node %s to follow it", t->node, t->node);
+    if (t->node_dumped)
+        snprintf(buf, cap, "on %s, not among the processes dumped (--pid/--name)", t->node);
+    else
+        snprintf(buf, cap, "on %s, which is not in this dump: give --node %s to follow it", t->node, t->node);
     return buf;
 }
 

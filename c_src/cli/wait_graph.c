@@ -145,6 +145,7 @@ static void collect(bs_wait_graph *g, const bs_eterm *const *dumps, size_t n_dum
                 t->node = map_text(w, "node");
                 t->proc = t->same_as = BS_WG_NONE;
                 t->behind = 0;
+                t->node_dumped = 0;
             }
             p->n_targets = g->n_targets - p->first_target;
         }
@@ -422,6 +423,9 @@ int bs_wait_graph_build(bs_wait_graph *g, const bs_eterm *const *dumps, size_t n
     if (!g->procs || !g->targets)
         goto fail;
     collect(g, dumps, n_dumps, n_procs);
+    for (size_t i = 0; i < g->n_targets; i++)
+        for (size_t d = 0; d < n_dumps && !g->targets[i].node_dumped; d++)
+            g->targets[i].node_dumped = strcmp(g->targets[i].node, map_text(dumps[d], "node")) == 0;
     if (resolve_targets(g) < 0 || find_deadlocks(g) < 0)
         goto fail;
     follow_chains(g);

@@ -39,6 +39,7 @@ typedef struct bs_wg_target {
     size_t proc;                   /* index in procs, or BS_WG_NONE */
     size_t same_as;                /* first target naming the same outside process */
     size_t behind;                 /* as a root (same_as itself): processes blocked behind it */
+    int node_dumped;               /* its node is one of the dumps (the process was left out) */
 } bs_wg_target;
 
 typedef struct bs_wg_proc {

@@ -68,6 +68,10 @@ assert waits['dl_r2a']['waits_for'][0]['name'] == 'dl_r2b' and waits['dl_r2a']['
 assert all(w['deadlock'] is None for n, w in waits.items() if n in ('dl_ta', 'dl_tb'))
 assert len(d['processes']) == 1
 "
+bs dump --node "$n1" --name dl_cl --keep >"$out/dl_name.txt" 2>/dev/null
+check "deadlocks --name: the chain stops at the first process left out, and says so" bash -c "
+    grep -qx '    dl_cl -> dl_r3a (not in this dump)' '$out/dl_name.txt' &&
+    grep -q '^BLOCKED behind dl_r3a (on $n1, not among the processes dumped (--pid/--name))' '$out/dl_name.txt'"
 rpc n1 "bs_deadlock_wl:stop([dl_worker, dl_ta, dl_tb])." >/dev/null
 bs dump --node "$n1" --elixir --limit 1 --keep >"$out/dl_ex.txt" 2>/dev/null
 check "deadlocks --elixir: Elixir names and frames" bash -c "
