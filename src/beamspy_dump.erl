@@ -594,24 +594,25 @@ named_in(Pid, Slots) ->
 %% that belong to the calling modules (gen, gen_server, ...): the frames of
 %% the call itself, not of the code that made it.
 call_slots(Backtrace) ->
-    call_slots(binary:split(Backtrace, <<"\n">>, [global]), true, []).
+    call_slots(binary:split(Backtrace, <<"\n">>, [global]), []).
 
-call_slots([], _, Acc) ->
+call_slots([], Acc) ->
     Acc;
-call_slots([<<"y(", Rest/binary>> | Lines], true, Acc) ->
+call_slots([<<"y(", Rest/binary>> | Lines], Acc) ->
     case binary:split(Rest, <<" ">>) of
-        [_, Value] -> call_slots(Lines, true, [string:trim(Value) | Acc]);
-        _ -> call_slots(Lines, true, Acc)
+        [_, Value] -> call_slots(Lines, [string:trim(Value) | Acc]);
+        _ -> call_slots(Lines, Acc)
     end;
-call_slots([Line | Lines], InCall, Acc) ->
+call_slots([Line | Lines], Acc) ->
     case address_of_line(Line) of
         none ->
-            call_slots(Lines, InCall, Acc);
+            call_slots(Lines, Acc);
         Address ->
+            %% Stops at the first frame of the code that made the call.
             case frame_of_address(Address) of
                 {M, _, _} ->
                     case lists:member(M, call_modules()) of
-                        true -> call_slots(Lines, InCall, Acc);
+                        true -> call_slots(Lines, Acc);
                         false -> Acc
                     end;
                 _ ->

@@ -61,10 +61,8 @@ static const char *elixir_mfa(const char *s, char *out, size_t cap, size_t *n)
 
 const char *bs_dump_text(const char *erl, int elixir, char *buf, size_t cap)
 {
-    if (!elixir) {
-        snprintf(buf, cap, "%s", erl);
-        return buf;
-    }
+    if (!elixir)
+        return erl;
     size_t o = 0;
     char mfa[1100];
     for (const char *s = erl; *s && o + 1 < cap;) {

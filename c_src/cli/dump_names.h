@@ -8,9 +8,9 @@
 
 #include <stddef.h>
 
-/* A text of the node (a frame, a reason) in the chosen spelling into buf
- * (cap >= 16); returns buf. With elixir, every "mod:fun/N" that starts a
- * word is respelled; the rest is copied as it is (cut at cap). */
+/* A text of the node (a frame, a reason) in the chosen spelling: erl
+ * itself in Erlang; with elixir, a copy in buf (cap >= 16, cut at cap) in
+ * which every "mod:fun/N" that starts a word is respelled. */
 const char *bs_dump_text(const char *erl, int elixir, char *buf, size_t cap);
 
 /* A registered name: as it is, or in Elixir "Mod.Name" for an
