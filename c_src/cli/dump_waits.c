@@ -54,8 +54,8 @@ static const char *outside_why(const bs_wg_target *t, char *buf, size_t cap)
 /* Why a process that ends a chain holds the others up (long form). */
 static const char *why(const bs_wg_proc *p, const bs_dump_style *st, char *buf, size_t cap)
 {
-    char cur[600];
-    current(p, st, cur, sizeof cur);
+    char buf_cur[600];
+    const char *cur = current(p, st, buf_cur, sizeof buf_cur);
     switch (p->state) {
     case BS_WG_BUSY:
         snprintf(buf, cap, "busy in %s: %lld reductions in %lld ms", cur, bs_term_int(p->dump, "reductions_delta"),
