@@ -36,6 +36,8 @@ dump_test_() ->
        {timeout, 60, fun ring_waits/0}},
       {"a caller that monitors others too: the callee named on its stack is kept",
        {timeout, 60, fun waits_with_other_monitors/0}},
+      {"a wait whose callee is not named on the stack: no target, a note says why",
+       {timeout, 60, fun waits_unknown/0}},
       {"bad options are refused", fun bad_options/0},
       {"parse_backtrace: frames, skipped lines, cap", fun parse_backtrace/0},
       {"the caller is not reported; every value has its type",
@@ -63,6 +65,24 @@ ring_waits() ->
         ?assertMatch(#{state := <<"idle">>, waits_for := []}, find(Idle, Dump))
     after
         ?WL:stop_all([A, B, Idle])
+    end.
+
+waits_unknown() ->
+    Server = ?WL:start_server(),
+    Other = spawn(?WL, idle, []),
+    %% gen:call/4 straight away: no gen_server:call/3 frame keeps the
+    %% server, so of the two monitored processes none is named.
+    Caller = spawn(fun() ->
+                           erlang:monitor(process, Other),
+                           gen:call(Server, '$gen_call', hello, infinity)
+                   end),
+    ok = ?WL:wait_until_in(Caller, {gen, do_call, 4}, ?WAIT_MS),
+    try
+        D = find(Caller, snapshot(#{pids => [Caller]})),
+        ?assertMatch(#{state := <<"call">>, waits_for := []}, D),
+        ?assertEqual(<<"it monitors 2 processes, none named on its stack">>, maps:get(wait_note, D))
+    after
+        ?WL:stop_all([Caller, Server, Other])
     end.
 
 waits_with_other_monitors() ->
