@@ -37,6 +37,16 @@ static const char *proc_label(char *buf, size_t cap, const bs_wg_proc *p, const 
     return label(buf, cap, p->pid, p->name, p->node, st);
 }
 
+/* "<0.90.0> name" (or the pid alone), then " on node" with several nodes. */
+static const char *full_label(char *buf, size_t cap, const bs_wg_proc *p, const bs_dump_style *st)
+{
+    char n[600];
+    if (!p->name[0])
+        return proc_label(buf, cap, p, st);
+    snprintf(buf, cap, "%s %s", p->pid, proc_label(n, sizeof n, p, st));
+    return buf;
+}
+
 static const char *current(const bs_wg_proc *p, const bs_dump_style *st, char *buf, size_t cap)
 {
     return bs_dump_text(bs_term_text(p->dump, "current"), st->elixir, buf, cap);
@@ -184,7 +194,7 @@ static void print_deadlock(FILE *out, const bs_wait_graph *g, size_t d, const bs
         const bs_wg_proc *q = &g->procs[g->cycle_members[dl->first + (i + 1) % dl->length]];
         const char *r = reply_reason(p);
         char rt[2048];
-        fprintf(out, "  %s %s waits for %s%s%s\n", p->pid, proc_label(l, sizeof l, p, st),
+        fprintf(out, "  %s waits for %s%s%s\n", full_label(l, sizeof l, p, st),
                 proc_label(n, sizeof n, q, st), r ? ": " : "", r ? bs_dump_text(r, st->elixir, rt, sizeof rt) : "");
         bs_dump_print_stack(out, p->dump, 6, st->elixir);
     }
@@ -216,7 +226,7 @@ void bs_dump_waits_text(FILE *out, const bs_wait_graph *g, const bs_dump_style *
         qsort(roots, n_roots, sizeof *roots, by_behind);
         for (size_t i = 0; i < n_roots; i++) {
             const bs_wg_proc *p = &g->procs[roots[i]];
-            fprintf(out, "BLOCKED behind %s %s (%s)\n", p->pid, proc_label(l, sizeof l, p, st), why(p, st, w, sizeof w));
+            fprintf(out, "BLOCKED behind %s (%s)\n", full_label(l, sizeof l, p, st), why(p, st, w, sizeof w));
             print_chains(out, g, BS_WG_ROOT_PROCESS, roots[i], p->behind, st);
             fputc('\n', out);
         }
@@ -239,7 +249,7 @@ void bs_dump_waits_text(FILE *out, const bs_wait_graph *g, const bs_dump_style *
         if (p->state != BS_WG_CALL || p->n_targets || p->behind)
             continue;
         if (unknown++ < UNKNOWN_SHOWN)
-            fprintf(out, "WAITING %s %s: %s\n", p->pid, proc_label(l, sizeof l, p, st), why(p, st, w, sizeof w));
+            fprintf(out, "WAITING %s: %s\n", full_label(l, sizeof l, p, st), why(p, st, w, sizeof w));
     }
     if (unknown > UNKNOWN_SHOWN)
         fprintf(out, "(%zu more waits whose target cannot be told)\n", unknown - UNKNOWN_SHOWN);

@@ -239,7 +239,8 @@ static void rotate_to_smallest(const bs_wait_graph *g, size_t *cycle, size_t n)
     reverse(cycle, 0, n);
 }
 
-/* The cycle inside component `comp` from its member `start`: follow edges
+/* The cycle of deadlock n_deadlocks (a component whose members are marked
+ * with that index) from its member `start`: follow edges
  * that stay in the component until a process repeats. */
 static int add_deadlock(bs_wait_graph *g, size_t start, size_t members, size_t *seen_at)
 {
