@@ -687,6 +687,7 @@ call_modules() ->
 wait_kind({gen, do_call, _}) -> reply;
 wait_kind({gen, wait_resp_mon, _}) -> reply;
 wait_kind({gen_server, call, _}) -> reply;
+wait_kind({gen_server, rec_nodes, _}) -> reply; % multi_call, OTP 25-26
 wait_kind({gen_statem, call, _}) -> reply;
 wait_kind({gen_statem, call_dirty, _}) -> reply;
 wait_kind({gen_statem, call_clean, _}) -> reply;
