@@ -263,7 +263,7 @@ describe(Pid, {Q1, M1, R1, _, _} = L1, {Q2, M2, R2, S2, C2} = L2, Interval, Name
             {Frames, Complete, Names1} = stack(Backtrace, Trace, C2, Names0),
             {Score, Reasons} = assess(L1, L2, length(Frames), Frames, Interval),
             State = state(L1, L2),
-            {WaitsFor, WaitNote} = waits_for(Pid, State, Backtrace),
+            {WaitsFor, WaitNote} = waits_for(Pid, State, C2, Backtrace),
             {InitialText, Names2} = cached_name(proc_lib_initial_call(Dict, Initial), Names1),
             {CurrentText, Names3} = cached_name(C2, Names2),
             {StackText, Names} = lists:mapfoldl(fun frame_text/2, Names3, Frames),
@@ -531,30 +531,41 @@ state(_, _) ->
 %% the stack slots of the calling frames (gen_server:call/3 keeps its
 %% ServerRef there) are kept. When that still leaves several, or none, the
 %% note says so: a guess is never made.
-waits_for(Pid, call, Backtrace) ->
+waits_for(Pid, call, Current, Backtrace) ->
     case erlang:process_info(Pid, monitors) of
         {monitors, Monitors} ->
             Watched = [T || {process, T} <- Monitors],
-            pick_targets(Watched, Backtrace);
+            pick_targets(Watched, Current, Backtrace);
         undefined ->
             {[], <<"the process exited">>}
     end;
-waits_for(_, _, _) ->
+waits_for(_, _, _, _) ->
     {[], <<>>}.
 
-pick_targets([], _) ->
+pick_targets([], _, _) ->
     {[], <<"it monitors no process (a reply from anyone)">>};
-pick_targets([One], _) ->
+pick_targets([One], _, _) ->
     {[target(One)], <<>>};
-pick_targets(Watched, Backtrace) ->
+pick_targets(Watched, Current, Backtrace) ->
     Slots = call_slots(Backtrace),
-    case [W || W <- Watched, named_in(W, Slots)] of
-        [] ->
-            {[], text("it monitors ~w processes, none named on its stack", [length(Watched)])};
-        Named ->
+    case {[W || W <- Watched, named_in(W, Slots)], multi_call(Current), Watched} of
+        {[_ | _] = Named, _, _} ->
             %% gen_server:multi_call and the like wait for each of them.
-            {[target(W) || W <- Named], <<>>}
+            {[target(W) || W <- Named], <<>>};
+        {[], true, [{Name, _} | _]} ->
+            %% From OTP 27 multi_call keeps no name on its stack; monitors
+            %% that all name the same server on some nodes are its own.
+            case lists:all(fun({N, Node}) -> N =:= Name andalso is_atom(Node); (_) -> false end, Watched) of
+                true -> {[target(W) || W <- Watched], <<>>};
+                false -> {[], text("it monitors ~w processes, none named on its stack", [length(Watched)])}
+            end;
+        {[], _, _} ->
+            {[], text("it monitors ~w processes, none named on its stack", [length(Watched)])}
     end.
+
+multi_call({gen_server, rec_nodes, _}) -> true;
+multi_call({gen_server, mc_recv, _}) -> true;
+multi_call(_) -> false.
 
 target({Name, Node}) when Node =:= node() ->
     case whereis(Name) of
@@ -688,6 +699,7 @@ wait_kind({gen, do_call, _}) -> reply;
 wait_kind({gen, wait_resp_mon, _}) -> reply;
 wait_kind({gen_server, call, _}) -> reply;
 wait_kind({gen_server, rec_nodes, _}) -> reply; % multi_call, OTP 25-26
+wait_kind({gen_server, mc_recv, _}) -> reply; % multi_call, OTP 27-
 wait_kind({gen_statem, call, _}) -> reply;
 wait_kind({gen_statem, call_dirty, _}) -> reply;
 wait_kind({gen_statem, call_clean, _}) -> reply;

@@ -2,7 +2,8 @@
 # nodes: a two-server and a three-server ring of gen_servers calling each
 # other with infinity, a client blocked behind a ring, a chain ending at a
 # busy server, two servers that call each other with a short timeout and
-# recover (never a deadlock), and a ring across the two nodes n1 and n2.
+# recover (never a deadlock), a ring across the two nodes n1 and n2, and a
+# gen_server:multi_call to both.
 #
 # Sourced by run.sh once its nodes run (uses its rpc, bs, check, clean, out,
 # n1, n2); `ONLY=deadlocks test/dist/run.sh` runs this part alone. Every
@@ -82,30 +83,36 @@ rpc n1 "bs_deadlock_wl:stop($dl_local)." >/dev/null
 echo "--- dump: a deadlock across two nodes"
 rpc n1 "bs_deadlock_wl:server(dl_xa), ok." >/dev/null
 rpc n2 "bs_deadlock_wl:server(dl_xb), ok." >/dev/null
+rpc n2 "bs_deadlock_wl:server(dl_mc), ok." >/dev/null
+rpc n1 "bs_deadlock_wl:server(dl_mc),
+        register(dl_multi, spawn(fun() -> gen_server:multi_call(['$n1', '$n2'], dl_mc, hello) end)), ok." >/dev/null
 rpc n1 "bs_deadlock_wl:call_peer(dl_xa, {dl_xb, '$n2'})." >/dev/null
 rpc n2 "bs_deadlock_wl:call_peer(dl_xb, {dl_xa, '$n1'})." >/dev/null
-check "cross-node: both servers wait in their calls" \
-    eval 'poll_true n1 "bs_deadlock_wl:in_call([dl_xa])." && poll_true n2 "bs_deadlock_wl:in_call([dl_xb])."'
+check "cross-node: both servers wait in their calls, the multi_call in its own" \
+    eval 'poll_true n1 "bs_deadlock_wl:in_call([dl_xa])." && poll_true n2 "bs_deadlock_wl:in_call([dl_xb])." &&
+          poll_true n1 "{status, waiting} =:= process_info(whereis(dl_multi), status)."'
 bs dump --node "$n1" --node "$n2" --limit 1 --keep >"$out/dlx.txt" 2>/dev/null
 check "cross-node: two --node, one cycle through both" \
     grep -qx "DEADLOCK: dl_xa on $n1 -> dl_xb on $n2 -> dl_xa on $n1" "$out/dlx.txt"
 check "cross-node: one deadlock only, both process lists" bash -c "
     [ \$(grep -c '^DEADLOCK' '$out/dlx.txt') -eq 1 ] && grep -q '^node $n1 ' '$out/dlx.txt' && grep -q '^node $n2 ' '$out/dlx.txt'"
 bs dump --node "$n1" --node "$n2" --json --limit 1 --keep >"$out/dlx.json" 2>/dev/null
-check "cross-node --json: the cycle names both nodes" python3 -c "
+check "cross-node --json: the cycle names both nodes; a multi_call waits for the server of each" python3 -c "
 import json
 d = json.load(open('$out/dlx.json'))
 assert [n['node'] for n in d['nodes']] == ['$n1', '$n2']
 [x] = d['deadlocks']
 assert [(m['name'], m['node']) for m in x['cycle']] == [('dl_xa', '$n1'), ('dl_xb', '$n2')], x
+[m] = [w for w in d['waits'] if w['name'] == 'dl_multi']
+assert sorted((t['name'], t['node'], t['in_dump']) for t in m['waits_for']) == [('dl_mc', '$n1', True), ('dl_mc', '$n2', True)], m
 "
 bs dump --node "$n1" --limit 1 --keep >"$out/dlx1.txt" 2>/dev/null
 check "cross-node, one node dumped: the wait leaves the dump, and says which node to add" bash -c "
     grep -qx '    dl_xa -> dl_xb (not in this dump)' '$out/dlx1.txt' &&
     grep -q '^BLOCKED behind dl_xb (on $n2, which is not in this dump: give --node $n2 to follow it)' '$out/dlx1.txt' &&
     ! grep -q '^DEADLOCK' '$out/dlx1.txt'"
-rpc n1 "bs_deadlock_wl:stop([dl_xa])." >/dev/null
-rpc n2 "bs_deadlock_wl:stop([dl_xb])." >/dev/null
+rpc n1 "bs_deadlock_wl:stop([dl_xa, dl_mc, dl_multi])." >/dev/null
+rpc n2 "bs_deadlock_wl:stop([dl_xb, dl_mc])." >/dev/null
 for n in n1 n2; do
     rpc "$n" '[begin code:purge(M), code:delete(M), code:purge(M) end || {M, _} <- code:all_loaded(), lists:prefix("beamspy", atom_to_list(M))], ok.' >/dev/null
 done
