@@ -11,6 +11,7 @@
 # at most 20 s), so nothing depends on timing.
 
 echo "--- dump: who waits for whom"
+dl_t0=$(date +%s)
 
 # poll_true SHORT EXPR: until EXPR is true on the node, at most 20 s.
 poll_true() {
@@ -117,3 +118,4 @@ for n in n1 n2; do
     rpc "$n" '[begin code:purge(M), code:delete(M), code:purge(M) end || {M, _} <- code:all_loaded(), lists:prefix("beamspy", atom_to_list(M))], ok.' >/dev/null
 done
 check "deadlocks: nothing of beamspy left on either node" eval 'clean n1 && clean n2'
+echo "dump wait-graph tests took $(($(date +%s) - dl_t0)) s"
