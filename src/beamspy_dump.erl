@@ -41,6 +41,15 @@
 %%% A process idle in a server loop, or in a receive at the bottom of its
 %%% stack, with an empty queue, scores 0 and has no reason.
 %%%
+%%% Each process also says what it is doing (`state': `call', `busy',
+%%% `idle', `receive' or `running', see state/2) and, when it has waited for
+%%% a reply all along the interval, whom it waits for (`waits_for': the
+%%% processes it monitors that the call is about, each with its pid as its
+%%% own node prints it, its registered name and its node), or in
+%%% `wait_note' why that cannot be told. The command-line tool builds the
+%%% wait-for graph of one or several nodes from these (cycles are
+%%% deadlocks); a wait is never guessed: a bare `receive' has no target.
+%%%
 %%% Memory: two small tuples a process for the looks, and for the processes
 %%% reported their stacks (at most 2000 frames each, so `max_processes'
 %%% bounds the result), plus one cache entry per distinct return address
@@ -89,11 +98,13 @@
           queue_growth := integer(), memory := non_neg_integer(), memory_growth := integer(),
           reductions := non_neg_integer(), reductions_delta := integer(),
           idle_ms := non_neg_integer(), stack := [binary()], stack_complete := boolean(),
-          stuck_score := non_neg_integer(), reasons := [binary()]}.
+          stuck_score := non_neg_integer(), reasons := [binary()],
+          state := binary(), waits_for := [wait_target()], wait_note := binary()}.
+-type wait_target() :: #{pid := binary(), name := binary(), node := binary()}.
 -type dump() :: #{node := binary(), taken_at_us := integer(), interval_ms := non_neg_integer(),
                   process_count := non_neg_integer(), omitted := non_neg_integer(),
                   processes := [process_dump()]}.
--export_type([opts/0, dump/0, process_dump/0]).
+-export_type([opts/0, dump/0, process_dump/0, wait_target/0]).
 
 %%% ---------------------------------------------------------------------
 %%% API
@@ -251,6 +262,8 @@ describe(Pid, {Q1, M1, R1, _, _} = L1, {Q2, M2, R2, S2, C2} = L2, Interval, Name
          {backtrace, Backtrace}, {current_stacktrace, Trace}] ->
             {Frames, Complete, Names1} = stack(Backtrace, Trace, C2, Names0),
             {Score, Reasons} = assess(L1, L2, length(Frames), Frames, Interval),
+            State = state(L1, L2),
+            {WaitsFor, WaitNote} = waits_for(Pid, State, C2, Backtrace),
             {InitialText, Names2} = cached_name(proc_lib_initial_call(Dict, Initial), Names1),
             {CurrentText, Names3} = cached_name(C2, Names2),
             {StackText, Names} = lists:mapfoldl(fun frame_text/2, Names3, Frames),
@@ -272,7 +285,10 @@ describe(Pid, {Q1, M1, R1, _, _} = L1, {Q2, M2, R2, S2, C2} = L2, Interval, Name
                stack => StackText,
                stack_complete => Complete,
                stuck_score => Score,
-               reasons => Reasons}, Names};
+               reasons => Reasons,
+               state => atom_to_binary(State, utf8),
+               waits_for => WaitsFor,
+               wait_note => WaitNote}, Names};
         undefined ->
             {gone, Names0}
     end.
@@ -485,6 +501,137 @@ unescape($s) -> $\s;
 unescape(C) -> C.
 
 %%% ---------------------------------------------------------------------
+%%% Who waits for whom
+%%% ---------------------------------------------------------------------
+
+%% What a process is doing, from the two looks: `call' (waiting for a reply
+%% at both looks, in the same function, having done no work in between),
+%% `busy' (not waiting, and BUSY_REDUCTIONS_REPORTED reductions or more
+%% between the looks), `idle' (waiting in a server loop or a sleep),
+%% `receive' (waiting anywhere else, or in a call that began between the
+%% looks), `running' otherwise.
+state({_, _, R1, S1, C1}, {_, _, R2, waiting, C2}) ->
+    case wait_kind(C2) of
+        reply when S1 =:= waiting, C1 =:= C2, R2 - R1 =< ?LOOK_REDUCTIONS -> call;
+        idle -> idle;
+        _ -> 'receive'
+    end;
+state({_, _, R1, _, _}, {_, _, R2, _, _}) when R2 - R1 >= ?BUSY_REDUCTIONS_REPORTED ->
+    busy;
+state(_, _) ->
+    running.
+
+%% {Targets, Note} of a process in state call: the processes it waits for,
+%% each #{pid, name, node} (pid <<>> when only a registered name on another
+%% node is known), or [] and a note saying why they cannot be told.
+%%
+%% The calls of gen, erpc, proc_lib and io monitor their callee, so the
+%% callee is among the process's monitors. A process may monitor others as
+%% well: then only the monitored processes whose pid or name appears in
+%% the stack slots of the calling frames (gen_server:call/3 keeps its
+%% ServerRef there) are kept. When that still leaves several, or none, the
+%% note says so: a guess is never made.
+waits_for(Pid, call, Current, Backtrace) ->
+    case erlang:process_info(Pid, monitors) of
+        {monitors, Monitors} ->
+            Watched = [T || {process, T} <- Monitors],
+            pick_targets(Watched, Current, Backtrace);
+        undefined ->
+            {[], <<"the process exited">>}
+    end;
+waits_for(_, _, _, _) ->
+    {[], <<>>}.
+
+pick_targets([], _, _) ->
+    {[], <<"it monitors no process (a reply from anyone)">>};
+pick_targets([One], _, _) ->
+    {[target(One)], <<>>};
+pick_targets(Watched, Current, Backtrace) ->
+    Slots = call_slots(Backtrace),
+    case {[W || W <- Watched, named_in(W, Slots)], multi_call(Current), Watched} of
+        {[_ | _] = Named, _, _} ->
+            %% gen_server:multi_call and the like wait for each of them.
+            {[target(W) || W <- Named], <<>>};
+        {[], true, [{Name, _} | _]} ->
+            %% From OTP 27 multi_call keeps no name on its stack; monitors
+            %% that all name the same server on some nodes are its own.
+            case lists:all(fun({N, Node}) -> N =:= Name andalso is_atom(Node); (_) -> false end, Watched) of
+                true -> {[target(W) || W <- Watched], <<>>};
+                false -> {[], text("it monitors ~w processes, none named on its stack", [length(Watched)])}
+            end;
+        {[], _, _} ->
+            {[], text("it monitors ~w processes, none named on its stack", [length(Watched)])}
+    end.
+
+multi_call({gen_server, rec_nodes, _}) -> true;
+multi_call({gen_server, mc_recv, _}) -> true;
+multi_call(_) -> false.
+
+target({Name, Node}) when Node =:= node() ->
+    case whereis(Name) of
+        Pid when is_pid(Pid) -> target(Pid);
+        undefined -> #{pid => <<>>, name => atom_to_binary(Name, utf8), node => node_text(Node)}
+    end;
+target({Name, Node}) ->
+    #{pid => <<>>, name => atom_to_binary(Name, utf8), node => node_text(Node)};
+target(Pid) when node(Pid) =:= node() ->
+    Name = case erlang:process_info(Pid, registered_name) of
+               {registered_name, N} -> atom_to_binary(N, utf8);
+               _ -> <<>>
+           end,
+    #{pid => home_pid_text(Pid), name => Name, node => node_text(node())};
+target(Pid) ->
+    #{pid => home_pid_text(Pid), name => <<>>, node => node_text(node(Pid))}.
+
+node_text(Node) -> atom_to_binary(Node, utf8).
+
+%% A pid as its own node prints it (<0.N.S>): how the dump of that node
+%% names it, so that waits across nodes meet.
+home_pid_text(Pid) ->
+    [_Node, Number, Serial] = string:lexemes(pid_to_list(Pid), "<.>"),
+    list_to_binary(["<0.", Number, $., Serial, ">"]).
+
+%% The monitored process (pid or {Name, Node}) as the backtrace prints it.
+named_in({Name, Node}, Slots) ->
+    lists:member(text("~w", [Name]), Slots) orelse lists:member(text("~w", [{Name, Node}]), Slots);
+named_in(Pid, Slots) ->
+    Names = case node(Pid) =:= node() andalso erlang:process_info(Pid, registered_name) of
+                {registered_name, N} -> [text("~w", [N]), text("~w", [{N, node()}])];
+                _ -> []
+            end,
+    lists:any(fun(T) -> lists:member(T, Slots) end, [list_to_binary(pid_to_list(Pid)) | Names]).
+
+%% The values in the stack slots (`y(N) Value' lines) of the top frames
+%% that belong to the calling modules (gen, gen_server, ...): the frames of
+%% the call itself, not of the code that made it.
+call_slots(Backtrace) ->
+    call_slots(binary:split(Backtrace, <<"\n">>, [global]), []).
+
+call_slots([], Acc) ->
+    Acc;
+call_slots([<<"y(", Rest/binary>> | Lines], Acc) ->
+    case binary:split(Rest, <<" ">>) of
+        [_, Value] -> call_slots(Lines, [string:trim(Value) | Acc]);
+        _ -> call_slots(Lines, Acc)
+    end;
+call_slots([Line | Lines], Acc) ->
+    case address_of_line(Line) of
+        none ->
+            call_slots(Lines, Acc);
+        Address ->
+            %% Stops at the first frame of the code that made the call.
+            case frame_of_address(Address) of
+                {M, _, _} ->
+                    case lists:member(M, call_modules()) of
+                        true -> call_slots(Lines, Acc);
+                        false -> Acc
+                    end;
+                _ ->
+                    Acc
+            end
+    end.
+
+%%% ---------------------------------------------------------------------
 %%% Why a process looks stuck
 %%% ---------------------------------------------------------------------
 
@@ -551,6 +698,8 @@ call_modules() ->
 wait_kind({gen, do_call, _}) -> reply;
 wait_kind({gen, wait_resp_mon, _}) -> reply;
 wait_kind({gen_server, call, _}) -> reply;
+wait_kind({gen_server, rec_nodes, _}) -> reply; % multi_call, OTP 25-26
+wait_kind({gen_server, mc_recv, _}) -> reply; % multi_call, OTP 27-
 wait_kind({gen_statem, call, _}) -> reply;
 wait_kind({gen_statem, call_dirty, _}) -> reply;
 wait_kind({gen_statem, call_clean, _}) -> reply;

@@ -1,9 +1,12 @@
 /* cmd_dump.c — `beamspy dump --node N`: the current stack of every process
  * of a running node (or of the ones named), with registered name, initial
  * call, status, message queue, memory and reductions, the processes that
- * look stuck first. What people need when a node hangs.
+ * look stuck first; and who waits for whom: deadlocks first, then chains of
+ * blocked processes by root cause (wait_graph.c, dump_waits.c). What people
+ * need when a node hangs. Several --node: each node is dumped in turn and
+ * the waits are followed across them.
  *
- * The node looks at every process twice, --interval apart, and ranks them
+ * Each node looks at every process twice, --interval apart, and ranks them
  * (beamspy_dump on the node); this file prints the result as text or, with
  * --json, as one JSON document. */
 #define _GNU_SOURCE /* getopt_long */
@@ -16,13 +19,16 @@
 #include "../dist/call_args.h"
 #include "../formats/json_escape.h"
 #include "cli.h"
+#include "dump_names.h"
+#include "dump_waits.h"
 #include "remote.h"
+#include "wait_graph.h"
 
 #define CMD "dump"
 #define MAX_TARGETS 1024
 #define SNAPSHOT_TIMEOUT_MS 300000u
 
-enum { OPT_PID = BS_OPT_REMOTE_FIRST_OWN, OPT_NAME, OPT_INTERVAL, OPT_LIMIT, OPT_JSON };
+enum { OPT_PID = BS_OPT_REMOTE_FIRST_OWN, OPT_NAME, OPT_INTERVAL, OPT_LIMIT, OPT_JSON, OPT_ELIXIR };
 
 typedef struct dump_args {
     bs_remote_opts remote;
@@ -31,11 +37,12 @@ typedef struct dump_args {
     unsigned long long interval_ms;
     unsigned long long limit; /* 0: every process */
     int json;
+    int elixir;
 } dump_args;
 
 void bs_cmd_dump_usage(FILE *out)
 {
-    fputs("usage: beamspy dump --node NAME [--pid PID | --name NAME ...] [--json] [options]\n"
+    fputs("usage: beamspy dump --node NAME [--node NAME ...] [--pid PID | --name NAME ...] [--json] [options]\n"
           "\n"
           "Prints the current stack of every process of a running node (complete:\n"
           "every frame, recursion included), with its registered name, initial call,\n"
@@ -45,22 +52,35 @@ void bs_cmd_dump_usage(FILE *out)
           "The node is looked at twice, --interval apart, to see what grows and what\n"
           "does not move.\n"
           "\n"
+          "Before the list: who waits for whom. Processes that wait for a reply\n"
+          "(gen_server, gen_statem, gen_event calls, erpc/rpc, proc_lib starts, io)\n"
+          "for the whole interval, and the process they wait for (from their\n"
+          "monitors). Cycles are printed first as DEADLOCK, each member with its\n"
+          "stack; then every other blocked process as a chain to its root cause\n"
+          "(busy, stuck in a receive, in a deadlock, on a node not dumped), each\n"
+          "root once with the number of processes behind it. A wait whose target\n"
+          "cannot be told is said so, never guessed. With several --node the waits\n"
+          "are followed from node to node.\n"
+          "\n"
           "connection:\n",
           out);
-    bs_remote_options_usage(out, 0);
+    bs_remote_options_usage(out, 1);
     fputs("\n"
           "options:\n"
           "  --pid PID           only this process, e.g. '<0.123.0>' (repeatable)\n"
           "  --name NAME         only this registered process (repeatable)\n"
           "  --interval T        time between the two looks (default 200ms)\n"
           "  --limit N           print the first N processes only\n"
-          "  --json              one JSON document instead of text (for scripts)\n"
+          "  --json              one JSON document instead of text (for scripts),\n"
+          "                      with \"waits\" and \"deadlocks\" lists\n"
+          "  --elixir            Elixir names (MyApp.Server, Mod.fun/2)\n"
           "  -h, --help          this text\n"
           "\n"
           "examples:\n"
           "  beamspy dump --node app@host | less\n"
           "  beamspy dump --node app@host --limit 5\n"
           "  beamspy dump --node app@host --name my_server --json\n"
+          "  beamspy dump --node a@host --node b@host --limit 10\n"
           "\n",
           out);
     bs_cli_exit_codes_usage(out);
@@ -74,6 +94,7 @@ static int parse_args(int argc, char **argv, dump_args *a)
         {"interval", required_argument, NULL, OPT_INTERVAL},
         {"limit", required_argument, NULL, OPT_LIMIT},
         {"json", no_argument, NULL, OPT_JSON},
+        {"elixir", no_argument, NULL, OPT_ELIXIR},
         {"help", no_argument, NULL, 'h'},
         BS_REMOTE_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
@@ -110,11 +131,14 @@ static int parse_args(int argc, char **argv, dump_args *a)
         case OPT_JSON:
             a->json = 1;
             break;
+        case OPT_ELIXIR:
+            a->elixir = 1;
+            break;
         case '?':
         case ':':
             return bs_cli_getopt_error(CMD, c, argv);
         default:
-            rc = bs_remote_option(CMD, c, optarg, &a->remote, 1);
+            rc = bs_remote_option(CMD, c, optarg, &a->remote, BS_REMOTE_MAX_NODES);
             if (rc != 0)
                 return rc < 0 ? bs_cli_getopt_error(CMD, '?', argv) : rc;
         }
@@ -126,18 +150,19 @@ static int parse_args(int argc, char **argv, dump_args *a)
     return -1;
 }
 
-static void print_text_process(FILE *out, const bs_eterm *p)
+static void print_text_process(FILE *out, const bs_eterm *p, int elixir)
 {
-    char mem[32], growth[32];
+    char mem[32], growth[32], frame[2048];
     const char *name = bs_term_text(p, "name");
-    fprintf(out, "%s%s%s\n", bs_term_text(p, "pid"), name[0] ? " " : "", name);
+    fprintf(out, "%s%s%s\n", bs_term_text(p, "pid"), name[0] ? " " : "", bs_dump_name(name, elixir, frame, sizeof frame));
     const bs_eterm *reasons = bs_eterm_map_get(p, "reasons");
-    for (size_t i = 0; i < bs_eterm_size(reasons); i++)
-        fprintf(out, "  ! %s\n", bs_eterm_text(bs_eterm_item(reasons, i)) ? bs_eterm_text(bs_eterm_item(reasons, i))
-                                                                         : "?");
+    for (size_t i = 0; i < bs_eterm_size(reasons); i++) {
+        const char *r = bs_eterm_text(bs_eterm_item(reasons, i));
+        fprintf(out, "  ! %s\n", bs_dump_text(r ? r : "?", elixir, frame, sizeof frame));
+    }
     long long mg = bs_term_int(p, "memory_growth");
-    fprintf(out, "  initial call %s, status %s, message queue %lld", bs_term_text(p, "initial_call"), bs_term_text(p, "status"),
-            bs_term_int(p, "message_queue_len"));
+    fprintf(out, "  initial call %s, ", bs_dump_text(bs_term_text(p, "initial_call"), elixir, frame, sizeof frame));
+    fprintf(out, "status %s, message queue %lld", bs_term_text(p, "status"), bs_term_int(p, "message_queue_len"));
     if (bs_term_int(p, "queue_growth"))
         fprintf(out, " (%+lld)", bs_term_int(p, "queue_growth"));
     fprintf(out, ", memory %s", bs_human_bytes(bs_term_int(p, "memory"), 0, mem, sizeof mem));
@@ -147,20 +172,11 @@ static void print_text_process(FILE *out, const bs_eterm *p)
     if (bs_term_int(p, "idle_ms"))
         fprintf(out, ", idle for %lld+ ms", bs_term_int(p, "idle_ms"));
     fputc('\n', out);
-    const bs_eterm *stack = bs_eterm_map_get(p, "stack");
-    size_t depth = bs_eterm_size(stack);
-    for (size_t i = 0; i < depth; i++) {
-        const char *frame = bs_eterm_text(bs_eterm_item(stack, i));
-        fprintf(out, "    %s\n", frame ? frame : "?");
-    }
-    if (depth == 0)
-        fprintf(out, "    (no stack: %s)\n", bs_term_text(p, "current"));
-    if (bs_eterm_is_atom(bs_eterm_map_get(p, "stack_complete"), "false"))
-        fputs("    ... (deeper frames not shown)\n", out);
+    bs_dump_print_stack(out, p, 4, elixir);
     fputc('\n', out);
 }
 
-static void print_text(FILE *out, const bs_eterm *d, unsigned long long limit)
+static void print_text(FILE *out, const bs_eterm *d, unsigned long long limit, int elixir)
 {
     const bs_eterm *procs = bs_eterm_map_get(d, "processes");
     size_t n = bs_eterm_size(procs);
@@ -173,16 +189,18 @@ static void print_text(FILE *out, const bs_eterm *d, unsigned long long limit)
     fprintf(out, "node %s at %s: %lld processes (looked at twice, %lld ms apart); %zu shown, most stuck first\n\n",
             bs_term_text(d, "node"), when, bs_term_int(d, "process_count"), bs_term_int(d, "interval_ms"), shown);
     for (size_t i = 0; i < shown; i++)
-        print_text_process(out, bs_eterm_item(procs, i));
+        print_text_process(out, bs_eterm_item(procs, i), elixir);
     long long omitted = bs_term_int(d, "omitted") + (long long)(n - shown);
     if (omitted > 0)
         fprintf(out, "(%lld more processes not shown)\n", omitted);
 }
 
 /* A term of the dump as JSON: maps with atom keys become objects, lists
- * arrays, binaries strings, integers numbers, true/false booleans. */
-static void print_json_term(FILE *out, const bs_eterm *t)
+ * arrays, binaries strings, integers numbers, true/false booleans; with
+ * elixir, texts and names in Elixir spelling. */
+static void print_json_term(FILE *out, const bs_eterm *t, int elixir)
 {
+    char text[2048];
     switch (bs_eterm_kind_of(t)) {
     case BS_ET_INT: {
         int ok;
@@ -197,7 +215,7 @@ static void print_json_term(FILE *out, const bs_eterm *t)
         break;
     case BS_ET_BINARY:
     case BS_ET_STRING:
-        bs_json_write_string(out, bs_eterm_text(t));
+        bs_json_write_string(out, bs_dump_text(bs_eterm_text(t), elixir, text, sizeof text));
         break;
     case BS_ET_LIST:
     case BS_ET_TUPLE:
@@ -205,7 +223,7 @@ static void print_json_term(FILE *out, const bs_eterm *t)
         for (size_t i = 0; i < bs_eterm_size(t); i++) {
             if (i)
                 fputc(',', out);
-            print_json_term(out, bs_eterm_item(t, i));
+            print_json_term(out, bs_eterm_item(t, i), elixir);
         }
         fputc(']', out);
         break;
@@ -215,9 +233,13 @@ static void print_json_term(FILE *out, const bs_eterm *t)
             if (i)
                 fputc(',', out);
             const char *key = bs_eterm_text(bs_eterm_map_key(t, i));
+            const bs_eterm *v = bs_eterm_map_value(t, i);
             bs_json_write_string(out, key ? key : "?");
             fputc(':', out);
-            print_json_term(out, bs_eterm_map_value(t, i));
+            if (key && strcmp(key, "name") == 0 && bs_eterm_text(v))
+                bs_json_write_string(out, bs_dump_name(bs_eterm_text(v), elixir, text, sizeof text));
+            else
+                print_json_term(out, v, elixir);
         }
         fputc('}', out);
         break;
@@ -226,29 +248,51 @@ static void print_json_term(FILE *out, const bs_eterm *t)
     }
 }
 
-static void print_json(FILE *out, const bs_eterm *d, unsigned long long limit)
+/* One node's dump: its head fields and processes (no braces around). */
+static void print_json_node(FILE *out, const bs_eterm *d, unsigned long long limit, int elixir)
 {
     const bs_eterm *procs = bs_eterm_map_get(d, "processes");
     size_t n = bs_eterm_size(procs);
     size_t shown = limit && limit < n ? (size_t)limit : n;
     static const char *const head[] = {"node", "taken_at_us", "interval_ms", "process_count", "omitted"};
-    fputc('{', out);
     for (size_t k = 0; k < sizeof head / sizeof head[0]; k++) {
         bs_json_write_string(out, head[k]);
         fputc(':', out);
         if (strcmp(head[k], "omitted") == 0)
             fprintf(out, "%lld", bs_term_int(d, "omitted") + (long long)(n - shown));
         else
-            print_json_term(out, bs_eterm_map_get(d, head[k]));
+            print_json_term(out, bs_eterm_map_get(d, head[k]), 0);
         fputc(',', out);
     }
     fputs("\"processes\":[", out);
     for (size_t i = 0; i < shown; i++) {
         if (i)
             fputs(",\n", out);
-        print_json_term(out, bs_eterm_item(procs, i));
+        print_json_term(out, bs_eterm_item(procs, i), elixir);
     }
-    fputs("]}\n", out);
+    fputc(']', out);
+}
+
+/* One node: its dump's object with "deadlocks" and "waits" added; several:
+ * {"nodes": [each node's object], "deadlocks", "waits"}. */
+static void print_json(FILE *out, const bs_eterm *const *dumps, size_t n, unsigned long long limit,
+                       const bs_wait_graph *g, const bs_dump_style *st)
+{
+    fputc('{', out);
+    if (n == 1) {
+        print_json_node(out, dumps[0], limit, st->elixir);
+    } else {
+        fputs("\"nodes\":[", out);
+        for (size_t i = 0; i < n; i++) {
+            fputs(i ? ",\n{" : "{", out);
+            print_json_node(out, dumps[i], limit, st->elixir);
+            fputc('}', out);
+        }
+        fputc(']', out);
+    }
+    fputs(",\n", out);
+    bs_dump_waits_json(out, g, st);
+    fputs("}\n", out);
 }
 
 /* #{interval_ms, targets, tool, unload}: with the tool's pid and what it
@@ -274,10 +318,11 @@ static int encode_options(const dump_args *a, bs_remote *r, ei_x_buff *x)
     return rc ? -1 : 0;
 }
 
-static int dump(const dump_args *a)
+/* Dumps node i into *tree; BS_EXIT_OK or the exit code (message printed). */
+static int dump_node(const dump_args *a, int i, bs_eterm_tree **tree)
 {
     bs_remote r;
-    int rc = bs_remote_attach(&a->remote, 0, &r);
+    int rc = bs_remote_attach(&a->remote, i, &r);
     if (rc != BS_EXIT_OK)
         return rc;
     ei_x_buff opts, args;
@@ -303,12 +348,43 @@ static int dump(const dump_args *a)
         bs_eterm_free(t);
         return BS_EXIT_FAILURE;
     }
-    if (a->json)
-        print_json(stdout, d, a->limit);
-    else
-        print_text(stdout, d, a->limit);
-    bs_eterm_free(t);
+    *tree = t;
     return BS_EXIT_OK;
+}
+
+static int dump(const dump_args *a)
+{
+    bs_eterm_tree *trees[BS_REMOTE_MAX_NODES] = {NULL};
+    const bs_eterm *dumps[BS_REMOTE_MAX_NODES];
+    size_t n = (size_t)a->remote.n_nodes;
+    int rc = BS_EXIT_OK;
+    for (size_t i = 0; i < n && rc == BS_EXIT_OK; i++) {
+        rc = dump_node(a, (int)i, &trees[i]);
+        if (rc == BS_EXIT_OK)
+            dumps[i] = bs_eterm_tagged(bs_eterm_root(trees[i]), "ok");
+    }
+    bs_wait_graph g;
+    if (rc == BS_EXIT_OK && bs_wait_graph_build(&g, dumps, n) < 0) {
+        bs_cli_error("out of memory");
+        rc = BS_EXIT_FAILURE;
+    }
+    if (rc == BS_EXIT_OK) {
+        bs_dump_style st = {n > 1, a->elixir};
+        if (g.truncated)
+            bs_cli_error("more than %u processes or %u waits: who waits for whom covers the first ones only",
+                         BS_WG_MAX_PROCESSES, BS_WG_MAX_TARGETS);
+        if (a->json) {
+            print_json(stdout, dumps, n, a->limit, &g, &st);
+        } else {
+            bs_dump_waits_text(stdout, &g, &st);
+            for (size_t i = 0; i < n; i++)
+                print_text(stdout, dumps[i], a->limit, a->elixir);
+        }
+        bs_wait_graph_free(&g);
+    }
+    for (size_t i = 0; i < n; i++)
+        bs_eterm_free(trees[i]);
+    return rc;
 }
 
 int bs_cmd_dump(int argc, char **argv)

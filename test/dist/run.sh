@@ -10,6 +10,7 @@
 # Checks print "ok - NAME" or "FAIL - NAME: why"; the last line is
 #   LAYER dist: <passed> passed, <failed> failed
 # Works from any directory. Needs tmux (deps.sh installs it) and python3.
+# ONLY=deadlocks runs the wait-for graph tests of dump alone (deadlocks.sh).
 set -u
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -53,8 +54,8 @@ fi
 rm -f "$build.make.log"
 rm -rf "$build"
 mkdir -p "$build/out"
-erlc -o "$build" "$here/bs_dist_wl.erl" || {
-    fail build "erlc bs_dist_wl.erl"
+erlc -o "$build" "$here/bs_dist_wl.erl" "$here/bs_deadlock_wl.erl" || {
+    fail build "erlc bs_dist_wl.erl bs_deadlock_wl.erl"
     finish
 }
 
@@ -161,6 +162,12 @@ start_node n1 || fail setup "node n1 did not start"
 start_node n2 || fail setup "node n2 did not start"
 n1=$(node_name n1)
 n2=$(node_name n2)
+
+# ONLY=deadlocks: the wait-for graph tests of dump alone.
+if [ "${ONLY:-}" = deadlocks ]; then
+    . "$here/deadlocks.sh"
+    finish
+fi
 
 echo "--- record"
 bs record --node "$n1" --name busy --duration 1s -o "$out/name.folded" -o "$out/name.svg" -o "$out/name.bspy" \
@@ -363,7 +370,7 @@ check "record: unknown output extension" usage record --node "$n1" --all -o x.un
 check "record: bad --function" usage record --node "$n1" --function nonsense -o x.svg
 check "record: bad --duration" usage record --node "$n1" --all --duration 5parsecs -o x.svg
 check "record: --function with --mode sample" usage record --node "$n1" --function m:f/1 --mode sample -o x.svg
-check "dump: one node only" usage dump --node "$n1" --node "$n2"
+check "dump: --limit 0 is refused" usage dump --node "$n1" --limit 0
 check "top: no node" usage top --once
 check "run: no output" usage run -e ok
 check "run: no command" usage run -o x.svg
@@ -399,6 +406,7 @@ pids+=("$rec")
 sleep 1.5
 kill -9 "$rec"
 check "kill -9 of the tool during a dump: the node unloads beamspy" wait_clean n1 10
+. "$here/deadlocks.sh"
 
 echo "--- top"
 bs top --node "$n1" --once --limit 5 >"$out/top.txt" 2>"$out/top.err"

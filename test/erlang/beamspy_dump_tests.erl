@@ -32,6 +32,12 @@ dump_test_() ->
        {timeout, 60, fun max_processes/0}},
       {"growth: a growing queue and growing memory are reported",
        {timeout, 60, fun growth/0}},
+      {"a ring of two servers calling each other: each waits for the other",
+       {timeout, 60, fun ring_waits/0}},
+      {"a caller that monitors others too: the callee named on its stack is kept",
+       {timeout, 60, fun waits_with_other_monitors/0}},
+      {"a wait whose callee is not named on the stack: no target, a note says why",
+       {timeout, 60, fun waits_unknown/0}},
       {"bad options are refused", fun bad_options/0},
       {"parse_backtrace: frames, skipped lines, cap", fun parse_backtrace/0},
       {"the caller is not reported; every value has its type",
@@ -40,6 +46,63 @@ dump_test_() ->
 %%% ---------------------------------------------------------------------
 %%% Tests
 %%% ---------------------------------------------------------------------
+
+ring_waits() ->
+    [A, B, Idle] = [?WL:start_server() || _ <- lists:seq(1, 3)],
+    ok = ?WL:block_on(A, B),
+    ok = ?WL:wait_until_in(A, {gen, do_call, 4}, ?WAIT_MS),
+    %% B's call to A is never answered either: A is busy calling B.
+    ok = ?WL:block_on(B, A),
+    ok = ?WL:wait_until_in(B, {gen, do_call, 4}, ?WAIT_MS),
+    try
+        Dump = snapshot(#{pids => [A, B, Idle]}),
+        Node = atom_to_binary(node(), utf8),
+        ?assertMatch(#{state := <<"call">>, wait_note := <<>>}, find(A, Dump)),
+        ?assertEqual([#{pid => pid_text(B), name => <<>>, node => Node}],
+                     maps:get(waits_for, find(A, Dump))),
+        ?assertEqual([#{pid => pid_text(A), name => <<>>, node => Node}],
+                     maps:get(waits_for, find(B, Dump))),
+        ?assertMatch(#{state := <<"idle">>, waits_for := []}, find(Idle, Dump))
+    after
+        ?WL:stop_all([A, B, Idle])
+    end.
+
+waits_unknown() ->
+    Server = ?WL:start_server(),
+    Other = spawn(?WL, idle, []),
+    %% gen:call/4 straight away: no gen_server:call/3 frame keeps the
+    %% server, so of the two monitored processes none is named.
+    Caller = spawn(fun() ->
+                           erlang:monitor(process, Other),
+                           gen:call(Server, '$gen_call', hello, infinity)
+                   end),
+    ok = ?WL:wait_until_in(Caller, {gen, do_call, 4}, ?WAIT_MS),
+    try
+        D = find(Caller, snapshot(#{pids => [Caller]})),
+        ?assertMatch(#{state := <<"call">>, waits_for := []}, D),
+        ?assertEqual(<<"it monitors 2 processes, none named on its stack">>, maps:get(wait_note, D))
+    after
+        ?WL:stop_all([Caller, Server, Other])
+    end.
+
+waits_with_other_monitors() ->
+    Server = ?WL:start_server(),
+    true = register(bs_dump_callee, Server),
+    Others = [spawn(?WL, idle, []) || _ <- lists:seq(1, 3)],
+    Caller = spawn(fun() ->
+                           [erlang:monitor(process, O) || O <- Others],
+                           gen_server:call(bs_dump_callee, hello, infinity)
+                   end),
+    ok = ?WL:wait_until_in(Caller, {gen, do_call, 4}, ?WAIT_MS),
+    try
+        D = find(Caller, snapshot(#{pids => [Caller]})),
+        ?assertEqual(<<"call">>, maps:get(state, D)),
+        ?assertEqual([#{pid => pid_text(Server), name => <<"bs_dump_callee">>,
+                        node => atom_to_binary(node(), utf8)}],
+                     maps:get(waits_for, D))
+    after
+        ?WL:stop_all([Caller, Server | Others])
+    end.
 
 unmatched_queue_first() ->
     P = spawn(?WL, selective_receiver, []),
@@ -329,8 +392,16 @@ check_dump(Dump) ->
 check_process(P, Interval) ->
     Keys = [pid, name, initial_call, current, status, message_queue_len, queue_growth, memory,
             memory_growth, reductions, reductions_delta, idle_ms, stack, stack_complete,
-            stuck_score, reasons],
+            stuck_score, reasons, state, waits_for, wait_note],
     ?assertEqual(lists:sort(Keys), lists:sort(maps:keys(P))),
+    ?assert(lists:member(maps:get(state, P),
+                         [<<"call">>, <<"receive">>, <<"idle">>, <<"busy">>, <<"running">>])),
+    text(maps:get(wait_note, P)),
+    [begin
+         ?assertEqual([name, node, pid], lists:sort(maps:keys(T))),
+         [text(V) || V <- maps:values(T)]
+     end || T <- maps:get(waits_for, P)],
+    ?assert(maps:get(waits_for, P) =:= [] orelse maps:get(state, P) =:= <<"call">>),
     ?assertMatch(<<"<", _/binary>>, maps:get(pid, P)),
     [text(maps:get(K, P)) || K <- [pid, name, initial_call, current, status]],
     ?assert(lists:member(maps:get(status, P),
