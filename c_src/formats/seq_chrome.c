@@ -79,7 +79,7 @@ int bs_write_seq_chrome(FILE *out, const bs_seq_diagram *d, const bs_seq_opts *o
                         tp, m->to + 1, ts + 5, i + 1);
         }
     }
-    fputs("\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"beamspy seq\",\"time\":"
+    fputs("\n],\"otherData\":{\"generator\":\"beamspy seq\",\"time\":"
           "\"causal order, not clock time: message k is sent at 10k us and received at 10k+5 us\"}}\n",
           out);
     if (info)
