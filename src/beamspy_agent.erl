@@ -278,14 +278,17 @@ loop(#{lease := Lease} = S) ->
 %% the function in a loop keeps the token its reply brought back) gets the
 %% token's send and receive flags cleared when it calls the function again,
 %% so its later requests are not recorded. `is_seq_trace' keeps processes
-%% without a token from getting an empty one.
+%% without a token from getting an empty one; `{message, false}': no meta
+%% message per call any more.
 seq_call(#{job := #{seen := Seen, calls := N}} = S) when Seen >= N ->
     S;
 seq_call(#{job := #{seen := Seen, calls := N, mfa := MFA} = Job} = S) ->
     case Seen + 1 >= N of
         true ->
             Disarm = [{'_', [{is_seq_trace}], [{set_seq_token, send, false},
-                                               {set_seq_token, 'receive', false}]}],
+                                               {set_seq_token, 'receive', false},
+                                               {message, false}]},
+                      {'_', [], [{message, false}]}],
             _ = erlang:trace_pattern(MFA, Disarm, [{meta, self()}]),
             S#{job := Job#{seen := Seen + 1}, state => done};
         false ->

@@ -45,8 +45,8 @@ sequence_caps(#{summary := Summary, left_out := LeftOut, collector_errors := CEr
     Say = fun(F, A) -> io:format(standard_error, "beamspy: " ++ F ++ "~n", A) end,
     case maps:get(dropped_events, Summary, 0) of
         0 -> ok;
-        D -> Say("sequence: ~w events past max_events (~w) were not recorded; raise max_events",
-                 [D, maps:get(max_events, Opts)])
+        _ -> Say("sequence: max_events (~w) reached on a node: recording stopped there, so later "
+                 "messages are missing; raise max_events", [maps:get(max_events, Opts)])
     end,
     case maps:get(folded, Summary, 0) of
         0 -> ok;

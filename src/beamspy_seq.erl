@@ -11,7 +11,8 @@
 %%% name + pid text numbered on their own node, the message printed with a
 %%% depth limit and cut at 1024 bytes. It names the local processes it sees
 %%% (registered name, else proc_lib or spawn initial call) while they are
-%%% alive.
+%%% alive. Once `max_events' are kept it gives the system tracer back, so a
+%%% flood of events cannot grow its mailbox: the rest is counted as dropped.
 %%%
 %%% This module depends on nothing else of beamspy: it is what beamspy
 %%% loads onto other nodes for a capture, and unloads afterwards.
@@ -212,6 +213,12 @@ flow(#{events := Events, names := Names, dropped := Dropped}) ->
       dropped => Dropped}.
 
 event(_Info, _Ts, #{count := N, max := Max, dropped := D} = S) when N >= Max ->
+    %% Full: the node stops sending events at once (the system tracer goes
+    %% back), so no mailbox grows; what was already queued is counted.
+    case D of
+        0 -> give_back();
+        _ -> ok
+    end,
     S#{dropped := D + 1};
 event({Kind, {Prev, Cur}, From, To, Msg}, Ts, #{count := N, events := Es, label := Label} = S)
   when Kind =:= send; Kind =:= 'receive' ->

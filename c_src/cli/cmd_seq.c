@@ -375,8 +375,8 @@ static int write_outputs(const seq_args *a, const bs_seq_flow *f)
                             "output holds every message)\n", a->outputs[i], info.written, info.left_out);
     }
     if (d.dropped_events)
-        fprintf(stderr, "beamspy: %llu events past --max-events were not recorded; raise --max-events\n",
-                (unsigned long long)d.dropped_events);
+        fprintf(stderr, "beamspy: --max-events reached on a node: recording stopped there, so later messages "
+                        "are missing; raise --max-events\n");
     if (d.folded)
         fprintf(stderr, "beamspy: %llu processes past --max-participants are drawn as \"other processes\" of "
                         "their node; raise --max-participants\n", (unsigned long long)d.folded);

@@ -25,6 +25,7 @@ sequence_test_() ->
                {"a foreign system tracer is refused", fun() -> foreign_tracer(Cluster) end},
                {"caller killed mid-call", {timeout, 30, fun() -> caller_killed(Cluster) end}},
                {"nodes => local", fun() -> local_only(Cluster) end},
+               {"max_events caps what is kept", fun() -> max_events(Cluster) end},
                {"bad options", fun() -> bad_options(Cluster) end}]}
      end}.
 
@@ -179,6 +180,15 @@ local_only(#{b := B, dir := Dir}) ->
     %% Unmatched, the call names its receiver as the send did ({chain, B}),
     %% and the reply comes from b's pid: P3 is b's "chain" by name.
     ?assertEqual(1, count(read(Out), "participant P3 as " ++ atom_to_list(B) ++ " chain\n")).
+
+%% Two events kept on this node (the client's send and chain a's receive):
+%% one message, and the collector has given the system tracer back.
+max_events(#{dir := Dir}) ->
+    Out = filename:join(Dir, "capped.mmd"),
+    {pong, _} = beamspy:sequence(fun() -> bs_seq_chain:request(node()) end,
+                                 #{output => Out, nodes => local, max_events => 2, quiet => true}),
+    ?assertEqual(["P1->>P2: call {req,[]}"], [L || L <- lines(Out), is_message(L)]),
+    ?assertEqual(false, seq_trace:get_system_tracer()).
 
 bad_options(#{dir := Dir}) ->
     F = fun() -> ran end,
