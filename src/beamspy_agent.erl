@@ -23,7 +23,7 @@
 %%% '''
 -module(beamspy_agent).
 
--export([start/3, poll/1, finish/2, unload/1, release/1, dump/1]).
+-export([start/3, poll/1, arm/1, finish/2, unload/1, release/1, dump/1]).
 -export([init/4]).
 
 -type kind() :: record | capture | sample | top | seq.
@@ -84,6 +84,16 @@ start(Kind, Tool, Opts) ->
 -spec poll(job()) -> {ok, map()} | {error, term()}.
 poll(Job) ->
     call(Job, poll, 10000).
+
+%% @doc A seq job: sets the meta pattern that gives the next calls a
+%% token. The tool arms every node's job once all of them collect.
+%%
+%% ```
+%% 1> ok = beamspy_agent:arm(Job).
+%% '''
+-spec arm(job()) -> ok | {error, term()}.
+arm(Job) ->
+    call(Job, arm, 10000).
 
 %% @doc Ends the job and returns its result: `#{format => bspy | folded,
 %% data => binary(), truncated => false | atom()}' (empty data and format
@@ -247,6 +257,9 @@ loop(#{lease := Lease} = S) ->
         {Ref, From, poll} ->
             From ! {Ref, {ok, progress(S)}},
             loop(S);
+        {Ref, From, arm} when is_map_key(seq, map_get(job, S)) ->
+            From ! {Ref, seq_arm(maps:get(job, S))},
+            loop(S);
         {Ref, From, finish} ->
             Result = end_job(note_pending_stop(S)),
             remove_dir(maps:get(dir, S)),
@@ -271,6 +284,16 @@ loop(#{lease := Lease} = S) ->
     after Lease ->
             abandon(S)
     end.
+
+%% A meta pattern runs its match spec in whichever process calls the
+%% function, traced or not: the token is set there.
+seq_arm(#{mfa := MFA, label := Label}) ->
+    Spec = [{'_', [], [{set_seq_token, label, Label},
+                       {set_seq_token, strict_monotonic_timestamp, true},
+                       {set_seq_token, send, true},
+                       {set_seq_token, 'receive', true}]}],
+    _ = erlang:trace_pattern(MFA, Spec, [{meta, self()}]),
+    ok.
 
 %% One more call of a seq job's function got a token. After the K asked
 %% for (a few calls racing with the change may get one too), the pattern
@@ -381,14 +404,10 @@ begin_job(seq, Opts, _Dir) ->
         ok ->
             case beamspy_seq:start(Label, self(), #{max_events => maps:get(max_events, Opts, 10000)}) of
                 {ok, C} ->
-                    %% A meta pattern runs its match spec in whichever process
-                    %% calls the function, traced or not: the token is set there.
-                    Spec = [{'_', [], [{set_seq_token, label, Label},
-                                       {set_seq_token, strict_monotonic_timestamp, true},
-                                       {set_seq_token, send, true},
-                                       {set_seq_token, 'receive', true}]}],
-                    _ = erlang:trace_pattern({M, F, A}, Spec, [{meta, self()}]),
-                    {ok, #{seq => C, mfa => MFA, calls => N, seen => 0}};
+                    %% Armed later (arm/1), once every node of the capture
+                    %% has its collector: a flow must not reach a node that
+                    %% is not collecting yet.
+                    {ok, #{seq => C, mfa => {M, F, A}, calls => N, seen => 0, label => Label}};
                 {error, _} = Error -> Error
             end;
         {error, _} = Error -> Error

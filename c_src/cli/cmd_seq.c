@@ -4,8 +4,9 @@
  *
  * For each node: attach (deliver beamspy's code if it lacks it) and start a
  * seq job (beamspy_agent): a collector becomes the node's seq_trace system
- * tracer and a meta trace pattern on M:F/A gives the calling process a
- * token (match-spec action set_seq_token, no recompiling). The token then
+ * tracer; once every node collects, each job arms a meta trace pattern on
+ * M:F/A that gives the calling process a token (match-spec action
+ * set_seq_token, no recompiling). The token then
  * travels with every message, node to node. The tool polls the jobs (which
  * renews their lease: a tool killed with -9 is seen by monitor_node and the
  * job undoes everything) until --calls calls got a token and no node saw
@@ -422,6 +423,8 @@ static int run_seq(seq_args *a)
         rc = bs_remote_attach(&a->remote, i, &nodes[i]);
     for (int i = 0; i < n && rc == BS_EXIT_OK; i++)
         rc = bs_job_start(&jobs[i], &nodes[i], &a->job);
+    for (int i = 0; i < n && rc == BS_EXIT_OK; i++)
+        rc = bs_job_arm(&jobs[i]);
     /* A node refused (a system tracer of its own, no such function): the
      * jobs already started are undone below and nothing is written. */
     int all_started = rc == BS_EXIT_OK;

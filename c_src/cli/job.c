@@ -427,6 +427,24 @@ int bs_job_finish(bs_job *j, unsigned timeout_ms, bs_profile *out)
     return rc;
 }
 
+int bs_job_arm(bs_job *j)
+{
+    ei_x_buff request;
+    if (ei_x_new(&request) < 0 || ei_x_encode_atom(&request, "arm") < 0)
+        return BS_EXIT_FAILURE;
+    bs_eterm_tree *t = NULL;
+    int rc = bs_remote_request(j->remote, &j->pid, &request, j->remote->timeout_ms, &t);
+    ei_x_free(&request);
+    if (rc != BS_EXIT_OK)
+        return rc;
+    if (!bs_eterm_is_atom(bs_eterm_root(t), "ok")) {
+        report_error(j, "arming the capture", bs_eterm_root(t));
+        rc = BS_EXIT_FAILURE;
+    }
+    bs_eterm_free(t);
+    return rc;
+}
+
 int bs_job_finish_raw(bs_job *j, unsigned timeout_ms, bs_eterm_tree **out, const bs_eterm **result)
 {
     ei_x_buff request;

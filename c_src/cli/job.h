@@ -117,6 +117,9 @@ int bs_job_poll(bs_job *j);
  * node set); j->early_stop says whether a limit ended it early. Not for top
  * jobs: they end with bs_job_stop. */
 int bs_job_finish(bs_job *j, unsigned timeout_ms, bs_profile *out);
+/* A seq job: arms the pattern that gives calls a token (after every node's
+ * job started, so no flow reaches a node that does not collect yet). */
+int bs_job_arm(bs_job *j);
 /* Ends the job and hands back its result map as the node sent it (seq
  * jobs: #{format => seq, data => term_to_binary(Flow)}): *out is the whole
  * reply tree, *result the map inside {ok, Map}. */
