@@ -11,8 +11,10 @@
 %%% name + pid text numbered on their own node, the message printed with a
 %%% depth limit and cut at 1024 bytes. It names the local processes it sees
 %%% (registered name, else proc_lib or spawn initial call) while they are
-%%% alive. Once `max_events' are kept it gives the system tracer back, so a
-%%% flood of events cannot grow its mailbox: the rest is counted as dropped.
+%%% alive. Once `max_events' are kept, or when more than 100,000 events
+%%% wait in its mailbox (it is slower than the node makes them), it gives the
+%%% system tracer back, so a flood of events cannot grow its mailbox: the
+%%% rest is counted as dropped.
 %%%
 %%% This module depends on nothing else of beamspy: it is what beamspy
 %%% loads onto other nodes for a capture, and unloads afterwards.
@@ -32,11 +34,13 @@
 %%% '''
 -module(beamspy_seq).
 
--export([start/3, stop/2, activity/2, print/1, pid_text/1]).
+-export([start/3, stop/2, activity/2, give_back/1, print/1, pid_text/1]).
 
 -define(TEXT_MAX, 1024).
 -define(PRINT_DEPTH, 30).
 -define(DEFAULT_MAX_EVENTS, 10000).
+%% Messages a collector lets queue up before it stops the events.
+-define(MAX_QUEUE, 100000).
 
 -type flow() :: #{events := [tuple()], names := [{binary(), binary(), binary()}],
                   dropped := non_neg_integer()}.
@@ -86,7 +90,23 @@ stop(Collector, Timeout) ->
     after Timeout ->
         erlang:demonitor(Mon, [flush]),
         exit(Collector, kill),
+        %% Killed, it cannot give the system tracer back itself.
+        _ = try erpc:call(node(Collector), ?MODULE, give_back, [Collector], Timeout)
+            catch _:_ -> failed
+            end,
         {error, {collector_timeout, node(Collector)}}
+    end.
+
+%% @doc Resets this node's system tracer if it is still Collector.
+%%
+%% ```
+%% 1> ok = beamspy_seq:give_back(Collector).
+%% '''
+-spec give_back(pid()) -> ok.
+give_back(Collector) ->
+    case seq_trace:get_system_tracer() of
+        Collector -> _ = seq_trace:set_system_tracer(false), ok;
+        _ -> ok
     end.
 
 %% @doc How many events a collector holds, and the monotonic time (ms) of
@@ -194,11 +214,7 @@ loop(#{label := Label} = S) ->
     end.
 
 give_back() ->
-    Self = self(),
-    case seq_trace:get_system_tracer() of
-        Self -> _ = seq_trace:set_system_tracer(false), ok;
-        _ -> ok
-    end.
+    give_back(self()).
 
 %% The module goes once its last process is done with it: marked old here,
 %% purged by a process that runs only OTP code.
@@ -212,6 +228,13 @@ flow(#{events := Events, names := Names, dropped := Dropped}) ->
       names => [{Node, Pid, Name} || {{Node, Pid}, Name} <- maps:to_list(Names), Name =/= <<>>],
       dropped => Dropped}.
 
+event(Info, Ts, #{count := N, max := Max, dropped := 0} = S) when N < Max, N band 1023 =:= 1023 ->
+    %% Every 1024 events: a collector slower than the events it gets stops
+    %% them before its mailbox passes MAX_QUEUE messages.
+    case erlang:process_info(self(), message_queue_len) of
+        {message_queue_len, Q} when Q > ?MAX_QUEUE -> event(Info, Ts, S#{max := N});
+        _ -> record(Info, Ts, S)
+    end;
 event(_Info, _Ts, #{count := N, max := Max, dropped := D} = S) when N >= Max ->
     %% Full: the node stops sending events at once (the system tracer goes
     %% back), so no mailbox grows; what was already queued is counted.
@@ -220,13 +243,16 @@ event(_Info, _Ts, #{count := N, max := Max, dropped := D} = S) when N >= Max ->
         _ -> ok
     end,
     S#{dropped := D + 1};
-event({Kind, {Prev, Cur}, From, To, Msg}, Ts, #{count := N, events := Es, label := Label} = S)
+event(Info, Ts, S) ->
+    record(Info, Ts, S).
+
+record({Kind, {Prev, Cur}, From, To, Msg}, Ts, #{count := N, events := Es, label := Label} = S)
   when Kind =:= send; Kind =:= 'receive' ->
     E = {case Kind of send -> send; 'receive' -> recv end, Prev, Cur, time_ns(Ts),
          node_of(From), who(From), node_of(To), who(To), print(Msg), print(Label)},
     S1 = name(To, name(From, S)),
     S1#{count := N + 1, events := [E | Es], last := now_ms()};
-event(_Other, _Ts, S) ->
+record(_Other, _Ts, S) ->
     %% print events, and anything a later release adds.
     S.
 

@@ -6,7 +6,7 @@
 # (requests completed, counted inside the node) is measured over WINDOW_MS
 # windows, side by side and interleaved, REPS times:
 #   untraced        nothing of beamspy on the node
-#   seq, every call `beamspy seq --calls 1000000 --max-events 1000000': every request gets a token
+#   seq, every call `beamspy seq --calls 100000 --max-events 1000000': every request gets a token
 #                   for the whole window (the worst case: the pattern stays
 #                   armed; each message is a seq_trace event for the collector)
 #   seq --calls 10  the usual capture: the time from start to files written
@@ -50,7 +50,7 @@ typical=()
 typical_ms=()
 for r in $(seq 1 "$REPS"); do
     untraced+=("$(window)")
-    "$cli" seq --node "$node" --cookie "$cookie" --function bench_seq_wl:request/0 --calls 1000000 --max-events 1000000 \
+    "$cli" seq --node "$node" --cookie "$cookie" --function bench_seq_wl:request/0 --calls 100000 --max-events 1000000 \
         --duration "$((WINDOW_MS + 1500))ms" -o "$build/armed.json" >/dev/null 2>"$build/armed.err" &
     tool=$!
     sleep 0.7
@@ -75,4 +75,7 @@ echo "  untraced         $(stats "${untraced[@]}")"
 echo "  seq, every call  $(stats "${armed[@]}")   ratio $(awk -v a="$(median "${armed[@]}")" -v u="$u" 'BEGIN{printf "%.2f", a/u}')"
 echo "  seq --calls 10   $(stats "${typical[@]}")   ratio $(awk -v a="$(median "${typical[@]}")" -v u="$u" 'BEGIN{printf "%.2f", a/u}')"
 echo "  seq --calls 10, start to files written: $(stats "${typical_ms[@]}") ms"
-grep -h "beamspy:" "$build/armed.err" | head -3
+grep -h "beamspy" "$build/armed.err" "$build/typical.err" | head -4
+for f in armed typical; do
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(\"  %s: %d messages drawn, %d participants\" % (sys.argv[2], len(d[\"messages\"]), len(d[\"participants\"])))" "$build/$f.json" "$f" 2>/dev/null
+done
