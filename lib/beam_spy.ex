@@ -364,6 +364,57 @@ defmodule BeamSpy do
   end
 
   @doc """
+  Runs `target` with a seq_trace token and draws the messages of its flow
+  as a sequence diagram: every message a process sends while it holds the
+  token (the token travels with each message, from process to process and
+  node to node), on this node and on the connected nodes it reaches.
+  Returns what `target` returned, or raises what it raised; `target` is any
+  form `run/2` takes and runs in the calling process.
+
+  Messages are ordered by the token's serial numbers (causality), not by
+  the nodes' clocks. Each node gets a collector as its seq_trace system
+  tracer for the time of the call (BeamSpy's collector module is loaded
+  onto nodes that lack it and removed afterwards); a node that already has
+  a system tracer is refused with a `RuntimeError` before anything runs.
+
+  Options: `:output` (a directory, or a file whose extension picks the
+  format: `.mmd` Mermaid, `.seq.svg` SVG, `.trace.json` Chrome trace,
+  `.json`), `:formats` (`:mermaid`, `:svg`, `:chrome`, `:json`; default
+  `[:mermaid]`), `:nodes` (`:connected`, `:local` or a list of nodes),
+  `:keep_noise`, `:include`, `:exclude`, `:max_events` (10000),
+  `:max_participants` (40), `:label_chars` (60), `:settle` (100 ms),
+  `:timeout` (5000 ms), `:title`, `:quiet`; see `:beamspy.sequence/2`.
+
+      iex> path = Path.join(System.tmp_dir!(), "beamspy_doc_seq.mmd")
+      iex> {:ok, agent} = Agent.start_link(fn -> 41 end)
+      iex> BeamSpy.sequence(fn -> Agent.get(agent, &(&1 + 1)) end, output: path, quiet: true)
+      42
+      iex> File.read!(path) =~ "-->>"
+      true
+  """
+  @spec sequence(target()) :: term()
+  @spec sequence(target(), keyword() | map()) :: term()
+  def sequence(target, options \\ []) do
+    target = erlang_target!(target)
+    options = Map.delete(erlang_options!(options), :names)
+
+    case :beamspy_sequence.check(target, options) do
+      :ok -> :ok
+      {:error, reason} -> raise ArgumentError, message(reason)
+    end
+
+    try do
+      :beamspy.sequence(target, options)
+    catch
+      :error, {:beamspy, reason} = error ->
+        case __STACKTRACE__ do
+          [{:beamspy, :sequence, [^target, ^options], _} | _] -> refuse!(reason)
+          _ -> :erlang.raise(:error, error, __STACKTRACE__)
+        end
+    end
+  end
+
+  @doc """
   What BeamSpy is recording on this node right now: one map per session
   (owner, caller, targets, start time, limits, events so far, memory).
 

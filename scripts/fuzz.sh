@@ -4,6 +4,7 @@
 #   fuzz_folded     the folded-stacks reader (and folded/.bspy round trips)
 #   fuzz_bspy       the .bspy reader
 #   fuzz_roundtrip  read (either format) -> write .bspy -> read: equal profiles
+#   fuzz_seq        sequence flows: merge and the four writers (seq_*.c)
 #   fuzz_eterm      the external-term-format decoder (c_src/dist/eterm.c, with
 #                   erl_interface's libei)
 #   fuzz_dbg        the dbg trace-port reader (c_src/readers/), to a profile
@@ -39,7 +40,7 @@ esac
 CLANG=${CLANG:-clang}
 CC=${CC:-gcc}
 build=fuzz/build
-targets=(folded bspy roundtrip eterm dbg)
+targets=(folded bspy roundtrip eterm dbg seq)
 sources=(c_src/engine/*.c c_src/formats/*.c c_src/readers/*.c c_src/dist/eterm.c)
 # erl_interface (ei.h, libei.a) for the term decoder, found like the Makefile does.
 erl_root=$(erl -noshell -eval 'io:format("~s", [code:root_dir()]), halt().' 2>/dev/null)

@@ -179,6 +179,7 @@
 -export([apply/1, apply/2, profile/2, check/2, format_error/1]).
 -export([capture/3, capture_async/3]).
 -export([start/2, stop/1, stop/2, trace/3, sessions/0]).
+-export([sequence/2]).
 
 -type format() :: folded | svg | html | speedscope | chrome | perf | bspy.
 -type target() :: beamspy_opts:target().
@@ -349,6 +350,76 @@ write_meta(Opts, Source) ->
       options_text => unicode:characters_to_binary(io_lib:format("~0tp", [maps:remove(output_given, Opts)])),
       start_unix_us => os:system_time(microsecond)}.
 
+%% @doc Calls Target with a seq_trace token and draws the messages of its
+%% flow as a sequence diagram: every message any process sends while it
+%% holds the token (the token travels with each message, from process to
+%% process and node to node), on this node and on the connected nodes it
+%% reaches. Returns what Target returned (or raises what it raised, with
+%% the same stacktrace); Target is any form {@link apply/2} takes and runs
+%% in the calling process.
+%%
+%% Sends and receives are paired and ordered by the token's serial numbers
+%% (a Lamport clock), not by the nodes' clocks; each message appears once.
+%% Every node in `nodes' gets a collector as its seq_trace system tracer
+%% for the time of the call (beamspy's `beamspy_seq' module is loaded onto
+%% nodes that lack it and removed afterwards); a node that already has a
+%% system tracer is refused with `{beamspy, {system_tracer_in_use, Node,
+%% Tracer}}' before anything runs. The token is reset and the tracers given
+%% back after the call, whatever happens; if the caller dies, the
+%% collectors see it and give the tracers back themselves. Processes that
+%% received the token keep it until their next message without one, but
+%% with no system tracer of beamspy's their events go nowhere.
+%%
+%% Options (a map or a proplist):
+%% <ul>
+%% <li>`output' — a directory (one file per format, named from the target
+%%   and the time) or a file whose extension picks the format: `.mmd'
+%%   (Mermaid), `.seq.svg' (SVG, the full message on hover), `.trace.json'
+%%   (Chrome trace with flow arrows, for Perfetto), `.json' (for scripts).
+%%   Default: the current directory.</li>
+%% <li>`formats' — formats written to a directory: `mermaid', `svg',
+%%   `chrome', `json'. Default `[mermaid]'.</li>
+%% <li>`nodes' — `connected' (this node and `nodes()', default), `local',
+%%   or a list of node names.</li>
+%% <li>`keep_noise' — keep messages of the code server, the loader,
+%%   logger and the I/O protocol. Default `false'.</li>
+%% <li>`include', `exclude' — POSIX extended regular expressions: keep
+%%   only, or drop, messages whose text or either process label (`node pid
+%%   name') matches.</li>
+%% <li>`max_events' — events kept (default 10000, at most 1000000);
+%%   `max_participants' — processes drawn each in its own column (default
+%%   40; the others of a node share one "other processes" column);
+%%   `label_chars' — characters of a message label in the diagrams (default
+%%   60; the JSON and the SVG's hover hold the message up to 1024
+%%   bytes). Hitting a cap is said on standard error.</li>
+%% <li>`settle' — after the call, wait until no event came for this many
+%%   ms (default 100; messages still on their way), at most `timeout' ms
+%%   (default 5000).</li>
+%% <li>`title', `quiet' — as for {@link apply/2}.</li>
+%% </ul>
+%%
+%% ```
+%% 1> beamspy:sequence(fun() -> gen_server:call({chain, 'b@host'}, ping) end,
+%% 1>                  #{output => "/tmp/ping.mmd"}).
+%% beamspy: wrote /tmp/ping.mmd
+%% pong
+%% '''
+-spec sequence(target(), map() | list()) -> term().
+sequence(Target, Opts) ->
+    case beamspy_sequence:run(Target, Opts) of
+        {ok, Outcome, #{files := Files, errors := Errors} = Reply} ->
+            Given = given(Opts),
+            Norm = #{quiet => maps:get(quiet, Given, false),
+                     max_events => maps:get(max_events, Given, 10000),
+                     max_participants => maps:get(max_participants, Given, 40)},
+            beamspy_report:written(Files, Norm),
+            beamspy_report:errors(Errors),
+            beamspy_report:sequence_caps(Reply, Norm),
+            return(Outcome);
+        {error, Reason} ->
+            erlang:error({beamspy, Reason}, [Target, Opts])
+    end.
+
 %% @doc A sentence for every reason beamspy raises or returns.
 -spec format_error(term()) -> string().
 format_error({bad_function, {undef, {M, F, A}}}) ->
@@ -420,6 +491,16 @@ format_error({write_failed, Errors}) ->
     flat("could not write ~ts", [lists:join(", ", [flat("~ts (~tw)", [P, E]) || {P, E} <- Errors])]);
 format_error({session_failed, Why}) ->
     flat("the beamspy session process failed: ~tw", [Why]);
+format_error({system_tracer_in_use, Node, Tracer}) ->
+    flat("node ~tw already has a seq_trace system tracer (~tw); beamspy does not take it over: "
+         "reset it (seq_trace:set_system_tracer(false)) or leave that node out with option nodes",
+         [Node, Tracer]);
+format_error({already_in_sequence, Token}) ->
+    flat("the calling process already holds a seq_trace token (~tw): reset it first", [Token]);
+format_error({node_failed, Node, Why}) ->
+    flat("could not start a seq_trace collector on ~tw: ~tw", [Node, Why]);
+format_error({cannot_load, Node, Why}) ->
+    flat("could not load beamspy_seq onto ~tw: ~tw", [Node, Why]);
 format_error(Other) ->
     flat("~tw", [Other]).
 

@@ -23,10 +23,10 @@
 %%% '''
 -module(beamspy_agent).
 
--export([start/3, poll/1, finish/2, unload/1, release/1, dump/1]).
+-export([start/3, poll/1, arm/1, finish/2, unload/1, release/1, dump/1]).
 -export([init/4]).
 
--type kind() :: record | capture | sample | top.
+-type kind() :: record | capture | sample | top | seq.
 -type job() :: pid().
 -export_type([kind/0, job/0]).
 
@@ -50,7 +50,7 @@
 %% '''
 -spec start(kind(), pid(), map()) -> {ok, job()} | {error, term()}.
 start(Kind, Tool, Opts) when is_pid(Tool), is_map(Opts) ->
-    case lists:member(Kind, [record, capture, sample, top]) of
+    case lists:member(Kind, [record, capture, sample, top, seq]) of
         true ->
             Ref = make_ref(),
             %% A plain spawn: jobs are found by their initial call.
@@ -84,6 +84,16 @@ start(Kind, Tool, Opts) ->
 -spec poll(job()) -> {ok, map()} | {error, term()}.
 poll(Job) ->
     call(Job, poll, 10000).
+
+%% @doc A seq job: sets the meta pattern that gives the next calls a
+%% token. The tool arms every node's job once all of them collect.
+%%
+%% ```
+%% 1> ok = beamspy_agent:arm(Job).
+%% '''
+-spec arm(job()) -> ok | {error, term()}.
+arm(Job) ->
+    call(Job, arm, 10000).
 
 %% @doc Ends the job and returns its result: `#{format => bspy | folded,
 %% data => binary(), truncated => false | atom()}' (empty data and format
@@ -247,6 +257,9 @@ loop(#{lease := Lease} = S) ->
         {Ref, From, poll} ->
             From ! {Ref, {ok, progress(S)}},
             loop(S);
+        {Ref, From, arm} when is_map_key(seq, map_get(job, S)) ->
+            From ! {Ref, seq_arm(maps:get(job, S))},
+            loop(S);
         {Ref, From, finish} ->
             Result = end_job(note_pending_stop(S)),
             remove_dir(maps:get(dir, S)),
@@ -261,12 +274,48 @@ loop(#{lease := Lease} = S) ->
             loop(S#{capture_report => Report});
         {beamspy_capture, _Ref, Result} ->
             loop(S#{state => done, capture_result => Result});
+        Meta when element(1, Meta) =:= trace orelse element(1, Meta) =:= trace_ts,
+                  element(3, Meta) =:= call, is_map_key(seq, map_get(job, S)) ->
+            loop(seq_call(S));
         {nodedown, Node} when map_get(watch, S) =:= {node, Node} ->
             abandon(S);
         {'DOWN', Mon, process, _, _} when map_get(watch, S) =:= {process, Mon} ->
             abandon(S)
     after Lease ->
             abandon(S)
+    end.
+
+%% A meta pattern runs its match spec in whichever process calls the
+%% function, traced or not: the token is set there.
+seq_arm(#{mfa := MFA, label := Label}) ->
+    Spec = [{'_', [], [{set_seq_token, label, Label},
+                       {set_seq_token, strict_monotonic_timestamp, true},
+                       {set_seq_token, send, true},
+                       {set_seq_token, 'receive', true}]}],
+    _ = erlang:trace_pattern(MFA, Spec, [{meta, self()}]),
+    ok.
+
+%% One more call of a seq job's function got a token. After the K asked
+%% for (a few calls racing with the change may get one too), the pattern
+%% disarms instead: a process that still holds a token (a client calling
+%% the function in a loop keeps the token its reply brought back) gets the
+%% token's send and receive flags cleared when it calls the function again,
+%% so its later requests are not recorded. `is_seq_trace' keeps processes
+%% without a token from getting an empty one; `{message, false}': no meta
+%% message per call any more.
+seq_call(#{job := #{seen := Seen, calls := N}} = S) when Seen >= N ->
+    S;
+seq_call(#{job := #{seen := Seen, calls := N, mfa := MFA} = Job} = S) ->
+    case Seen + 1 >= N of
+        true ->
+            Disarm = [{'_', [{is_seq_trace}], [{set_seq_token, send, false},
+                                               {set_seq_token, 'receive', false},
+                                               {message, false}]},
+                      {'_', [], [{message, false}]}],
+            _ = erlang:trace_pattern(MFA, Disarm, [{meta, self()}]),
+            S#{job := Job#{seen := Seen + 1}, state => done};
+        false ->
+            S#{job := Job#{seen := Seen + 1}}
     end.
 
 %% The tool is gone: stop everything, remove what was set, leave no trace.
@@ -345,6 +394,24 @@ begin_job(capture, Opts, Dir) ->
         {ok, Ref} -> {ok, #{capture => Ref, output => Out}};
         {error, _} = Error -> Error
     end;
+begin_job(seq, #{label := Label}, _Dir) when not is_integer(Label) ->
+    %% Only an immediate label in a match spec: a binary one, set from the
+    %% spec, crashed an OTP 25 node once the spec was replaced.
+    {error, {bad_label, Label}};
+begin_job(seq, Opts, _Dir) ->
+    #{mfa := {M, F, A} = MFA, calls := N, label := Label} = Opts,
+    case beamspy_capture:check_function(MFA) of
+        ok ->
+            case beamspy_seq:start(Label, self(), #{max_events => maps:get(max_events, Opts, 10000)}) of
+                {ok, C} ->
+                    %% Armed later (arm/1), once every node of the capture
+                    %% has its collector: a flow must not reach a node that
+                    %% is not collecting yet.
+                    {ok, #{seq => C, mfa => {M, F, A}, calls => N, seen => 0, label => Label}};
+                {error, _} = Error -> Error
+            end;
+        {error, _} = Error -> Error
+    end;
 begin_job(sample, Opts, _Dir) ->
     SOpts0 = maps:with([interval_ms, max_stacks, max_duration_ms], Opts),
     SOpts = SOpts0#{targets => targets(maps:get(targets, Opts, all))},
@@ -392,6 +459,11 @@ job_progress(#{capture := _}) ->
     case [I || #{kind := capture} = I <- beamspy:sessions()] of
         [#{events := Events, memory := Memory} | _] -> #{events => Events, memory => Memory};
         _ -> #{}
+    end;
+job_progress(#{seq := C, seen := Seen}) ->
+    case beamspy_seq:activity(C, 5000) of
+        {error, _} -> #{calls => Seen};
+        {Events, _} -> #{events => Events, calls => Seen}
     end;
 job_progress(#{sampler := Pid}) ->
     case beamspy_sampler:info(Pid) of
@@ -466,6 +538,12 @@ end_job(#{job := #{capture := Ref, output := Out}} = S) ->
     _ = [file:delete(F) || {ok, Fs} <- [Captured], F <- Fs],
     _ = file:delete(Merged),
     Result;
+end_job(#{job := #{seq := C, mfa := MFA}}) ->
+    _ = erlang:trace_pattern(MFA, false, [meta]),
+    case beamspy_seq:stop(C, 10000) of
+        {ok, Flow} -> {ok, #{format => seq, data => term_to_binary(Flow), truncated => false}};
+        {error, _} = Error -> Error
+    end;
 end_job(#{job := #{sampler := Pid}}) ->
     case beamspy_sampler:stop(Pid) of
         {ok, #{folded := Folded} = Info} ->

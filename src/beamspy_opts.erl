@@ -7,6 +7,7 @@
 
 -export([target/1, options/1, options/2, outputs/2, defaults/0, defaults/1, formats/0, extensions/0,
          live_targets/1, nif_options/2, write_options/1]).
+-export([outputs/3, output_kind/2]).
 
 -type target() :: fun(() -> term())
                 | {fun(), [term()]}
@@ -188,7 +189,7 @@ check({output, V}, Acc) ->
     case text(V) of
         {ok, B} when B =/= <<>> ->
             Out = unicode:characters_to_list(B),
-            case output_kind(Out) of
+            case output_kind(Out, ?EXTENSIONS) of
                 ok -> Acc#{output => Out};
                 {unknown_extension, Ext} -> throw({error, {bad_output_extension, Out, Ext}})
             end;
@@ -293,9 +294,13 @@ text(_) -> error.
 %% directory. A name that looks like a file of another kind (x.png) is
 %% refused unless it is an existing directory or ends in a slash: it would
 %% otherwise become a directory the user did not ask for.
-output_kind(Out) ->
+%%
+%% @doc Whether Out is acceptable as an output, given the extensions of the
+%% formats at hand (`[{".folded", folded}, ...]', longest first).
+-spec output_kind(string(), [{string(), atom()}]) -> ok | {unknown_extension, string()}.
+output_kind(Out, Extensions) ->
     Ext = filename:extension(Out),
-    case format_of(Out) of
+    case format_of(Out, Extensions) of
         {ok, _} -> ok;
         none when Ext =:= "" -> ok;
         none ->
@@ -313,7 +318,7 @@ looks_like_extension(Ext) ->
 
 %% Checks that need several options at once.
 check_combined(#{output := Out, formats := Formats} = Opts, Given) ->
-    case {format_of(Out), maps:is_key(formats, Given)} of
+    case {format_of(Out, ?EXTENSIONS), maps:is_key(formats, Given)} of
         {{ok, F}, true} when Formats =/= [F] ->
             {error, {formats_with_file_output, Out, F, Formats}};
         _ -> {ok, Opts}
@@ -355,8 +360,14 @@ bad(Key, Value, Expected) ->
 %% given, must be that one format); otherwise it is a directory, created if needed, and each file
 %% is named from Label and the time.
 -spec outputs(options(), string()) -> {ok, [{beamspy:format(), string()}]} | {error, term()}.
-outputs(#{output := Out, formats := Formats}, Label) ->
-    case format_of(Out) of
+outputs(Opts, Label) ->
+    outputs(Opts, Label, ?EXTENSIONS).
+
+%% @doc The same for formats with other extensions (the sequence diagrams').
+-spec outputs(#{output := string(), formats := [atom()], _ => _}, string(), [{string(), atom()}]) ->
+          {ok, [{atom(), string()}]} | {error, term()}.
+outputs(#{output := Out, formats := Formats}, Label, Extensions) ->
+    case format_of(Out, Extensions) of
         {ok, Format} ->
             case filelib:ensure_dir(Out) of
                 ok -> {ok, [{Format, Out}]};
@@ -366,21 +377,21 @@ outputs(#{output := Out, formats := Formats}, Label) ->
             case filelib:ensure_path(Out) of
                 ok ->
                     Base = filename:join(Out, file_base(Label)),
-                    {ok, [{F, Base ++ extension(F)} || F <- Formats]};
+                    {ok, [{F, Base ++ extension(F, Extensions)} || F <- Formats]};
                 {error, Why} ->
                     {error, {bad_output, Out, Why}}
             end
     end.
 
-format_of(Path) ->
+format_of(Path, Extensions) ->
     Lower = string:lowercase(Path),
-    case [F || {Ext, F} <- ?EXTENSIONS, lists:suffix(Ext, Lower)] of
+    case [F || {Ext, F} <- Extensions, lists:suffix(Ext, Lower)] of
         [F | _] -> {ok, F};
         [] -> none
     end.
 
-extension(F) ->
-    {Ext, F} = lists:keyfind(F, 2, ?EXTENSIONS),
+extension(F, Extensions) ->
+    {Ext, F} = lists:keyfind(F, 2, Extensions),
     Ext.
 
 file_base(Label) ->

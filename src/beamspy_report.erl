@@ -9,7 +9,7 @@
 %%% (which only silences the list of files written).
 -module(beamspy_report).
 
--export([written/2, errors/1, limit/2, limit_text/2, recording/4]).
+-export([sequence_caps/2, written/2, errors/1, limit/2, limit_text/2, recording/4]).
 
 %% @doc What a stopped recording reports about itself, in the shape
 %% {@link limit_text/2} reads (and {@link beamspy:stop/2} returns): the
@@ -34,6 +34,28 @@ written(Files, #{quiet := Quiet}) ->
 errors(Errors) ->
     _ = [io:format(standard_error, "beamspy: could not write ~ts: ~ts~n", [P, reason_text(E)])
          || {P, E} <- Errors],
+    ok.
+
+%% @doc Prints on standard error each cap a sequence capture hit: events
+%% past `max_events', processes drawn as "other processes" past
+%% `max_participants', messages a diagram format left out, and collectors
+%% that failed. Quiet or not.
+-spec sequence_caps(map(), map()) -> ok.
+sequence_caps(#{summary := Summary, left_out := LeftOut, collector_errors := CErrors}, Opts) ->
+    Say = fun(F, A) -> io:format(standard_error, "beamspy: " ++ F ++ "~n", A) end,
+    case maps:get(dropped_events, Summary, 0) of
+        0 -> ok;
+        _ -> Say("sequence: max_events (~w) reached on a node: recording stopped there, so later "
+                 "messages are missing; raise max_events", [maps:get(max_events, Opts)])
+    end,
+    case maps:get(folded, Summary, 0) of
+        0 -> ok;
+        P -> Say("sequence: ~w processes past max_participants (~w) are drawn as \"other processes\" "
+                 "of their node; raise max_participants", [P, maps:get(max_participants, Opts)])
+    end,
+    _ = [Say("sequence: ~ts shows the first messages only, ~w more are left out (the json format "
+             "holds every message)", [Path, Left]) || {_Fmt, Path, Left} <- LeftOut],
+    _ = [Say("sequence: a collector failed, its node's events are missing: ~tp", [E]) || E <- CErrors],
     ok.
 
 %% @doc Prints {@link limit_text/2} on standard error if a limit ended the

@@ -12,6 +12,7 @@
 -export([session_new/1, session_seed/3, session_stop/1, session_stop/2, session_pids/1,
          session_capturing/2, session_prepare_halt/3,
          session_info/1, session_profile/2, session_write/4]).
+-export([seq_write/3]).
 -export([check_pattern/1]).
 
 -on_load(init/0).
@@ -21,7 +22,8 @@
 
 -nifs([enabled/3, trace/5, session_new/1, session_seed/3, session_stop/1, session_stop/2,
        session_capturing/2, session_prepare_halt/3,
-       session_pids/1, session_info/1, session_profile/2, session_write/4, check_pattern/1]).
+       session_pids/1, session_info/1, session_profile/2, session_write/4, check_pattern/1,
+       seq_write/3]).
 
 init() ->
     erlang:load_nif(nif_path(), 0).
@@ -99,6 +101,16 @@ session_profile(_Session, _Opts) -> erlang:nif_error(not_loaded).
 %% @doc Writes the profile of a stopped session to Path atomically.
 -spec session_write(session(), atom(), iodata(), map()) -> ok | {error, atom()}.
 session_write(_Session, _Format, _Path, _Opts) -> erlang:nif_error(not_loaded).
+
+%% @doc Merges the events of a sequence capture (see {@link beamspy_seq})
+%% by causality and writes each output atomically: Outputs is
+%% `[{mermaid | svg | chrome | json, Path}]'. Returns one result per output
+%% (`{ok, Path, Drawn, LeftOut}' or `{error, Path, Reason}') and a summary
+%% (messages, participants, noise, filtered, folded, dropped_events).
+-spec seq_write(map(), [{atom(), iodata()}], map()) ->
+          {ok, [{ok, iodata(), non_neg_integer(), non_neg_integer()} | {error, iodata(), atom()}], map()}
+          | {error, bad_pattern}.
+seq_write(_Flow, _Outputs, _Opts) -> erlang:nif_error(not_loaded).
 
 %% @doc Whether an `include'/`exclude' pattern compiles as the writers
 %% compile it: a POSIX extended regular expression (glibc's `regcomp').

@@ -1,7 +1,7 @@
 /* beamspy.c — the command-line tool's entry point: picks the subcommand.
  *
  * Each subcommand lives in its own file (cmd_render.c, cmd_convert.c, cmd_diff.c,
- * cmd_record.c, cmd_dump.c, cmd_top.c, cmd_run.c) and is
+ * cmd_record.c, cmd_seq.c, cmd_dump.c, cmd_top.c, cmd_run.c) and is
  * run with argv starting at its own name. `beamspy help CMD` and
  * `beamspy CMD --help` print the same text. Exit codes are listed in cli.h
  * and in every help text: 0 ok, 1 runtime failure, 2 usage error,
@@ -27,6 +27,7 @@ static const command COMMANDS[] = {
      bs_cmd_convert_usage},
     {"diff", "differential flame graph of two profiles", bs_cmd_diff, bs_cmd_diff_usage},
     {"record", "profile processes of running nodes over distribution", bs_cmd_record, bs_cmd_record_usage},
+    {"seq", "sequence diagram of the messages a function's calls set off, across nodes", bs_cmd_seq, bs_cmd_seq_usage},
     {"dump", "the current stack of every process of a node, stuck ones first", bs_cmd_dump, bs_cmd_dump_usage},
     {"top", "live view of the busiest processes of a node and what they run", bs_cmd_top, bs_cmd_top_usage},
     {"run", "start an Erlang VM, profile it from start to exit", bs_cmd_run, bs_cmd_run_usage},

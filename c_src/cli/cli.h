@@ -46,6 +46,8 @@ int bs_cmd_diff(int argc, char **argv);
 void bs_cmd_diff_usage(FILE *out);
 int bs_cmd_record(int argc, char **argv);
 void bs_cmd_record_usage(FILE *out);
+int bs_cmd_seq(int argc, char **argv);
+void bs_cmd_seq_usage(FILE *out);
 int bs_cmd_dump(int argc, char **argv);
 void bs_cmd_dump_usage(FILE *out);
 int bs_cmd_top(int argc, char **argv);

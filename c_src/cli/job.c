@@ -172,6 +172,8 @@ static const char *kind_name(const bs_job_spec *s)
 {
     if (s->top)
         return "top";
+    if (s->seq)
+        return "seq";
     if (s->target_kind == BS_TARGET_FUNCTION)
         return "capture";
     return s->sample ? "sample" : "record";
@@ -190,7 +192,16 @@ static int encode_options(const bs_job_spec *s, const bs_delivery *d, ei_x_buff 
     rc |= ei_x_encode_atom(&body, "unload") | bs_delivery_encode_modules(d, &body);
     unsigned long long safety = s->duration_ms + SAFETY_MARGIN_MS;
     const char *kind = kind_name(s);
-    if (strcmp(kind, "top") == 0) {
+    if (strcmp(kind, "seq") == 0) {
+        n++;
+        rc |= ei_x_encode_atom(&body, "mfa") | ei_x_encode_tuple_header(&body, 3) |
+              ei_x_encode_atom(&body, s->module) | ei_x_encode_atom(&body, s->function) |
+              ei_x_encode_long(&body, s->arity);
+        rc |= put_int(&body, &n, "calls", s->calls);
+        rc |= put_int(&body, &n, "label", s->seq_label);
+        if (s->max_events)
+            rc |= put_int(&body, &n, "max_events", (long long)s->max_events);
+    } else if (strcmp(kind, "top") == 0) {
         if (s->interval_ms)
             rc |= put_int(&body, &n, "interval_ms", s->interval_ms);
         if (s->limit)
@@ -325,6 +336,7 @@ int bs_job_poll(bs_job *j)
     g->samples = map_uint(p, "samples");
     g->processes = map_uint(p, "processes");
     g->elapsed_ms = map_uint(p, "elapsed_ms");
+    g->calls = map_uint(p, "calls");
     const bs_eterm *limit = bs_eterm_map_get(p, "nearest_limit");
     if (limit && bs_eterm_kind_of(limit) == BS_ET_TUPLE && bs_eterm_size(limit) == 2) {
         int ok = 0;
@@ -413,6 +425,49 @@ int bs_job_finish(bs_job *j, unsigned timeout_ms, bs_profile *out)
     note_early_stop(&j->early_stop, r);
     bs_eterm_free(t);
     return rc;
+}
+
+int bs_job_arm(bs_job *j)
+{
+    ei_x_buff request;
+    if (ei_x_new(&request) < 0 || ei_x_encode_atom(&request, "arm") < 0)
+        return BS_EXIT_FAILURE;
+    bs_eterm_tree *t = NULL;
+    int rc = bs_remote_request(j->remote, &j->pid, &request, j->remote->timeout_ms, &t);
+    ei_x_free(&request);
+    if (rc != BS_EXIT_OK)
+        return rc;
+    if (!bs_eterm_is_atom(bs_eterm_root(t), "ok")) {
+        report_error(j, "arming the capture", bs_eterm_root(t));
+        rc = BS_EXIT_FAILURE;
+    }
+    bs_eterm_free(t);
+    return rc;
+}
+
+int bs_job_finish_raw(bs_job *j, unsigned timeout_ms, bs_eterm_tree **out, const bs_eterm **result)
+{
+    ei_x_buff request;
+    *out = NULL;
+    *result = NULL;
+    if (ei_x_new(&request) < 0 || ei_x_encode_atom(&request, "finish") < 0)
+        return BS_EXIT_FAILURE;
+    int rc = bs_remote_request(j->remote, &j->pid, &request, timeout_ms, out);
+    ei_x_free(&request);
+    j->started = 0;
+    if (rc != BS_EXIT_OK)
+        return rc;
+    const bs_eterm *root = bs_eterm_root(*out);
+    const bs_eterm *r = bs_eterm_tagged(root, "ok");
+    if (!r || bs_eterm_kind_of(r) != BS_ET_MAP) {
+        const bs_eterm *why = bs_eterm_tagged(root, "error");
+        report_error(j, "finishing the recording", why ? why : root);
+        bs_eterm_free(*out);
+        *out = NULL;
+        return BS_EXIT_FAILURE;
+    }
+    *result = r;
+    return BS_EXIT_OK;
 }
 
 void bs_job_stop(bs_job *j)

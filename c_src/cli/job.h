@@ -41,10 +41,15 @@ typedef struct bs_job_spec {
     unsigned lease_ms;                /* 0: default (5 s) */
     unsigned limit;                   /* top: processes listed */
     int strict;                       /* --strict: an early stop is an error */
+    int seq;                          /* a seq job: tokens for calls of module:function/arity */
+    long long seq_label;              /* the token label, the same on every node: a small
+                                       * integer (a binary label set from a match spec
+                                       * crashed OTP 25 once the spec was replaced) */
 } bs_job_spec;
 
 typedef struct bs_job_progress {
     unsigned long long events, memory, samples, processes, elapsed_ms;
+    unsigned long long calls;         /* seq: calls that got a token */
     int limit_permille;               /* -1 unknown */
     char limit_name[32];
     char stopped[64];                 /* "" or why the job stopped by itself */
@@ -112,6 +117,13 @@ int bs_job_poll(bs_job *j);
  * node set); j->early_stop says whether a limit ended it early. Not for top
  * jobs: they end with bs_job_stop. */
 int bs_job_finish(bs_job *j, unsigned timeout_ms, bs_profile *out);
+/* A seq job: arms the pattern that gives calls a token (after every node's
+ * job started, so no flow reaches a node that does not collect yet). */
+int bs_job_arm(bs_job *j);
+/* Ends the job and hands back its result map as the node sent it (seq
+ * jobs: #{format => seq, data => term_to_binary(Flow)}): *out is the whole
+ * reply tree, *result the map inside {ok, Map}. */
+int bs_job_finish_raw(bs_job *j, unsigned timeout_ms, bs_eterm_tree **out, const bs_eterm **result);
 /* Ends the job, discarding any result. */
 void bs_job_stop(bs_job *j);
 void bs_job_free(bs_job *j);

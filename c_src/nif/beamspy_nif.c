@@ -13,6 +13,7 @@
 #include "session.h"
 #include "tracer_callbacks.h"
 #include "halt_write.h"
+#include "seq_nif.h"
 #include "write_request.h"
 
 static void session_dtor(ErlNifEnv *env, void *obj)
@@ -59,8 +60,7 @@ static ERL_NIF_TERM error_tuple(ErlNifEnv *env, const char *why)
     return enif_make_tuple2(env, bs_priv_of(env)->atoms.error, enif_make_atom(env, why));
 }
 
-/* file:open/2-style reason for a failed output file. */
-static ERL_NIF_TERM errno_atom(ErlNifEnv *env, int e)
+ERL_NIF_TERM bs_errno_atom(ErlNifEnv *env, int e)
 {
     switch (e) {
     case ENOENT: return enif_make_atom(env, "enoent");
@@ -352,7 +352,7 @@ static ERL_NIF_TERM session_write(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
     if (e == ENOMEM)
         return error_tuple(env, "enomem");
     if (e)
-        return e == EINVAL ? error_tuple(env, "bad_filter_or_format") : enif_make_tuple2(env, bs_priv_of(env)->atoms.error, errno_atom(env, e));
+        return e == EINVAL ? error_tuple(env, "bad_filter_or_format") : enif_make_tuple2(env, bs_priv_of(env)->atoms.error, bs_errno_atom(env, e));
     return bs_priv_of(env)->atoms.ok;
 }
 
@@ -391,6 +391,7 @@ static ErlNifFunc nif_funcs[] = {
     {"session_info", 1, session_info, 0},
     {"session_profile", 2, session_profile, ERL_NIF_DIRTY_JOB_CPU_BOUND},
     {"session_write", 4, session_write, ERL_NIF_DIRTY_JOB_IO_BOUND},
+    {"seq_write", 3, bs_nif_seq_write, ERL_NIF_DIRTY_JOB_IO_BOUND},
 };
 
 ERL_NIF_INIT(beamspy_tracer, nif_funcs, load, NULL, upgrade, unload)

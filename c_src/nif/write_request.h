@@ -35,4 +35,7 @@ int bs_write_request_decode(ErlNifEnv *env, ERL_NIF_TERM map, bs_write_request *
 int bs_write_session_file(ErlNifEnv *env, struct bs_session *s, bs_format f, const char *path,
                           const bs_write_request *req);
 
+/* file:open/2-style reason (enoent, eacces, ...) for a failed output file. */
+ERL_NIF_TERM bs_errno_atom(ErlNifEnv *env, int e);
+
 #endif

@@ -4,7 +4,7 @@
 # the real speedscope app. Each *.test.js prints PASS/FAIL lines and a
 # "RESULT <passed> <failed>" line; this script adds them up.
 cd "$(dirname "$0")" || exit 1
-if [ ! -d node_modules/playwright-core ] || [ ! -d node_modules/speedscope ]; then
+if [ ! -d node_modules/playwright-core ] || [ ! -d node_modules/speedscope ] || [ ! -d node_modules/mermaid ]; then
     npm ci --no-audit --no-fund >/dev/null 2>&1 || npm install --no-audit --no-fund >/dev/null 2>&1
 fi
 passed=0

@@ -157,6 +157,12 @@ bs() { "$cli" "$@" --cookie-file "$cookie_file"; }
 
 out="$build/out"
 
+# DIST_ONLY=seq: only the checks of `beamspy seq' (seq_checks.sh).
+if [ "${DIST_ONLY:-}" = seq ]; then
+    . "$here/seq_checks.sh"
+    finish
+fi
+
 echo "--- starting nodes"
 start_node n1 || fail setup "node n1 did not start"
 start_node n2 || fail setup "node n2 did not start"
@@ -581,5 +587,7 @@ check "record: no event limit by default, the memory cap kept" \
 kill -INT "$rec"
 wait "$rec"
 check "record: nothing left on the node after the limit checks" wait_clean n1 10
+
+. "$here/seq_checks.sh"
 
 finish

@@ -1,0 +1,54 @@
+/* seq_writers.h — the outputs of a sequence diagram (seq_flow.h): Mermaid
+ * (.mmd), a self-contained SVG (.seq.svg), a Chrome trace (.trace.json) and
+ * JSON for scripts (.json), and the one entry point that writes a file
+ * atomically (temporary file, then rename; see atomic_file.h).
+ *
+ * Every writer is deterministic (same diagram, same bytes) and escapes
+ * everything for its own syntax. Mermaid stays under the size viewers
+ * render: at most BS_SEQ_MERMAID_MAX_MESSAGES messages and
+ * BS_SEQ_MERMAID_MAX_BYTES bytes per file; what is left out is said in a note
+ * at the end of the diagram and counted in bs_seq_write_info (front ends say
+ * it on standard error). The SVG draws at most BS_SEQ_SVG_MAX_MESSAGES
+ * messages the same way; the JSON and the Chrome trace hold every message. */
+#ifndef BS_SEQ_WRITERS_H
+#define BS_SEQ_WRITERS_H
+
+#include <stdio.h>
+
+#include "../engine/seq_flow.h"
+
+#define BS_SEQ_MERMAID_MAX_MESSAGES 800u
+#define BS_SEQ_MERMAID_MAX_BYTES 45000u
+#define BS_SEQ_SVG_MAX_MESSAGES 5000u
+
+typedef enum bs_seq_format {
+    BS_SEQ_FORMAT_UNKNOWN = 0,
+    BS_SEQ_FORMAT_MERMAID, /* .mmd */
+    BS_SEQ_FORMAT_SVG,     /* .seq.svg (or .svg) */
+    BS_SEQ_FORMAT_CHROME,  /* .trace.json */
+    BS_SEQ_FORMAT_JSON     /* .json (.seq.json) */
+} bs_seq_format;
+
+bs_seq_format bs_seq_format_from_name(const char *name); /* mermaid, svg, chrome, json */
+bs_seq_format bs_seq_format_from_path(const char *path);
+const char *bs_seq_format_name(bs_seq_format f);
+const char *bs_seq_format_extension(bs_seq_format f);
+
+typedef struct bs_seq_write_info {
+    size_t written;  /* messages drawn */
+    size_t left_out; /* messages past the format's cap */
+} bs_seq_write_info;
+
+/* Each returns 0 or -1 (write or allocation error); info may be NULL. */
+int bs_write_seq_mermaid(FILE *out, const bs_seq_diagram *d, const bs_seq_opts *o, bs_seq_write_info *info);
+int bs_write_seq_json(FILE *out, const bs_seq_diagram *d, const bs_seq_opts *o, bs_seq_write_info *info);
+int bs_write_seq_svg(FILE *out, const bs_seq_diagram *d, const bs_seq_opts *o, bs_seq_write_info *info);
+int bs_write_seq_chrome(FILE *out, const bs_seq_diagram *d, const bs_seq_opts *o, bs_seq_write_info *info);
+
+/* Writes d to path in format f (UNKNOWN: from the extension). Returns 0,
+ * or -1 with errno set (EINVAL: unknown format); the target is untouched on
+ * error. */
+int bs_seq_write_file(const char *path, bs_seq_format f, const bs_seq_diagram *d, const bs_seq_opts *o,
+                      bs_seq_write_info *info);
+
+#endif

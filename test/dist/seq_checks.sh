@@ -1,0 +1,106 @@
+# seq_checks.sh — the `beamspy seq' checks of the distribution layer,
+# sourced by run.sh (DIST_ONLY=seq runs only these). Three nodes run
+# bs_seq_dist_wl: a chain server each (a -> b -> c) and, on the first, a
+# client sending a request along the chain every 50 ms. The tool follows
+# calls of bs_seq_dist_wl:request/1 and must give exactly the chain's
+# messages in causal order, leave nothing on any node, also after kill -9.
+
+# seq_wait COMMAND...: until it succeeds, at most 30 s.
+seq_wait() {
+    for _ in $(seq 1 300); do
+        "$@" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# What a seq capture left on a node: "modules=N tracer=T pattern=P".
+seq_leftovers() {
+    rpc "$1" '
+        Mods = [M || {M, _} <- code:all_loaded(), lists:prefix("beamspy", atom_to_list(M))],
+        {meta, Pat} = erlang:trace_info({bs_seq_dist_wl, request, 1}, meta),
+        lists:flatten(io_lib:format("modules=~w tracer=~w pattern=~w",
+                                    [length(Mods), seq_trace:get_system_tracer(), Pat])).' | tr -d '"'
+}
+seq_clean() {
+    local left
+    left=$(seq_leftovers "$1")
+    [ "$left" = "modules=0 tracer=false pattern=false" ] && return 0
+    echo "    left on $1: $left"
+    return 1
+}
+seq_all_clean() { seq_clean s1 && seq_clean s2 && seq_clean s3; }
+
+# start_seq_node SHORT EXPR: a detached node evaluating EXPR at start.
+start_seq_node() {
+    local name="${tag}_$1"
+    erl -sname "$name" -setcookie "$cookie" -detached -noinput -pa "$build" -eval "$2" || return 1
+    nodes+=("$name")
+    seq_wait bash -c "[ \"\$(printf 'is_pid(whereis(chain)).\n' | '$erl_call' -sname '$name' -c '$cookie' -e 2>/dev/null)\" = '{ok, true}' ]"
+}
+
+echo "--- seq"
+erlc -o "$build" "$here/bs_seq_dist_wl.erl" || fail seq "erlc bs_seq_dist_wl.erl"
+s1=$(node_name s1)
+s2=$(node_name s2)
+s3=$(node_name s3)
+start_seq_node s3 "bs_seq_dist_wl:start(c, '')" || fail seq "node s3 did not start"
+start_seq_node s2 "bs_seq_dist_wl:start(b, '$s3')" || fail seq "node s2 did not start"
+start_seq_node s1 "bs_seq_dist_wl:start(a, '$s2'), bs_seq_dist_wl:start_client()" || fail seq "node s1 did not start"
+
+t0=$(date +%s%N)
+bs seq --node "$s1" --node "$s2" --node "$s3" --function bs_seq_dist_wl:request/1 --calls 2 \
+    -o "$out/flow.mmd" -o "$out/flow.json" -o "$out/flow.seq.svg" -o "$out/flow.trace.json" >"$out/seq.out" 2>"$out/seq.err"
+rc=$?
+echo "    seq of 2 calls over 3 nodes took $((($(date +%s%N) - t0) / 1000000)) ms"
+check "seq: exit 0" [ $rc -eq 0 ]
+check "seq: says what it wrote" grep -q "wrote $out/flow.mmd" "$out/seq.out"
+one_flow="P1->>P2: call {req,[]}
+P2->>P3: call {req,[a]}
+P3->>P4: call {req,[b,a]}
+P4-->>P3: reply {pong,[c,b,a]}
+P3-->>P2: reply {pong,[c,b,a]}
+P2-->>P1: reply {pong,[c,b,a]}"
+grep -E '^    P[0-9]+(->>|-->>|-x|-\))P[0-9]+: ' "$out/flow.mmd" | sed 's/^    //' >"$out/flow.msgs"
+check "seq: the two calls' messages exactly, in causal order" \
+    [ "$(cat "$out/flow.msgs")" = "$one_flow
+$one_flow" ]
+check "seq: one participant per process, grouped per node" eval \
+    '[ "$(grep -c "^    participant" "$out/flow.mmd")" -eq 4 ] && [ "$(grep -c "^    box" "$out/flow.mmd")" -eq 3 ] &&
+     grep -q "participant P1 as $s1 #lt;[0-9.]*#gt; client$" "$out/flow.mmd" &&
+     grep -q "participant P4 as $s3 #lt;[0-9.]*#gt; chain$" "$out/flow.mmd"'
+check "seq: JSON has every message, each sent and received" eval \
+    '[ "$(grep -o "\"received\":true" "$out/flow.json" | wc -l)" -eq 12 ] && python3 -m json.tool "$out/flow.json" >/dev/null'
+check "seq: the SVG is well-formed, one arrow per message" eval \
+    'xmllint --noout "$out/flow.seq.svg" && [ "$(grep -o "<g class=\"msg" "$out/flow.seq.svg" | wc -l)" -eq 12 ]'
+check "seq: the Chrome trace has a flow per message" eval \
+    'python3 -c "import json,sys; e=json.load(open(sys.argv[1]))[\"traceEvents\"]; sys.exit(0 if sum(x[\"ph\"]==\"s\" for x in e)==12 and sum(x[\"ph\"]==\"f\" for x in e)==12 else 1)" "$out/flow.trace.json"'
+check "seq: nothing left on any node" seq_all_clean
+
+bs seq --node "$s1" --function bs_seq_dist_wl:nope/1 -o "$out/nope.mmd" >/dev/null 2>"$out/nope.err"
+rc=$?
+check "seq: a function that does not exist is an error, nothing written" \
+    eval '[ $rc -ne 0 ] && [ ! -e "$out/nope.mmd" ] && grep -q "nope" "$out/nope.err"'
+bs seq --node "$s1" --function bs_seq_dist_wl:request/1 -o "$out/x.png" >/dev/null 2>&1
+check "seq: an output of unknown format is a usage error" [ $? -eq 2 ]
+check "seq: nothing left after the errors" seq_all_clean
+
+# A node that already has a system tracer: refused, the others undone.
+rpc s2 'register(other_tracer, spawn(timer, sleep, [60000])), seq_trace:set_system_tracer(whereis(other_tracer)).' >/dev/null
+bs seq --node "$s1" --node "$s2" --function bs_seq_dist_wl:request/1 -o "$out/busy.mmd" >/dev/null 2>"$out/busy.err"
+rc=$?
+check "seq: a node with a system tracer is refused, clearly" \
+    eval '[ $rc -ne 0 ] && grep -q "system_tracer_in_use" "$out/busy.err" && [ ! -e "$out/busy.mmd" ]'
+check "seq: the other tracer is left as it was" [ "$(rpc s2 'seq_trace:get_system_tracer() =:= whereis(other_tracer).')" = "true" ]
+rpc s2 'seq_trace:set_system_tracer(false), exit(whereis(other_tracer), kill).' >/dev/null
+check "seq: nothing of beamspy left after the refusal" seq_all_clean
+
+# kill -9 while recording: every node undoes everything by itself.
+"$cli" seq --node "$s1" --node "$s2" --node "$s3" --function bs_seq_dist_wl:request/1 --calls 100000 \
+    --duration 60s -o "$out/killed.mmd" --cookie-file "$cookie_file" >/dev/null 2>&1 &
+tool=$!
+seq_wait bash -c "[ \"\$(printf 'is_pid(seq_trace:get_system_tracer()).\n' | '$erl_call' -sname '${tag}_s3' -c '$cookie' -e 2>/dev/null)\" = '{ok, true}' ]"
+kill -9 "$tool"
+wait "$tool" 2>/dev/null
+check "seq, tool killed with -9: nothing left on any node" seq_wait seq_all_clean
+check "seq, tool killed with -9: no file" [ ! -e "$out/killed.mmd" ]
