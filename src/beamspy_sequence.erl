@@ -20,6 +20,9 @@
 
 -export([run/2, check/2, extensions/0, formats/0]).
 
+%% The label of the sequence running in this process (process dictionary).
+-define(RUNNING_KEY, beamspy_sequence_running).
+
 -define(EXTENSIONS, [{".trace.json", chrome}, {".seq.json", json}, {".seq.svg", svg},
                      {".mmd", mermaid}, {".json", json}, {".svg", svg}]).
 -define(FORMATS, [mermaid, svg, chrome, json]).
@@ -184,7 +187,7 @@ label(Fun) ->
 %%% ---------------------------------------------------------------------
 
 capture(Fun, Args, Opts, Outputs) ->
-    case seq_trace:get_token() of
+    case current_token() of
         [] ->
             Label = {beamspy_seq, node(), erlang:unique_integer([positive])},
             Nodes = target_nodes(maps:get(nodes, Opts)),
@@ -193,6 +196,8 @@ capture(Fun, Args, Opts, Outputs) ->
                     Outcome = call_with_token(Fun, Args, Label),
                     settle(Started, Opts),
                     {Flow, Errors} = stop_collectors(Started),
+                    %% A token taken on from a late message meanwhile.
+                    _ = current_token(),
                     write(Outcome, Flow, Errors, Outputs, Opts);
                 {error, _} = E -> E
             end;
@@ -273,7 +278,23 @@ unload(Node, How) ->
 
 %% The call runs in the caller's own process; its token is reset whatever
 %% happens, and the call's result or exception is kept as an outcome.
+%% The caller's token, [] when it has none or holds only a leftover of an
+%% earlier sequence: a process that got a message from one of its processes
+%% after it ended (a late reply, a cast) took its token on. Such a leftover
+%% is dropped; a token of a sequence still running in this process (a
+%% sequence inside another's target), or anyone else's, is kept.
+current_token() ->
+    Running = get(?RUNNING_KEY),
+    case seq_trace:get_token() of
+        {_, {beamspy_seq, _, _} = Label, _, _, _} when Label =/= Running ->
+            _ = seq_trace:set_token([]),
+            [];
+        Token ->
+            Token
+    end.
+
 call_with_token(Fun, Args, Label) ->
+    put(?RUNNING_KEY, Label),
     try
         _ = seq_trace:set_token(label, Label),
         _ = seq_trace:set_token(strict_monotonic_timestamp, true),
@@ -283,7 +304,8 @@ call_with_token(Fun, Args, Label) ->
         catch Class:Reason:Stack -> {raise, Class, Reason, Stack}
         end
     after
-        _ = seq_trace:set_token([])
+        _ = seq_trace:set_token([]),
+        erase(?RUNNING_KEY)
     end.
 
 %% Messages may still be on their way (a cast, a reply to someone else):

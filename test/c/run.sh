@@ -9,9 +9,9 @@
 #   valgrind  the gcc build under valgrind --leak-check=full --error-exitcode=99
 #             (with BS_TEST_SMALL=1: the 100,000-deep and 1,000,000-iteration
 #             cases run at a smaller size there)
-# The valgrind variant (the slowest) runs beside the other two (the cases are
-# independent processes and nothing in them depends on time); each variant's
-# lines are shown once it is done.
+# The valgrind variant (the slowest), in two shards, runs beside the other
+# two (the cases are independent processes and nothing in them depends on
+# time); each one's lines are shown once it is done.
 # Works from any directory; build outputs and logs go to test/c/build/.
 # The last line is `LAYER c: <P> passed, <F> failed` (test cases over the
 # three variants); the exit status is non-zero if anything failed.
@@ -22,7 +22,7 @@ root="$(cd "$here/../.." && pwd)"
 cd "$root" || exit 2
 build=test/c/build
 mkdir -p "$build/logs"
-rm -f "$build"/logs/*.log "$build"/logs/*.counts "$build"/logs/valgrind.out
+rm -f "$build"/logs/*.log "$build"/logs/*.counts "$build"/logs/valgrind*.out
 
 sources=(c_src/engine/*.c c_src/formats/*.c c_src/readers/*.c c_src/nif/pid_table.c c_src/dist/eterm.c
     c_src/cli/wait_graph.c)
@@ -79,10 +79,13 @@ build() {
 run() {
     local label=$1 variant=$2
     shift 2
-    local vp=0 vf=0 t0
+    local vp=0 vf=0 t0 i=0
     t0=$(date +%s)
     for t in "${tests[@]}"; do
         for c in $(cases_of "$t"); do
+            # Only this shard's cases (every SHARDS-th, from SHARD).
+            i=$((i + 1))
+            [ $(((i - 1) % ${SHARDS:-1})) = "${SHARD:-0}" ] || continue
             local log="$build/logs/$label.$t.$c.log"
             if [ "${built[$variant.$t]}" != 1 ]; then
                 echo "FAIL [$label] $t $c (did not build)"
@@ -122,26 +125,30 @@ add_counts() {
 build gcc gcc -O1
 build asan clang -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
+# run_valgrind K: shard K of the valgrind variant's cases (of 2).
 run_valgrind() {
-    run valgrind gcc env BS_TEST_SMALL=1 valgrind -q --error-exitcode=99 --leak-check=full \
-        --errors-for-leak-kinds=definite,possible --show-leak-kinds=definite,possible
+    SHARDS=2 SHARD=$1 run "valgrind$1" gcc env BS_TEST_SMALL=1 valgrind -q --error-exitcode=99 \
+        --leak-check=full --errors-for-leak-kinds=definite,possible --show-leak-kinds=definite,possible
 }
 
+valgrind_jobs=()
 if command -v valgrind >/dev/null 2>&1; then
-    run_valgrind >"$build/logs/valgrind.out" 2>&1 &
-    valgrind_job=$!
-else
-    valgrind_job=""
+    for k in 0 1; do
+        run_valgrind "$k" >"$build/logs/valgrind$k.out" 2>&1 &
+        valgrind_jobs+=($!)
+    done
 fi
 run gcc gcc env
 add_counts gcc
 run asan asan env ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=0 \
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 add_counts asan
-if [ -n "$valgrind_job" ]; then
-    wait "$valgrind_job"
-    cat "$build/logs/valgrind.out"
-    add_counts valgrind
+if [ ${#valgrind_jobs[@]} -gt 0 ]; then
+    for k in 0 1; do
+        wait "${valgrind_jobs[$k]}"
+        cat "$build/logs/valgrind$k.out"
+        add_counts "valgrind$k"
+    done
 else
     echo "valgrind not installed: the valgrind variant fails"
     for t in "${tests[@]}"; do
