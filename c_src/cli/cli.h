@@ -21,6 +21,7 @@
 
 #include "../engine/profile.h"
 #include "../formats/render_opts.h"
+#include "../formats/writers.h"
 
 enum {
     BS_EXIT_OK = 0,
@@ -112,6 +113,10 @@ int bs_cli_palette_option(const char *cmd, const char *arg, bs_render_opts *o);
  * Returns BS_EXIT_OK or BS_EXIT_FAILURE. */
 int bs_cli_write_outputs(const char *const *outputs, int n, int forced_format, const bs_profile *p,
                          const bs_render_opts *o, const char *insert, int announce);
+
+/* --format F of the commands that write profiles: *format gets F's format;
+ * returns BS_EXIT_OK, or the usage error (exit 2) for a name that is none. */
+int bs_cli_format_option(const char *cmd, const char *name, bs_format *format);
 
 /* Appends an -o path to a growing list; returns BS_EXIT_OK or BS_EXIT_FAILURE. */
 int bs_cli_add_output(const char ***outputs, int *n_outputs, const char *path);

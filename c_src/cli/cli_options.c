@@ -145,6 +145,15 @@ void bs_cli_exit_codes_usage(FILE *out)
           out);
 }
 
+int bs_cli_format_option(const char *cmd, const char *name, bs_format *format)
+{
+    *format = bs_format_from_name(name);
+    if (*format == BS_FORMAT_UNKNOWN)
+        return bs_cli_usage_error(cmd, "unknown format '%s' (folded, svg, html, speedscope, chrome, perf, bspy)",
+                                  name);
+    return BS_EXIT_OK;
+}
+
 int bs_cli_add_output(const char ***outputs, int *n_outputs, const char *path)
 {
     const char **more = realloc(*outputs, ((size_t)*n_outputs + 1) * sizeof *more);

@@ -180,10 +180,8 @@ static int parse_args(int argc, char **argv, convert_args *a)
                 return rc;
             break;
         case 'f':
-            a->format = bs_format_from_name(optarg);
-            if (a->format == BS_FORMAT_UNKNOWN)
-                return bs_cli_usage_error(CMD, "unknown format '%s' (folded, svg, html, speedscope, chrome, perf, bspy)",
-                                          optarg);
+            if ((rc = bs_cli_format_option(CMD, optarg, &a->format)) != BS_EXIT_OK)
+                return rc;
             break;
         case '?':
         case ':':

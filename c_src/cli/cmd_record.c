@@ -25,6 +25,7 @@
 #include "cli.h"
 #include "job.h"
 #include "remote.h"
+#include "stop_signals.h"
 
 #define CMD "record"
 #define POLL_MS 250
@@ -246,23 +247,6 @@ static int check_args(const record_args *a)
     return BS_EXIT_OK;
 }
 
-/* Ctrl-C and SIGTERM: finish the recording, write the outputs. Blocked
- * except while waiting between polls, so calls on the wire are never torn. */
-static volatile sig_atomic_t stop_requested;
-
-static void on_stop_signal(int sig)
-{
-    (void)sig;
-    stop_requested = 1;
-}
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Sleeps up to ms with the stop signals let through. */
 static void wait_a_little(long long ms, const sigset_t *waiting_mask)
 {
@@ -310,13 +294,13 @@ static void show_progress(const bs_job *jobs, int n, long long elapsed, unsigned
  * (the others are still finished). */
 static int watch_jobs(const record_args *a, bs_job *jobs, int n, const sigset_t *waiting_mask)
 {
-    long long t0 = now_ms();
+    long long t0 = bs_now_ms();
     unsigned long long duration = a->job.duration_ms;
     int show = a->progress == 1 || (a->progress == -1 && isatty(STDERR_FILENO));
     int rc = BS_EXIT_OK;
     for (;;) {
-        long long elapsed = now_ms() - t0;
-        if (stop_requested || (unsigned long long)elapsed >= duration)
+        long long elapsed = bs_now_ms() - t0;
+        if (bs_stop_requested() || (unsigned long long)elapsed >= duration)
             break;
         long long left = (long long)duration - elapsed;
         wait_a_little(left < POLL_MS ? left : POLL_MS, waiting_mask);
@@ -333,13 +317,13 @@ static int watch_jobs(const record_args *a, bs_job *jobs, int n, const sigset_t 
             running += !jobs[i].done;
         }
         if (show)
-            show_progress(jobs, n, now_ms() - t0, duration);
+            show_progress(jobs, n, bs_now_ms() - t0, duration);
         if (running == 0)
             break;
     }
     if (show)
         fputs("\n", stderr);
-    if (stop_requested)
+    if (bs_stop_requested())
         fputs("beamspy: stopping (Ctrl-C): writing what was recorded\n", stderr);
     return rc;
 }
@@ -356,19 +340,8 @@ static int record(record_args *a)
         bs_cli_error("out of memory");
         return BS_EXIT_FAILURE;
     }
-    sigset_t stop_signals, waiting_mask;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGINT);
-    sigaddset(&stop_signals, SIGTERM);
-    sigprocmask(SIG_BLOCK, &stop_signals, &waiting_mask);
-    sigdelset(&waiting_mask, SIGINT);
-    sigdelset(&waiting_mask, SIGTERM);
-    struct sigaction sa = {.sa_handler = on_stop_signal}, old_int, old_term;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the tool at once */
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    stop_requested = 0;
+    bs_stop_signals signals;
+    bs_stop_signals_catch(&signals);
 
     /* Every node attached (and its code delivered) before any recording
      * starts, so the nodes record the same stretch of time. */
@@ -380,7 +353,7 @@ static int record(record_args *a)
     for (int i = 0; i < n && rc == BS_EXIT_OK; i++)
         rc = bs_job_start(&jobs[i], &nodes[i], &a->job);
     if (rc == BS_EXIT_OK)
-        rc = watch_jobs(a, jobs, n, &waiting_mask);
+        rc = watch_jobs(a, jobs, n, &signals.waiting_mask);
     int any = 0;
     for (int i = 0; i < n; i++) {
         if (jobs[i].started && !jobs[i].lost) {
@@ -435,9 +408,7 @@ static int record(record_args *a)
     for (int i = 0; i < n; i++)
         bs_job_free(&jobs[i]);
     free(nodes), free(jobs), free(profiles), free(have);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    sigprocmask(SIG_UNBLOCK, &stop_signals, NULL);
+    bs_stop_signals_restore(&signals);
     return rc;
 }
 

@@ -30,6 +30,7 @@
 #include "cli.h"
 #include "job.h"
 #include "remote.h"
+#include "stop_signals.h"
 
 #define CMD "seq"
 #define POLL_MS 100
@@ -231,29 +232,14 @@ static int check_args(const seq_args *a)
     return BS_EXIT_OK;
 }
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_stop_signal(int sig)
-{
-    (void)sig;
-    stop_requested = 1;
-}
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Polls until K calls got a token and the flows are quiet, the duration
  * ends, a node is lost or a stop signal came. */
 static int watch_jobs(const seq_args *a, bs_job *jobs, int n, const sigset_t *waiting_mask)
 {
-    long long t0 = now_ms(), quiet_since = -1;
+    long long t0 = bs_now_ms(), quiet_since = -1;
     unsigned long long last_events = 0;
     int rc = BS_EXIT_OK;
-    while (!stop_requested && (unsigned long long)(now_ms() - t0) < a->job.duration_ms) {
+    while (!bs_stop_requested() && (unsigned long long)(bs_now_ms() - t0) < a->job.duration_ms) {
         struct timespec ts = {.tv_sec = 0, .tv_nsec = POLL_MS * 1000000L};
         pselect(0, NULL, NULL, NULL, &ts, waiting_mask);
         unsigned long long calls = 0, events = 0;
@@ -279,11 +265,11 @@ static int watch_jobs(const seq_args *a, bs_job *jobs, int n, const sigset_t *wa
             continue;
         }
         if (quiet_since < 0)
-            quiet_since = now_ms();
-        else if (now_ms() - quiet_since >= QUIET_MS)
+            quiet_since = bs_now_ms();
+        else if (bs_now_ms() - quiet_since >= QUIET_MS)
             break;
     }
-    if (stop_requested)
+    if (bs_stop_requested())
         fputs("beamspy: stopping (Ctrl-C): writing what was recorded\n", stderr);
     return rc;
 }
@@ -398,24 +384,13 @@ static int run_seq(seq_args *a)
         bs_cli_error("out of memory");
         return BS_EXIT_FAILURE;
     }
-    sigset_t stop_signals, waiting_mask;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGINT);
-    sigaddset(&stop_signals, SIGTERM);
-    sigprocmask(SIG_BLOCK, &stop_signals, &waiting_mask);
-    sigdelset(&waiting_mask, SIGINT);
-    sigdelset(&waiting_mask, SIGTERM);
-    struct sigaction sa = {.sa_handler = on_stop_signal}, old_int, old_term;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESETHAND;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    stop_requested = 0;
+    bs_stop_signals signals;
+    bs_stop_signals_catch(&signals);
 
     /* One label for every node: the collectors keep only its events. An
      * integer below 2^27 (an immediate on every node); pid and clock make
      * two tools' labels differ. */
-    a->job.seq_label = (((long long)getpid() << 16) ^ now_ms()) & ((1LL << 27) - 1);
+    a->job.seq_label = (((long long)getpid() << 16) ^ bs_now_ms()) & ((1LL << 27) - 1);
     int rc = BS_EXIT_OK;
     for (int i = 0; i < n; i++)
         nodes[i].node.fd = -1;
@@ -429,7 +404,7 @@ static int run_seq(seq_args *a)
      * jobs already started are undone below and nothing is written. */
     int all_started = rc == BS_EXIT_OK;
     if (all_started)
-        rc = watch_jobs(a, jobs, n, &waiting_mask);
+        rc = watch_jobs(a, jobs, n, &signals.waiting_mask);
     bs_seq_flow f;
     bs_seq_flow_init(&f, (size_t)n * (a->job.max_events ? a->job.max_events : BS_SEQ_MAX_EVENTS_DEFAULT));
     int any = 0;
@@ -455,9 +430,7 @@ static int run_seq(seq_args *a)
     for (int i = 0; i < n; i++)
         bs_job_free(&jobs[i]);
     free(nodes), free(jobs);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    sigprocmask(SIG_UNBLOCK, &stop_signals, NULL);
+    bs_stop_signals_restore(&signals);
     return rc;
 }
 

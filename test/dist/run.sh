@@ -10,7 +10,8 @@
 # Checks print "ok - NAME" or "FAIL - NAME: why"; the last line is
 #   LAYER dist: <passed> passed, <failed> failed
 # Works from any directory. Needs tmux (deps.sh installs it) and python3.
-# ONLY=deadlocks runs the wait-for graph tests of dump alone (deadlocks.sh).
+# ONLY=deadlocks runs the wait-for graph tests of dump alone (deadlocks.sh),
+# ONLY=seq the checks of `beamspy seq' alone (seq_checks.sh).
 set -u
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -157,8 +158,8 @@ bs() { "$cli" "$@" --cookie-file "$cookie_file"; }
 
 out="$build/out"
 
-# DIST_ONLY=seq: only the checks of `beamspy seq' (seq_checks.sh).
-if [ "${DIST_ONLY:-}" = seq ]; then
+# ONLY=seq: only the checks of `beamspy seq' (seq_checks.sh).
+if [ "${ONLY:-}" = seq ]; then
     . "$here/seq_checks.sh"
     finish
 fi

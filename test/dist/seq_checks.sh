@@ -1,5 +1,5 @@
 # seq_checks.sh — the `beamspy seq' checks of the distribution layer,
-# sourced by run.sh (DIST_ONLY=seq runs only these). Three nodes run
+# sourced by run.sh (ONLY=seq runs only these). Three nodes run
 # bs_seq_dist_wl: a chain server each (a -> b -> c) and, on the first, a
 # client sending a request along the chain every 50 ms. The tool follows
 # calls of bs_seq_dist_wl:request/1 and must give exactly the chain's
