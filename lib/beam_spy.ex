@@ -647,7 +647,7 @@ defmodule BeamSpy do
   # The atoms named in an expectation ("erlang or elixir"), as Elixir writes them.
   defp elixir_words(text) do
     Regex.replace(
-      ~r/\b(erlang|elixir|hot|beam|infinity|folded|svg|html|speedscope|chrome|perf|bspy)\b/,
+      ~r/\b(erlang|elixir|hot|beam|infinity|folded|svg|html|speedscope|chrome|perf|bspy|callgrind)\b/,
       text,
       ":\\1"
     )

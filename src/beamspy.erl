@@ -24,7 +24,8 @@
 %%% <li>`output' — a directory (created if needed; one file per format, named
 %%%   from the target and the time) or a file name whose extension picks the
 %%%   format: `.folded', `.svg', `.html', `.speedscope.json', `.trace.json',
-%%%   `.perf.txt', `.bspy'. Any other extension (`x.png') is refused, unless
+%%%   `.perf.txt', `.bspy', `.callgrind' (or valgrind's name
+%%%   `callgrind.out.<anything>'). Any other extension (`x.png') is refused, unless
 %%%   the name is an existing directory or ends in `/'. Default: the current
 %%%   directory.</li>
 %%% <li>`formats' — list of formats written to a directory output. Default
@@ -181,7 +182,7 @@
 -export([start/2, stop/1, stop/2, trace/3, sessions/0]).
 -export([sequence/2]).
 
--type format() :: folded | svg | html | speedscope | chrome | perf | bspy.
+-type format() :: folded | svg | html | speedscope | chrome | perf | bspy | callgrind.
 -type target() :: beamspy_opts:target().
 -type outcome() :: {return, term()} | {raise, error | exit | throw, term(), list()}.
 -type profile() :: #{processes := [{binary(), [tree_node()]}],

@@ -43,7 +43,7 @@
 -type live_targets() :: #{existing := all | [pid() | atom()], new := boolean()}.
 -export_type([target/0, options/0, live_target/0, live_targets/0]).
 
--define(FORMATS, [folded, svg, html, speedscope, chrome, perf, bspy]).
+-define(FORMATS, [folded, svg, html, speedscope, chrome, perf, bspy, callgrind]).
 %% Formats that show time order: asking for one keeps a timeline.
 -define(TIMELINE_FORMATS, [speedscope, chrome, bspy]).
 -define(DEFAULT_TIMELINE_SPANS, 1000000).
@@ -57,7 +57,7 @@
 %% Longest first: ".speedscope.json" before anything shorter.
 -define(EXTENSIONS, [{".speedscope.json", speedscope}, {".trace.json", chrome},
                      {".perf.txt", perf}, {".folded", folded}, {".svg", svg},
-                     {".html", html}, {".bspy", bspy}]).
+                     {".html", html}, {".bspy", bspy}, {".callgrind", callgrind}]).
 
 %% @doc The default value of every option.
 -spec defaults() -> options().
@@ -387,8 +387,18 @@ format_of(Path, Extensions) ->
     Lower = string:lowercase(Path),
     case [F || {Ext, F} <- Extensions, lists:suffix(Ext, Lower)] of
         [F | _] -> {ok, F};
-        [] -> none
+        [] -> valgrind_name(filename:basename(Path), Extensions)
     end.
+
+%% callgrind.out.<anything>: the name valgrind gives its callgrind files,
+%% which KCachegrind lists by default.
+valgrind_name("callgrind.out." ++ [_ | _], Extensions) ->
+    case lists:keymember(callgrind, 2, Extensions) of
+        true -> {ok, callgrind};
+        false -> none
+    end;
+valgrind_name(_, _) ->
+    none.
 
 extension(F, Extensions) ->
     {Ext, F} = lists:keyfind(F, 2, Extensions),

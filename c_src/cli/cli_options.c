@@ -149,7 +149,7 @@ int bs_cli_format_option(const char *cmd, const char *name, bs_format *format)
 {
     *format = bs_format_from_name(name);
     if (*format == BS_FORMAT_UNKNOWN)
-        return bs_cli_usage_error(cmd, "unknown format '%s' (folded, svg, html, speedscope, chrome, perf, bspy)",
+        return bs_cli_usage_error(cmd, "unknown format '%s' (folded, svg, html, speedscope, chrome, perf, bspy, callgrind)",
                                   name);
     return BS_EXIT_OK;
 }

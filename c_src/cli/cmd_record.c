@@ -94,6 +94,7 @@ void bs_cmd_record_usage(FILE *out)
           "  -o, --output FILE   write FILE (repeatable); the format comes from the\n"
           "                      extension: .folded .svg .html .speedscope.json\n"
           "                      .trace.json .perf.txt .bspy\n"
+          "                      .callgrind (or callgrind.out.*)\n"
           "  --per-node          several nodes: one file per node (FILE gets the node\n"
           "                      name before its extension) instead of one file with\n"
           "                      a root frame per node\n"

@@ -64,6 +64,7 @@ void bs_cmd_run_usage(FILE *out)
           "  -o, --output FILE   write FILE (repeatable); the format comes from the\n"
           "                      extension: .folded .svg .html .speedscope.json\n"
           "                      .trace.json .perf.txt .bspy\n"
+          "                      .callgrind (or callgrind.out.*)\n"
           "  -e, --eval EXPR     the Erlang expressions to run (instead of a command)\n"
           "  (--duration: at its end the outputs are written and the VM is stopped)\n",
           out);

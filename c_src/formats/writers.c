@@ -27,6 +27,7 @@ static const format_info FORMATS[] = {
     {BS_FORMAT_SVG, "svg", ".svg"},
     {BS_FORMAT_HTML, "html", ".html"},
     {BS_FORMAT_BSPY, "bspy", ".bspy"},
+    {BS_FORMAT_CALLGRIND, "callgrind", ".callgrind"},
 };
 #define N_FORMATS (sizeof FORMATS / sizeof FORMATS[0])
 
@@ -58,6 +59,11 @@ bs_format bs_format_from_path(const char *path)
     for (size_t i = 0; i < N_FORMATS; i++)
         if (ends_with_nocase(path, FORMATS[i].extension))
             return FORMATS[i].format;
+    /* valgrind's own names: callgrind.out.<pid>, which KCachegrind lists. */
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (strncmp(base, "callgrind.out.", strlen("callgrind.out.")) == 0 && base[strlen("callgrind.out.")])
+        return BS_FORMAT_CALLGRIND;
     return BS_FORMAT_UNKNOWN;
 }
 
@@ -99,6 +105,7 @@ static int write_format(FILE *out, bs_format f, const bs_profile *p, const bs_re
     case BS_FORMAT_CHROME: return bs_write_chrome(out, p, o);
     case BS_FORMAT_PERF: return bs_write_perf(out, p, o);
     case BS_FORMAT_BSPY: return bs_write_bspy(out, p, o);
+    case BS_FORMAT_CALLGRIND: return bs_write_callgrind(out, p, o);
     default: errno = EINVAL; return -1;
     }
 }

@@ -21,12 +21,14 @@ typedef enum bs_format {
     BS_FORMAT_SPEEDSCOPE,  /* .speedscope.json */
     BS_FORMAT_CHROME,      /* .trace.json */
     BS_FORMAT_PERF,        /* .perf.txt */
-    BS_FORMAT_BSPY         /* .bspy (beamspy's own profile file) */
+    BS_FORMAT_BSPY,        /* .bspy (beamspy's own profile file) */
+    BS_FORMAT_CALLGRIND    /* .callgrind or callgrind.out.* (KCachegrind) */
 } bs_format;
 
 /* "folded", "svg", ... -> format; BS_FORMAT_UNKNOWN if none. */
 bs_format bs_format_from_name(const char *name);
-/* Format picked by a file name's extension (longest match wins). */
+/* Format picked by a file name's extension (longest match wins), or
+ * callgrind for a file named callgrind.out.* as valgrind names them. */
 bs_format bs_format_from_path(const char *path);
 const char *bs_format_name(bs_format f);
 const char *bs_format_extension(bs_format f);
@@ -38,6 +40,7 @@ int bs_write_speedscope(FILE *out, const bs_profile *p, const bs_render_opts *o)
 int bs_write_chrome(FILE *out, const bs_profile *p, const bs_render_opts *o);
 int bs_write_perf(FILE *out, const bs_profile *p, const bs_render_opts *o);
 int bs_write_bspy(FILE *out, const bs_profile *p, const bs_render_opts *o);
+int bs_write_callgrind(FILE *out, const bs_profile *p, const bs_render_opts *o);
 
 /* Writes p to path in format f (BS_FORMAT_UNKNOWN: from the extension).
  * Filters in o are applied to a copy; p is not changed. Returns 0, or -1

@@ -149,6 +149,14 @@ EOF
 }
 # perf script text: samples separated by a blank line, the last one too.
 perf_ok() { [ -s "$1" ] && [ -z "$(tail -n 1 "$1")" ] && grep -q '^[^ 	].*:' "$1"; }
+# callgrind: valgrind's own reader takes it (when valgrind is installed) and
+# finds a non-zero total.
+callgrind_ok() {
+    [ "$(head -n 1 "$1")" = "# callgrind format" ] || return 1
+    command -v callgrind_annotate >/dev/null 2>&1 || return 0
+    callgrind_annotate --auto=no "$1" >"$1.annotate" 2>"$1.annotate.err" &&
+        [ ! -s "$1.annotate.err" ] && grep -q '^[1-9][0-9,]* .*PROGRAM TOTALS' "$1.annotate"
+}
 valid_as() {
     case $1 in
     folded) folded_ok "$2" ;;
@@ -158,6 +166,7 @@ valid_as() {
     chrome) json_ok "$2" ;;
     perf) perf_ok "$2" ;;
     bspy) [ -s "$2" ] && "$BEAMSPY" render "$2" -o "$2.back.folded" 2>/dev/null && folded_ok "$2.back.folded" ;;
+    callgrind) callgrind_ok "$2" ;;
     esac
 }
 
@@ -203,7 +212,8 @@ done
 # --- render: every format --------------------------------------------------
 O="$W/o"
 mkdir -p "$O"
-for pair in folded:.folded svg:.svg html:.html speedscope:.speedscope.json chrome:.trace.json perf:.perf.txt bspy:.bspy; do
+for pair in folded:.folded svg:.svg html:.html speedscope:.speedscope.json chrome:.trace.json perf:.perf.txt bspy:.bspy \
+    callgrind:.callgrind; do
     fmt=${pair%%:*}
     ext=${pair#*:}
     for input in "$IN/workers.folded" "$DATA/names.folded"; do
@@ -217,12 +227,48 @@ for pair in folded:.folded svg:.svg html:.html speedscope:.speedscope.json chrom
     done
 done
 if [ "$have_bspy" = 1 ]; then
-    for pair in folded:.folded svg:.svg html:.html speedscope:.speedscope.json chrome:.trace.json perf:.perf.txt; do
+    for pair in folded:.folded svg:.svg html:.html speedscope:.speedscope.json chrome:.trace.json perf:.perf.txt \
+        callgrind:.callgrind; do
         fmt=${pair%%:*}
         out="$O/rec${pair#*:}"
         bs render "$IN/fib18.bspy" -o "$out"
         check "render recorded .bspy to $fmt" eval 'rc_is 0 && valid_as "$fmt" "$out"'
     done
+    # What callgrind readers find in a recorded fib(18): fib/1 called 8361
+    # times (8360 of them by itself), and the same total time as the folded
+    # stacks (those are rounded to microseconds per line).
+    bs render "$IN/fib18.bspy" -o "$O/callgrind.out.7" -o "$O/cg.folded"
+    cg_calls() { # FILE CALLER CALLEE: the calls of that edge
+        $PY - "$@" <<'PYEOF'
+import sys
+names = {}
+def name(ref):
+    ident, _, text = ref.partition(")")
+    if text: names[ident] = text[1:]
+    return names[ident]
+fn = cfn = None; calls = 0
+for line in open(sys.argv[1]):
+    line = line.rstrip("\n")
+    if line.startswith("fn="): fn = name(line[3:])
+    elif line.startswith("cfn="): cfn = name(line[4:])
+    elif line.startswith("calls="): calls = int(line[6:].split()[0])
+    elif calls and line[:1].isdigit():
+        if (fn, cfn) == (sys.argv[2], sys.argv[3]): print(calls)
+        calls = 0
+PYEOF
+    }
+    check "callgrind.out.N picks the format; fib/1 calls itself 8360 times" \
+        eval 'rc_is 0 && callgrind_ok "$O/callgrind.out.7" &&
+              [ "$(cg_calls "$O/callgrind.out.7" cli_workload:fib/1 cli_workload:fib/1)" = 8360 ]'
+    if command -v callgrind_annotate >/dev/null 2>&1; then
+        cg_total=$(sed -n 's/^\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' "$O/callgrind.out.7.annotate" | tr -d ,)
+        folded_total=$(awk '{s += $NF} END {print s}' "$O/cg.folded")
+        lines=$(wc -l <"$O/cg.folded")
+        check "callgrind_annotate's total is the folded total" \
+            eval '[ -n "$cg_total" ] && d=$((cg_total / 1000 - folded_total)) && [ ${d#-} -le "$lines" ]'
+    else
+        echo "SKIPPED callgrind_annotate checks: valgrind is not installed"
+    fi
 else
     fail "recorded .bspy input" "beamspy:apply/2 did not write fib18.bspy"
 fi

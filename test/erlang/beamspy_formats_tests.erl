@@ -6,7 +6,7 @@
 
 -define(EXT, [{folded, ".folded"}, {svg, ".svg"}, {html, ".html"},
               {speedscope, ".speedscope.json"}, {chrome, ".trace.json"},
-              {perf, ".perf.txt"}, {bspy, ".bspy"}]).
+              {perf, ".perf.txt"}, {bspy, ".bspy"}, {callgrind, ".callgrind"}]).
 
 every_format_to_a_directory_test() ->
     Dir = bs_test_lib:tmp_dir(),
@@ -39,7 +39,44 @@ check_kind(html, Bin) -> ?assertMatch({match, _}, re:run(Bin, "<html", [caseless
 check_kind(speedscope, Bin) -> ?assertMatch({match, _}, re:run(Bin, "speedscope.app/file-format-schema.json"));
 check_kind(chrome, Bin) -> ?assertMatch({match, _}, re:run(Bin, "\"traceEvents\""));
 check_kind(perf, Bin) -> ?assertMatch({match, _}, re:run(Bin, "cpu-clock:"));
-check_kind(bspy, <<_, _/binary>>) -> ok.
+check_kind(bspy, <<_, _/binary>>) -> ok;
+check_kind(callgrind, Bin) ->
+    ?assertMatch(<<"# callgrind format\n", _/binary>>, Bin),
+    %% fib(10): 177 calls of fib/1, 176 of them from fib/1 itself.
+    ?assertEqual([176], callgrind_calls(Bin, "bs_wl:fib/1", "bs_wl:fib/1")).
+
+%% The call counts of the edge Caller -> Callee, read as callgrind readers
+%% do: "fn=(Id) Name" or "cfn=(Id) Name" names Id once, "(Id)" later.
+callgrind_calls(Bin, Caller, Callee) ->
+    Lines = string:split(binary_to_list(Bin), "\n", all),
+    callgrind_calls(Lines, #{}, none, none, Caller, Callee, []).
+
+callgrind_calls([], _, _, _, _, _, Acc) -> lists:reverse(Acc);
+callgrind_calls(["fn=" ++ Ref | T], Names, _, Cfn, Caller, Callee, Acc) ->
+    {Name, Names1} = callgrind_name(Ref, Names),
+    callgrind_calls(T, Names1, Name, Cfn, Caller, Callee, Acc);
+callgrind_calls(["cfn=" ++ Ref | T], Names, Fn, _, Caller, Callee, Acc) ->
+    {Name, Names1} = callgrind_name(Ref, Names),
+    callgrind_calls(T, Names1, Fn, Name, Caller, Callee, Acc);
+callgrind_calls(["calls=" ++ Calls | T], Names, Caller, Callee, Caller, Callee, Acc) ->
+    [N | _] = string:split(Calls, " "),
+    callgrind_calls(T, Names, Caller, Callee, Caller, Callee, [list_to_integer(N) | Acc]);
+callgrind_calls([_ | T], Names, Fn, Cfn, Caller, Callee, Acc) ->
+    callgrind_calls(T, Names, Fn, Cfn, Caller, Callee, Acc).
+
+callgrind_name(Ref, Names) ->
+    case string:split(Ref, ") ") of
+        [Id, Name] -> {Name, Names#{Id ++ ")" => Name}};
+        [Id] -> {maps:get(Id, Names), Names}
+    end.
+
+valgrind_file_name_picks_callgrind_test() ->
+    Dir = bs_test_lib:tmp_dir(),
+    Path = filename:join(Dir, "callgrind.out.1"),
+    55 = beamspy:apply({bs_wl, fib, [10]}, #{output => Path, quiet => true}),
+    {ok, Bin} = file:read_file(Path),
+    check_kind(callgrind, Bin),
+    bs_test_lib:rm_rf(Dir).
 
 timeline_is_kept_only_when_a_format_needs_it_test() ->
     {ok, #{profile := #{timeline := false}}} = beamspy:profile({bs_wl, fib, [5]}, #{}),
