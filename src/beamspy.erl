@@ -63,6 +63,14 @@
 %%%   recording and writes the files (with labels refreshed every second), so
 %%%   a recording runs to the very end of the VM (`beamspy run' uses it).
 %%%   Default `false'.</li>
+%%% <li>`output_directory', `output_format', `return' — eflambe's names, so
+%%%   that calls written for `eflambe:apply/2' and `eflambe:capture/3' work
+%%%   with the module renamed: `output_directory' is `output' as a
+%%%   directory, `output_format' is `brendan_gregg' (folded), `perf' or
+%%%   `svg', `return => value' is what `apply' does anyway (eflambe's
+%%%   `flamegraph' and `filename' are refused). Refused beside `output' or
+%%%   `formats'. beamspy's `capture/3' waits for the calls (eflambe's
+%%%   returns at once, as `capture_async/3' does).</li>
 %%% </ul>
 %%%
 %%% == Live sessions: profiling a running system ==
@@ -455,6 +463,9 @@ format_error({formats_with_file_output, Out, F, Formats}) ->
          "directory as output to write several formats", [Out, F, Formats]);
 format_error({bad_option, K, V, Expected}) ->
     flat("option ~tw must be ~ts, got ~tw", [K, Expected, V]);
+format_error({conflicting_options, Eflambe, Own}) ->
+    flat("options ~tw (eflambe's name) and ~tw say the same thing: give one of them",
+         [Eflambe, Own]);
 format_error({unknown_option, K, _}) ->
     flat("unknown option ~tw", [K]);
 format_error({bad_options, O}) ->

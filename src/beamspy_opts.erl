@@ -148,10 +148,12 @@ options(List, Kind) when is_list(List) ->
         Map -> options(Map, Kind)
     catch throw:Error -> Error
     end;
-options(Map, Kind) when is_map(Map) ->
-    Given = maps:to_list(Map),
-    try lists:foldl(fun check/2, (defaults(Kind))#{output_given => maps:is_key(output, Map)}, Given) of
-        Opts -> check_combined(Opts, Map)
+options(Map0, Kind) when is_map(Map0) ->
+    try
+        Map = eflambe_names(Map0),
+        Given = maps:to_list(Map),
+        Opts = lists:foldl(fun check/2, (defaults(Kind))#{output_given => maps:is_key(output, Map)}, Given),
+        check_combined(Opts, Map)
     catch throw:Error -> Error
     end;
 options(Other, _) ->
@@ -180,6 +182,46 @@ live_targets(L) when is_list(L), L =/= [] ->
     end;
 live_targets(Other) ->
     {error, {bad_targets, Other}}.
+
+%% eflambe's option names, so that code written for eflambe:apply/2 and
+%% capture/3 works with the module renamed: `output_directory' is `output'
+%% as a directory, `output_format' picks the one format (`brendan_gregg' is
+%% folded stacks; `perf' and `svg' are beamspy's), `return => value' is what
+%% apply/2 does anyway. Given beside beamspy's own name for the same thing,
+%% the two would disagree: refused.
+eflambe_names(Map) ->
+    lists:foldl(fun eflambe_name/2, Map, [output_directory, output_format, return]).
+
+eflambe_name(output_directory, #{output_directory := _, output := _}) ->
+    throw({error, {conflicting_options, output_directory, output}});
+eflambe_name(output_directory, #{output_directory := Dir} = Map) ->
+    case text(Dir) of
+        {ok, B} when B =/= <<>> ->
+            Out = unicode:characters_to_list(B),
+            AsDir = case lists:suffix("/", Out) of
+                        true -> Out;
+                        false -> Out ++ "/"
+                    end,
+            (maps:remove(output_directory, Map))#{output => AsDir};
+        _ -> bad(output_directory, Dir, "a directory (a non-empty string without NUL)")
+    end;
+eflambe_name(output_format, #{output_format := _, formats := _}) ->
+    throw({error, {conflicting_options, output_format, formats}});
+eflambe_name(output_format, #{output_format := F} = Map) ->
+    Format = case F of
+                 brendan_gregg -> folded;
+                 perf -> perf;
+                 svg -> svg;
+                 _ -> bad(output_format, F, "brendan_gregg, perf or svg (eflambe's names)")
+             end,
+    (maps:remove(output_format, Map))#{formats => [Format]};
+eflambe_name(return, #{return := value} = Map) ->
+    maps:remove(return, Map);
+eflambe_name(return, #{return := V}) ->
+    bad(return, V, "value (eflambe's return => flamegraph | filename are not supported: "
+        "use beamspy:profile/2 for the profile, or name the file with output)");
+eflambe_name(_, Map) ->
+    Map.
 
 opt_pair({K, V}) -> {K, V};
 opt_pair(K) when is_atom(K) -> {K, true};

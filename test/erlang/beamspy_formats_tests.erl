@@ -120,3 +120,36 @@ rendering_options_reach_the_svg_test() ->
     ?assertMatch({match, _}, re:run(Bin, "Fib &lt;&amp;&gt; test")),
     ?assertMatch({match, _}, re:run(Bin, "width=\"800\"")),
     bs_test_lib:rm_rf(Dir).
+
+%% eflambe's option names, as code written for eflambe:apply/2 gives them.
+eflambe_option_names_test() ->
+    Dir = bs_test_lib:tmp_dir(),
+    Out = filename:join(Dir, "flames"),
+    55 = beamspy:apply({bs_wl, fib, [10]}, [{output_directory, Out}, {output_format, brendan_gregg},
+                                            {return, value}, quiet]),
+    [Folded] = bs_test_lib:list_dir(Out),
+    ?assert(lists:suffix(".folded", Folded)),
+    {ok, Bin} = file:read_file(filename:join(Out, Folded)),
+    check_kind(folded, Bin),
+    55 = beamspy:apply({bs_wl, fib, [10]}, #{output_directory => Out ++ "/svg.d", output_format => svg,
+                                             quiet => true}),
+    [Svg] = bs_test_lib:list_dir(Out ++ "/svg.d"),
+    ?assert(lists:suffix(".svg", Svg)),
+    55 = beamspy:apply({bs_wl, fib, [10]}, #{output_directory => Out ++ "/perf", output_format => perf,
+                                             quiet => true}),
+    [Perf] = bs_test_lib:list_dir(Out ++ "/perf"),
+    ?assert(lists:suffix(".perf.txt", Perf)),
+    %% Both names of one thing, an unknown eflambe format, and eflambe's
+    %% other return values are refused before anything runs.
+    {error, {conflicting_options, output_directory, output}} =
+        beamspy:check({bs_wl, fib, [1]}, #{output_directory => Out, output => Out}),
+    {error, {conflicting_options, output_format, formats}} =
+        beamspy:check({bs_wl, fib, [1]}, #{output_format => svg, formats => [svg]}),
+    {error, {bad_option, output_format, plain, _}} =
+        beamspy:check({bs_wl, fib, [1]}, #{output_format => plain}),
+    {error, {bad_option, return, filename, _} = Why} =
+        beamspy:check({bs_wl, fib, [1]}, #{return => filename}),
+    ?assertMatch({match, _}, re:run(beamspy:format_error(Why), "profile/2")),
+    ?assertMatch({match, _}, re:run(beamspy:format_error({conflicting_options, output_format, formats}),
+                                    "eflambe")),
+    bs_test_lib:rm_rf(Dir).
