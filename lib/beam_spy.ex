@@ -415,6 +415,29 @@ defmodule BeamSpy do
   end
 
   @doc """
+  Delivers beamspy's Erlang modules and NIF over distribution to `node`,
+  which needs nothing installed, so that beamspy runs there through `:erpc`
+  (from a Livebook notebook attached to a production node, for example).
+  The node must run this node's OTP release on the same architecture and
+  word size; the NIF is written to a private directory under the node's
+  TMPDIR, loaded and deleted at once. See `:beamspy.load/2`.
+
+      {:ok, _} = BeamSpy.load(:"app@host")
+      {:ok, %{result: {:return, [1, 2, 3]}}} =
+        :erpc.call(:"app@host", :beamspy, :profile, [{Enum, :sort, [[3, 1, 2]]}, %{}])
+      {:ok, _} = BeamSpy.unload(:"app@host")
+  """
+  @spec load(node(), timeout()) :: {:ok, map()} | {:error, term()}
+  def load(node, timeout \\ 30_000), do: :beamspy.load(node, timeout)
+
+  @doc """
+  Removes from `node` what `load/2` loaded there (refused while a recording
+  runs there). See `:beamspy.unload/2`.
+  """
+  @spec unload(node(), timeout()) :: {:ok, map()} | {:error, term()}
+  def unload(node, timeout \\ 30_000), do: :beamspy.unload(node, timeout)
+
+  @doc """
   What BeamSpy is recording on this node right now: one map per session
   (owner, caller, targets, start time, limits, events so far, memory).
 

@@ -189,6 +189,7 @@
 -export([capture/3, capture_async/3]).
 -export([start/2, stop/1, stop/2, trace/3, sessions/0]).
 -export([sequence/2]).
+-export([load/1, load/2, unload/1, unload/2]).
 
 -type format() :: folded | svg | html | speedscope | chrome | perf | bspy | callgrind.
 -type target() :: beamspy_opts:target().
@@ -513,6 +514,28 @@ format_error({node_failed, Node, Why}) ->
     flat("could not start a seq_trace collector on ~tw: ~tw", [Node, Why]);
 format_error({cannot_load, Node, Why}) ->
     flat("could not load beamspy_seq onto ~tw: ~tw", [Node, Why]);
+format_error({nodedown, Node}) ->
+    flat("node ~tw cannot be reached (is it up, with the same cookie?)", [Node]);
+format_error({timeout, Node}) ->
+    flat("node ~tw did not answer in time", [Node]);
+format_error({incompatible_node, Node, There, Here}) ->
+    flat("node ~tw runs ~ts but this beamspy was built for ~ts: its NIF cannot be loaded there "
+         "(load beamspy from a node of that release and architecture)", [Node, There, Here]);
+format_error({no_object_code, M}) ->
+    flat("the object code of ~tw is not in the code path of this node", [M]);
+format_error({no_nif_library, Path, Why}) ->
+    flat("cannot read beamspy's NIF library ~ts: ~ts", [Path, file:format_error(Why)]);
+format_error({remote_file, Node, Path, Why}) ->
+    flat("on ~tw, ~ts: ~ts", [Node, Path, file:format_error(Why)]);
+format_error({remote_load, Node, M, Why}) ->
+    flat("on ~tw, module ~tw did not load: ~tw", [Node, M, Why]);
+format_error({remote_call, Node, {M, F, A}, {Class, Reason}}) ->
+    flat("on ~tw, ~tw:~tw/~w failed: ~tw:~tw", [Node, M, F, A, Class, Reason]);
+format_error({nothing_loaded, Node}) ->
+    flat("beamspy:load/1 loaded nothing onto ~tw (or it was unloaded already)", [Node]);
+format_error({sessions_running, Node, N}) ->
+    flat("~w beamspy recording~s still running on ~tw: stop ~s first (beamspy:stop/1), "
+         "then unload", [N, plural(N), Node, case N of 1 -> "it"; _ -> "them" end]);
 format_error(Other) ->
     flat("~tw", [Other]).
 
@@ -757,6 +780,47 @@ trace(Targets, Duration, Opts0) when is_integer(Duration), Duration > 0, Duratio
     end;
 trace(_, Duration, _) ->
     {error, {bad_option, duration, Duration, "a positive number of milliseconds"}}.
+
+%% @equiv load(Node, 30000)
+-spec load(node()) -> {ok, #{loaded := [module()], kept := [module()]}} | {error, term()}.
+load(Node) ->
+    load(Node, 30000).
+
+%% @doc Delivers beamspy's Erlang modules and its NIF over distribution to
+%% Node, which needs nothing installed, so that beamspy runs there through
+%% `erpc' (from a notebook, for example). Node must run this node's OTP
+%% release on the same architecture and word size (the NIF is native
+%% code). The NIF library is written to a private directory under the
+%% node's TMPDIR, loaded, and deleted at once. Modules the node already has
+%% in this version are kept. Returns the modules loaded and those kept;
+%% {@link unload/1} removes them again. Timeout bounds each remote call.
+%%
+%% ```
+%% 1> {ok, _} = beamspy:load('app@host').
+%% 2> {ok, #{result := {return, [1, 2, 3]}}} =
+%% 2>     erpc:call('app@host', beamspy, profile, [{lists, sort, [[3, 1, 2]]}, #{}]).
+%% 3> {ok, _} = beamspy:unload('app@host').
+%% '''
+-spec load(node(), timeout()) -> {ok, #{loaded := [module()], kept := [module()]}} | {error, term()}.
+load(Node, Timeout) ->
+    beamspy_remote:load(Node, Timeout).
+
+%% @equiv unload(Node, 30000)
+-spec unload(node()) -> {ok, #{unloaded := [module()], deferred := boolean()}} | {error, term()}.
+unload(Node) ->
+    unload(Node, 30000).
+
+%% @doc Removes from Node what {@link load/1} loaded, and reloads the node's
+%% own version of a module it replaced. Refused while a recording runs
+%% there (`sessions_running': stop it first); deferred to the end of a
+%% command-line job still using the code (`deferred => true').
+%%
+%% ```
+%% 1> {ok, #{unloaded := [beamspy | _]}} = beamspy:unload('app@host').
+%% '''
+-spec unload(node(), timeout()) -> {ok, #{unloaded := [module()], deferred := boolean()}} | {error, term()}.
+unload(Node, Timeout) ->
+    beamspy_remote:unload(Node, Timeout).
 
 %% @doc What beamspy is recording on this node right now, one map per
 %% session (an `apply' in progress included): `session' (the handle, or

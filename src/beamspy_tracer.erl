@@ -14,6 +14,7 @@
          session_info/1, session_profile/2, session_write/4]).
 -export([seq_write/3]).
 -export([check_pattern/1]).
+-export([nif_file/0]).
 
 -on_load(init/0).
 
@@ -38,6 +39,11 @@ nif_path() ->
                _ -> installed_priv_dir()
            end,
     filename:join(Priv, "beamspy_nif").
+
+%% @doc The NIF library file this module loads (or would load).
+-spec nif_file() -> file:filename().
+nif_file() ->
+    nif_path() ++ ".so".
 
 installed_priv_dir() ->
     case code:priv_dir(beamspy) of

@@ -1,0 +1,182 @@
+%%% beamspy_remote — beamspy's modules and NIF onto a node that has none
+%%% (from the caller's own copy, over distribution), and off it again.
+%%%
+%%% What a notebook attached to a production node needs: load/2 makes
+%%% `erpc:call(Node, beamspy, profile, [...])' work on a node where nothing
+%%% of beamspy is installed, unload/2 leaves the node as it was. The same
+%%% checks as the command-line tool's: the node's OTP release, architecture
+%%% and word size must be this node's (the NIF is native code built for
+%%% them). The NIF library is written to a private directory (mode 0700)
+%%% under the node's TMPDIR, loaded from there, and the file and directory
+%%% are deleted at once: nothing of beamspy stays on the node's disk.
+%%% Modules the node already has in the same version are kept and left
+%%% alone; a different version of its own is replaced and reloaded from its
+%%% file by unload/2. What was loaded is noted on the node itself (the
+%%% `beamspy' application environment, key `delivered'), so any node may
+%%% unload it later.
+-module(beamspy_remote).
+
+-export([load/2, unload/2]).
+
+-define(ENV, delivered).
+
+%% @doc Loads beamspy onto Node. Returns `{ok, #{loaded := [module()],
+%% kept := [module()]}}' (modules loaded now, modules the node had in this
+%% version already) or `{error, Reason}' ({@link beamspy:format_error/1}
+%% explains it).
+%%
+%% ```
+%% 1> {ok, #{loaded := [_ | _]}} = beamspy_remote:load('app@host', 30000).
+%% '''
+-spec load(node(), timeout()) -> {ok, #{loaded := [module()], kept := [module()]}} | {error, term()}.
+load(Node, Timeout) ->
+    try
+        check_node(Node, Timeout),
+        Code = [object_code(M) || M <- modules()],
+        {Same, Load} = lists:partition(fun({M, Bin, _}) -> same_version(Node, M, Bin, Timeout) end, Code),
+        Own = [M || {M, _, _} <- Load, own_file(Node, M, Timeout)],
+        ok = deliver(Node, Load, Timeout),
+        #{loaded := Before, reload := Reload} = delivered(Node, Timeout),
+        Loaded = [M || {M, _, _} <- Load],
+        ok = rpc(Node, application, set_env,
+                 [beamspy, ?ENV, #{loaded => lists:usort(Before ++ Loaded),
+                                   reload => lists:usort(Reload ++ Own)}], Timeout),
+        {ok, #{loaded => Loaded, kept => [M || {M, _, _} <- Same]}}
+    catch
+        throw:{error, _} = Error -> Error
+    end.
+
+%% @doc Removes from Node what {@link load/2} loaded there, and reloads the
+%% node's own version of a module it replaced. A recording still running
+%% on the node is not cut short: `{error, {sessions_running, Node, N}}'
+%% (stop them first). A command-line job still using the code defers the
+%% unloading to its end (`deferred => true').
+%%
+%% ```
+%% 1> {ok, #{unloaded := [_ | _]}} = beamspy_remote:unload('app@host', 30000).
+%% '''
+-spec unload(node(), timeout()) -> {ok, #{unloaded := [module()], deferred := boolean()}} | {error, term()}.
+unload(Node, Timeout) ->
+    try
+        #{loaded := Loaded, reload := Reload} = delivered(Node, Timeout),
+        case Loaded of
+            [] -> throw({error, {nothing_loaded, Node}});
+            _ -> ok
+        end,
+        case [S || #{recording := true} = S <- rpc(Node, beamspy, sessions, [], Timeout)] of
+            [] -> ok;
+            Running -> throw({error, {sessions_running, Node, length(Running)}})
+        end,
+        Deferred = case rpc(Node, beamspy_agent, release, [Loaded], Timeout) of
+                       now -> ok = rpc(Node, beamspy_agent, unload, [Loaded], Timeout), false;
+                       deferred -> true
+                   end,
+        _ = [rpc(Node, code, load_file, [M], Timeout) || not Deferred, M <- Reload],
+        ok = rpc(Node, application, unset_env, [beamspy, ?ENV], Timeout),
+        {ok, #{unloaded => Loaded, deferred => Deferred}}
+    catch
+        throw:{error, _} = Error -> Error
+    end.
+
+%%% ---------------------------------------------------------------------
+
+%% beamspy's Erlang modules, from the directory this module was loaded
+%% from (Elixir's BeamSpy needs Elixir on the node: not delivered).
+modules() ->
+    Ebin = filename:dirname(code:which(?MODULE)),
+    lists:sort([list_to_atom(filename:basename(F, ".beam"))
+                || F <- filelib:wildcard(filename:join(Ebin, "beamspy*.beam"))]).
+
+object_code(M) ->
+    case code:get_object_code(M) of
+        {M, Bin, File} -> {M, Bin, File};
+        error -> throw({error, {no_object_code, M}})
+    end.
+
+check_node(Node, Timeout) ->
+    case net_adm:ping(Node) of
+        pong -> ok;
+        pang -> throw({error, {nodedown, Node}})
+    end,
+    Items = [otp_release, system_architecture, {wordsize, external}],
+    Here = [erlang:system_info(I) || I <- Items],
+    There = [rpc(Node, erlang, system_info, [I], Timeout) || I <- Items],
+    case There of
+        Here -> ok;
+        _ -> throw({error, {incompatible_node, Node, describe(There), describe(Here)}})
+    end.
+
+describe([Release, Arch, Words]) ->
+    lists:flatten(io_lib:format("OTP ~ts on ~ts (~w-bit)", [Release, Arch, Words * 8])).
+
+same_version(Node, M, Bin, Timeout) ->
+    case rpc(Node, code, is_loaded, [M], Timeout) of
+        false -> false;
+        {file, _} ->
+            {ok, {M, Md5}} = beam_lib:md5(Bin),
+            rpc(Node, erlang, get_module_info, [M, md5], Timeout) =:= Md5
+    end.
+
+%% The node runs its own version of M, loaded from a file: put back by unload.
+own_file(Node, M, Timeout) ->
+    case rpc(Node, code, is_loaded, [M], Timeout) of
+        {file, Path} when is_list(Path) -> true;
+        _ -> false
+    end.
+
+delivered(Node, Timeout) ->
+    case rpc(Node, application, get_env, [beamspy, ?ENV], Timeout) of
+        {ok, #{loaded := L, reload := R}} -> #{loaded => L, reload => R};
+        _ -> #{loaded => [], reload => []}
+    end.
+
+deliver(_, [], _) ->
+    ok;
+deliver(Node, Code, Timeout) ->
+    {ok, Nif} = case file:read_file(beamspy_tracer:nif_file()) of
+                    {ok, _} = Ok -> Ok;
+                    {error, Why} -> throw({error, {no_nif_library, beamspy_tracer:nif_file(), Why}})
+                end,
+    Tmp = rpc(Node, os, getenv, ["TMPDIR", "/tmp"], Timeout),
+    Dir = filename:join(Tmp, "beamspy-nif-" ++ integer_to_list(erlang:unique_integer([positive]))
+                        ++ "-" ++ integer_to_list(rand:uniform(1 bsl 30))),
+    Lib = filename:join(Dir, "beamspy_nif.so"),
+    case rpc(Node, file, make_dir, [Dir], Timeout) of
+        ok -> ok;
+        {error, Why1} -> throw({error, {remote_file, Node, Dir, Why1}})
+    end,
+    try
+        ok = remote_file_ok(Node, Dir, rpc(Node, file, change_mode, [Dir, 8#700], Timeout)),
+        ok = remote_file_ok(Node, Lib, rpc(Node, file, write_file, [Lib, Nif], Timeout)),
+        ok = rpc(Node, application, set_env, [beamspy, nif_dir, Dir], Timeout),
+        %% beamspy_tracer loads the NIF when it is loaded (on_load): last.
+        {Tracer, Others} = lists:partition(fun({M, _, _}) -> M =:= beamspy_tracer end, Code),
+        [load_binary(Node, C, Timeout) || C <- Others ++ Tracer],
+        ok
+    after
+        _ = rpc_quiet(Node, file, delete, [Lib], Timeout),
+        _ = rpc_quiet(Node, file, del_dir, [Dir], Timeout),
+        _ = rpc_quiet(Node, application, unset_env, [beamspy, nif_dir], Timeout)
+    end.
+
+remote_file_ok(_, _, ok) -> ok;
+remote_file_ok(Node, Path, {error, Why}) -> throw({error, {remote_file, Node, Path, Why}}).
+
+load_binary(Node, {M, Bin, File}, Timeout) ->
+    case rpc(Node, code, load_binary, [M, File, Bin], Timeout) of
+        {module, M} -> ok;
+        {error, Why} -> throw({error, {remote_load, Node, M, Why}})
+    end.
+
+rpc(Node, M, F, A, Timeout) ->
+    try erpc:call(Node, M, F, A, Timeout)
+    catch
+        error:{erpc, noconnection} -> throw({error, {nodedown, Node}});
+        error:{erpc, timeout} -> throw({error, {timeout, Node}});
+        Class:Reason -> throw({error, {remote_call, Node, {M, F, length(A)}, {Class, Reason}}})
+    end.
+
+rpc_quiet(Node, M, F, A, Timeout) ->
+    try rpc(Node, M, F, A, Timeout)
+    catch throw:_ -> error
+    end.
