@@ -32,7 +32,7 @@ ASSET_HDRS  := $(addsuffix .h,$(ASSETS))
 
 ERL_SRC     := $(wildcard src/*.erl)
 ERL_BEAMS   := $(patsubst src/%.erl,ebin/%.beam,$(ERL_SRC))
-EX_SRC      := $(wildcard lib/*.ex)
+EX_SRC      := $(wildcard lib/*.ex lib/mix/tasks/*.ex)
 
 NIF_SO      := priv/beamspy_nif.so
 CLI_BIN     := bin/beamspy

@@ -46,6 +46,27 @@ EX
         grep -q ';Consumer.fib/1;Consumer.fib/1 ' fib.folded
     ) > "$work/mix.log" 2>&1
     if [ $? -eq 0 ]; then report mix-path-dependency ok; else report mix-path-dependency FAILED "$work/mix.log"; fi
+    # mix profile.beamspy, as mix profile.eprof is used: an expression, a
+    # script with arguments, the default HTML output, a bad option.
+    cat > "$app/fib_script.exs" <<'EXS'
+[n] = System.argv()
+Consumer.fib(String.to_integer(n))
+EXS
+    (
+        cd "$app" &&
+        MIX_ENV=dev mix profile.beamspy -e "Consumer.fib(12)" -o task.folded > task.out &&
+        grep -q '^beamspy: wrote task.folded' task.out &&
+        grep -q ';Consumer.fib/1;Consumer.fib/1;Consumer.fib/1 ' task.folded &&
+        MIX_ENV=dev mix profile.beamspy --no-warmup -o script.svg fib_script.exs 11 &&
+        grep -q 'Consumer.fib/1' script.svg &&
+        MIX_ENV=dev mix profile.beamspy -e "Consumer.fib(5)" > out &&
+        ls beamspy-*.html > /dev/null && grep -q '^beamspy: wrote ./beamspy-.*\.html' out &&
+        ! MIX_ENV=dev mix profile.beamspy -e "Consumer.fib(5)" --names klingon 2> err &&
+        grep -q -- '--names must be one of erlang, elixir' err &&
+        ! MIX_ENV=dev mix profile.beamspy -e "Consumer.fib(5)" --max-events 0 2> err &&
+        grep -q 'max_events must be infinity or a positive integer' err
+    ) > "$work/mix-task.log" 2>&1
+    if [ $? -eq 0 ]; then report mix-profile-task ok; else report mix-profile-task FAILED "$work/mix-task.log"; fi
 }
 
 check_rebar3() {
