@@ -73,6 +73,9 @@ defmodule BeamSpy do
       `:erlang` (`'Elixir.MyApp.Worker':run/2`, `lists:sort/1`). Default
       `:elixir`.
     * `:quiet` — do not print where the files were written. Default `false`.
+    * `:open` — `run/2`: open the HTML (else SVG) written in the browser
+      (`$BROWSER`, else `xdg-open` with a display, `open` on macOS); with
+      none, say on standard error where the file is. Default `false`.
 
   Bad options or a target that cannot be called raise an `ArgumentError`
   before anything runs.

@@ -50,6 +50,10 @@
 %%%   ended the recording early (which limit, after how long, how much was
 %%%   recorded, and the option that raises it), a file that could not be
 %%%   written.</li>
+%%% <li>`open' — `apply': open the HTML (else SVG) written in the browser
+%%%   ($BROWSER, else `xdg-open' with a display, `open' on macOS); where
+%%%   there is none, say on standard error where the file is. Default
+%%%   `false'.</li>
 %%% <li>`include', `exclude' — keep only the stacks with a frame that
 %%%   matches, or drop them: POSIX extended regular expressions (as the
 %%%   writers match them; PCRE forms such as `(?i)' are refused up
@@ -230,6 +234,7 @@ apply(Target, Opts) ->
             beamspy_report:written(Files, Settings),
             beamspy_report:errors(Errors),
             beamspy_report:limit(Reply, maps:merge(report_options(Reply), Settings)),
+            _ = [beamspy_open:files(Files) || maps:get(open, Settings)],
             return(Outcome);
         {error, Reason} ->
             erlang:error({beamspy, Reason}, [Target, Opts])

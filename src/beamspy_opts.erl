@@ -23,6 +23,7 @@
                      max_duration := infinity | pos_integer(),
                      names := erlang | elixir,
                      quiet := boolean(),
+                     open := boolean(),
                      timeline := auto | false | pos_integer(),
                      title => unicode:chardata(),
                      subtitle => unicode:chardata(),
@@ -73,6 +74,7 @@ defaults() ->
       max_duration => infinity,
       names => erlang,
       quiet => false,
+      open => false,
       timeline => auto,
       inverted => false,
       flamechart => false,
@@ -245,7 +247,7 @@ check({formats, V}, Acc) when is_list(V), V =/= [] ->
 check({formats, V}, _) -> bad(formats, V, "a non-empty list of formats");
 %% capture/3's merge takes both (per call and merged) besides true and false.
 check({merge, both}, Acc) -> Acc#{merge => both};
-check({K, V}, Acc) when K =:= children; K =:= sleep; K =:= gc; K =:= quiet;
+check({K, V}, Acc) when K =:= children; K =:= sleep; K =:= gc; K =:= quiet; K =:= open;
                         K =:= inverted; K =:= flamechart; K =:= drop_sleep; K =:= merge ->
     case is_boolean(V) of
         true -> Acc#{K => V};

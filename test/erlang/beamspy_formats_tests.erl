@@ -153,3 +153,47 @@ eflambe_option_names_test() ->
     ?assertMatch({match, _}, re:run(beamspy:format_error({conflicting_options, output_format, formats}),
                                     "eflambe")),
     bs_test_lib:rm_rf(Dir).
+
+%% open => true: the HTML written goes to $BROWSER (here a script that
+%% notes its argument); with nothing to open it with, standard error says
+%% where the file is.
+open_option_test() ->
+    Dir = bs_test_lib:tmp_dir(),
+    ok = filelib:ensure_path(Dir),
+    Noted = filename:join(Dir, "opened"),
+    Browser = filename:join(Dir, "browser.sh"),
+    ok = file:write_file(Browser, "#!/bin/sh\necho \"$1\" > \"$(dirname \"$0\")/opened.tmp\" && "
+                                  "mv \"$(dirname \"$0\")/opened.tmp\" \"$(dirname \"$0\")/opened\"\n"),
+    ok = file:change_mode(Browser, 8#755),
+    Html = filename:join(Dir, "fib.html"),
+    Old = os:getenv("BROWSER"),
+    os:putenv("BROWSER", Browser),
+    try
+        55 = beamspy:apply({bs_wl, fib, [10]}, #{output => Html, open => true, quiet => true}),
+        wait_for_file(Noted, 1500),
+        {ok, Got} = file:read_file(Noted),
+        ?assertEqual(filename:absname(Html) ++ "\n", binary_to_list(Got))
+    after
+        case Old of
+            false -> os:unsetenv("BROWSER");
+            _ -> os:putenv("BROWSER", Old)
+        end
+    end,
+    %% No browser, no display: said on standard error, in a VM of its own
+    %% (standard error is not the group leader eunit captures).
+    Erl = os:find_executable("erl"),
+    Ebin = filename:dirname(code:which(beamspy)),
+    Out = os:cmd("env -u BROWSER -u DISPLAY -u WAYLAND_DISPLAY " ++ Erl ++ " -noshell -pa " ++ Ebin
+                 ++ " -eval 'beamspy_open:files([\"" ++ Html ++ "\", \"x.folded\"]), "
+                 "beamspy_open:files([\"x.folded\"]), halt().' 2>&1"),
+    ?assertMatch({match, _}, re:run(Out, "no display here .*: open file://" ++ Html ++ " in a browser")),
+    ?assertMatch({match, _}, re:run(Out, "no HTML or SVG among the files written")),
+    {error, {bad_option, open, 1, _}} = beamspy:check({bs_wl, fib, [1]}, #{open => 1}),
+    bs_test_lib:rm_rf(Dir).
+
+wait_for_file(Path, 0) -> ?assert(filelib:is_regular(Path));
+wait_for_file(Path, N) ->
+    case filelib:is_regular(Path) of
+        true -> ok;
+        false -> timer:sleep(20), wait_for_file(Path, N - 1)
+    end.

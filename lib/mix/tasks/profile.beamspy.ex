@@ -41,6 +41,9 @@ defmodule Mix.Tasks.Profile.Beamspy do
       as the options of `BeamSpy.run/2`
     * `--max-events`, `--max-memory`, `--max-duration` - limits (a limit
       that stops the recording early is said on standard error)
+    * `--open` - opens the HTML (else SVG) written in the browser
+      (`$BROWSER`, else `xdg-open` with a display); without one, says where
+      the file is
     * `--no-warmup` - skips the warmup run before profiling
     * `--no-compile` - does not compile even if files require compilation
     * `--no-deps-check` - does not check dependencies
@@ -72,6 +75,7 @@ defmodule Mix.Tasks.Profile.Beamspy do
     max_events: :integer,
     max_memory: :integer,
     max_duration: :integer,
+    open: :boolean,
     warmup: :boolean,
     compile: :boolean,
     deps_check: :boolean,
@@ -151,7 +155,7 @@ defmodule Mix.Tasks.Profile.Beamspy do
       end
 
     Enum.reduce(opts, base ++ [names: :elixir], fn
-      {k, v}, acc when k in [:sleep, :gc, :drop_sleep, :children, :merge, :flamechart, :inverted] ->
+      {k, v}, acc when k in [:sleep, :gc, :drop_sleep, :children, :merge, :flamechart, :inverted, :open] ->
         Keyword.put(acc, k, v)
 
       {:timeline, v}, acc ->
