@@ -321,8 +321,18 @@ seq_call(#{job := #{seen := Seen, calls := N, mfa := MFA} = Job} = S) ->
 
 %% The tool is gone: stop everything, remove what was set, leave no trace.
 abandon(#{unload := Modules} = S) ->
-    _ = try end_job(S) catch _:_ -> failed end,
+    _ = try discard_job(S) catch _:_ -> failed end,
     unload_when_last(Modules).
+
+%% Ends the job for nobody: a recording is stopped without encoding its
+%% profile (no work for the node on behalf of a tool that is gone).
+discard_job(#{job := #{session := Session}}) ->
+    case beamspy_session:owner(Session) of
+        {ok, Owner} -> beamspy_session:finish(Owner, #{encode => false});
+        error -> ok
+    end;
+discard_job(S) ->
+    end_job(S).
 
 %% A limit stopped the recording: noted with what was recorded by then (a
 %% limit trips once; the figures stay as they were at the stop).

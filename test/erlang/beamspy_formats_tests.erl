@@ -136,6 +136,11 @@ start_encoded_test() ->
         55 = bs_wl:fib(10),
         receive {beamspy, S2, {stopped, max_events, []}} -> ok after 30000 -> error(no_limit) end,
         {ok, #{truncated := max_events, encoded := [{folded, {ok, <<_, _/binary>>}}]}} = beamspy:stop(S2, #{}),
+        %% finished for nobody (the agent's tool is gone): not encoded
+        {ok, S3} = beamspy:start_encoded(self(), #{}, [bspy]),
+        {ok, Owner} = beamspy_session:owner(S3),
+        {ok, Reply} = beamspy_session:finish(Owner, #{encode => false}),
+        ?assertNot(maps:is_key(encoded, Reply)),
         ?assertEqual([], bs_test_lib:list_dir(Dir))
     after
         ok = file:set_cwd(Cwd)
