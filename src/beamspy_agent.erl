@@ -108,7 +108,7 @@ arm(Job) ->
 %% calls it captured). Nothing of the job is left on the node's disk.
 %%
 %% ```
-%% 1> {ok, #{format := bspy, data := <<"BSPY", _/binary>>}} = beamspy_agent:finish(Job, 60000).
+%% 1> {ok, #{format := bspy, data := <<16#89, "BSPY", _/binary>>}} = beamspy_agent:finish(Job, 60000).
 %% '''
 -spec finish(job(), timeout()) -> {ok, map()} | {error, term()}.
 finish(Job, Timeout) ->
