@@ -194,6 +194,8 @@
 -export([start/2, stop/1, stop/2, trace/3, sessions/0]).
 -export([sequence/2]).
 -export([load/1, load/2, unload/1, unload/2]).
+%% Internal: for beamspy_agent (jobs on a node return profiles as data).
+-export([start_encoded/3, capture_encoded/4]).
 
 -type format() :: folded | svg | html | speedscope | chrome | perf | bspy | callgrind.
 -type target() :: beamspy_opts:target().
@@ -320,12 +322,55 @@ capture(MFA, N, Opts) ->
 %% is printed.
 -spec capture_async(mfa(), pos_integer(), map() | list()) -> {ok, reference()} | {error, term()}.
 capture_async(MFA, N, Opts) ->
-    case start_capture(MFA, N, Opts, false) of
+    case start_capture(MFA, N, Opts, false, files) of
         {ok, Ref, _Owner} -> {ok, Ref};
         {error, _} = Error -> Error
     end.
 
-start_capture(MFA, N, Opts0, Report) when is_integer(N), N > 0 ->
+%% @private
+%% @doc {@link capture_async/3} that writes no file: the result is
+%% `{ok, #{calls => K, outputs => [{merged | {call, K}, Format, Binary}]}}',
+%% each profile in each of Formats encoded in memory by the NIF (the bytes
+%% its file would hold). For beamspy_agent: a job on a node writes nothing
+%% there.
+-spec capture_encoded(mfa(), pos_integer(), map() | list(), [format()]) ->
+          {ok, reference()} | {error, term()}.
+capture_encoded(MFA, N, Opts, Formats) ->
+    case check_encode(Formats) of
+        ok ->
+            case start_capture(MFA, N, Opts, false, Formats) of
+                {ok, Ref, _Owner} -> {ok, Ref};
+                {error, _} = Error -> Error
+            end;
+        {error, _} = Error -> Error
+    end.
+
+%% Formats to encode in memory: a non-empty list of known formats.
+check_encode([_ | _] = Formats) ->
+    case [F || F <- Formats, not lists:member(F, beamspy_opts:formats())] of
+        [] -> ok;
+        Bad -> {error, {bad_option, encode, Bad, "formats beamspy writes"}}
+    end;
+check_encode(Other) ->
+    {error, {bad_option, encode, Other, "a non-empty list of formats"}}.
+
+%% Outputs of a session: files, or none when its profile is encoded in
+%% memory (Formats); the NIF's options still follow the formats asked.
+outputs_for(Opts, Label, files) ->
+    case beamspy_opts:outputs(Opts, Label) of
+        {ok, Outputs} -> {ok, Outputs, Outputs};
+        {error, _} = Error -> Error
+    end;
+outputs_for(_Opts, _Label, Formats) ->
+    {ok, [], [{F, memory} || F <- Formats]}.
+
+with_encode(Start, files) -> Start;
+with_encode(Start, Formats) -> Start#{encode => Formats}.
+
+start_capture(MFA, N, Opts, Report) ->
+    start_capture(MFA, N, Opts, Report, files).
+
+start_capture(MFA, N, Opts0, Report, Encode) when is_integer(N), N > 0 ->
     Defaults = #{timeout => 30000, merge => both},
     case {beamspy_capture:check_function(MFA), beamspy_opts:options(Opts0)} of
         {ok, {ok, Opts1}} ->
@@ -333,9 +378,9 @@ start_capture(MFA, N, Opts0, Report) when is_integer(N), N > 0 ->
             Full = maps:merge(Opts1, Opts),
             {M, F, A} = MFA,
             Label = lists:flatten(io_lib:format("~tw_~tw_~w", [M, F, A])),
-            case beamspy_opts:outputs(Full, Label) of
-                {ok, Outputs} ->
-                    Start = #{nif => beamspy_opts:nif_options(Full, Outputs),
+            case outputs_for(Full, Label, Encode) of
+                {ok, Outputs, Formats} ->
+                    Start0 = #{nif => beamspy_opts:nif_options(Full, Formats),
                               outputs => Outputs,
                               write => write_meta(Full, io_lib:format("beamspy:capture(~tw:~tw/~w)", [M, F, A])),
                               timeout => maps:get(timeout, Full), merge => maps:get(merge, Full),
@@ -343,6 +388,7 @@ start_capture(MFA, N, Opts0, Report) when is_integer(N), N > 0 ->
                               pids => maps:get(pids, Full, all),
                               report => Report orelse maps:get(report_limit, Full, false),
                               limits => limits(Full)},
+                    Start = with_encode(Start0, Encode),
                     %% If the owner dies, its watchdog tells the caller.
                     beamspy_capture:start(self(), MFA, N, Start);
                 {error, _} = Error ->
@@ -351,7 +397,7 @@ start_capture(MFA, N, Opts0, Report) when is_integer(N), N > 0 ->
         {{error, _} = Error, _} -> Error;
         {ok, {error, _} = Error} -> Error
     end;
-start_capture(_MFA, N, _Opts, _Report) ->
+start_capture(_MFA, N, _Opts, _Report, _Encode) ->
     {error, {bad_option, calls, N, "a positive integer"}}.
 
 given(Opts) when is_map(Opts) -> Opts;
@@ -685,10 +731,27 @@ label(Fun) ->
 %% '''
 -spec start(live_target(), map() | list()) -> {ok, session()} | {error, term()}.
 start(Targets, Opts0) ->
+    start_live(Targets, Opts0, files).
+
+%% @private
+%% @doc {@link start/2} for a session that writes no file, not even when a
+%% limit trips or its caller dies: {@link stop/2} returns its profile in
+%% each of Formats, encoded in memory by the NIF (the bytes its file would
+%% hold), as `encoded => [{Format, {ok, Binary} | {error, Reason}}]'. For
+%% beamspy_agent: a job on a node writes nothing there.
+-spec start_encoded(live_target(), map() | list(), [format()]) -> {ok, session()} | {error, term()}.
+start_encoded(Targets, Opts0, Formats) ->
+    case check_encode(Formats) of
+        ok -> start_live(Targets, Opts0, Formats);
+        {error, _} = Error -> Error
+    end.
+
+start_live(Targets, Opts0, Encode) ->
     case {beamspy_opts:live_targets(Targets), beamspy_opts:options(Opts0, live)} of
         {{ok, Norm}, {ok, Opts}} ->
-            case beamspy_opts:outputs(Opts, live_label(Targets)) of
-                {ok, Outputs} -> start_live(Targets, Norm, Opts, Outputs, explicit_output(Opts0));
+            case outputs_for(Opts, live_label(Targets), Encode) of
+                {ok, Outputs, Formats} ->
+                    start_live(Targets, Norm, Opts, {Outputs, Formats, Encode}, explicit_output(Opts0));
                 {error, _} = Error -> Error
             end;
         {{error, _} = Error, _} -> Error;
@@ -847,8 +910,8 @@ sessions() ->
                             end
                     end, beamspy_session:owners()).
 
-start_live(Targets, Norm, Opts, Outputs, Explicit) ->
-    Start = #{nif => beamspy_opts:nif_options(Opts, Outputs),
+start_live(Targets, Norm, Opts, {Outputs, Formats, Encode}, Explicit) ->
+    Start0 = #{nif => beamspy_opts:nif_options(Opts, Formats),
               outputs => Outputs,
               write => write_meta(Opts, io_lib:format("beamspy:start(~0tp)", [Targets])),
               max_duration => maps:get(max_duration, Opts),
@@ -857,7 +920,7 @@ start_live(Targets, Norm, Opts, Outputs, Explicit) ->
               flags => trace_flags(Opts),
               explicit_output => Explicit,
               description => Targets},
-    beamspy_session:start_live(self(), Start).
+    beamspy_session:start_live(self(), with_encode(Start0, Encode)).
 
 trace_flags(Opts) ->
     [call, arity, return_to, running, exiting]

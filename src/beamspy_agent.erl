@@ -12,9 +12,13 @@
 %%% once) and expects a poll at least every `lease_ms' (default 5000: a
 %%% network that silently drops is seen within that time, long before the
 %%% distribution tick would notice). Either way the job stops recording
-%%% (tracing off everywhere, trace patterns removed), deletes its temporary
-%%% files and, when the tool delivered beamspy's code for the job, unloads
-%%% those modules from the node.
+%%% (tracing off everywhere, trace patterns removed) and, when the tool
+%%% delivered beamspy's code for the job, unloads those modules from the
+%%% node.
+%%%
+%%% A job writes nothing on the node: a profile is encoded by the NIF into
+%%% a binary in memory (the bytes a `.bspy' file would hold) and sent as it
+%%% is; the merged profile of a capture's calls too.
 %%%
 %%% ```
 %%% 1> {ok, Job} = beamspy_agent:start(record, self(), #{targets => all, lease_ms => 5000}).
@@ -100,11 +104,11 @@ arm(Job) ->
 %% `none' for top). When a limit stopped a recording early (`truncated' is
 %% the limit's name), the result also says when and how much:
 %% `stopped_after_ms', `events', `memory' (bytes) and `limit' (the limit's
-%% value, or `undefined'). The job's temporary files are gone when it
-%% returns.
+%% value, or `undefined'). A capture's result also has `calls' (how many
+%% calls it captured). Nothing of the job is left on the node's disk.
 %%
 %% ```
-%% 1> {ok, #{format := bspy, data := <<"BSPY", _/binary>>}} = beamspy_agent:finish(Job, 60000).
+%% 1> {ok, #{format := bspy, data := <<16#89, "BSPY", _/binary>>}} = beamspy_agent:finish(Job, 60000).
 %% '''
 -spec finish(job(), timeout()) -> {ok, map()} | {error, term()}.
 finish(Job, Timeout) ->
@@ -233,16 +237,14 @@ unload(Modules) ->
 %% @private
 init(Kind, Tool, Opts, {Starter, Ref}) ->
     Watch = watch(Tool),
-    Dir = make_private_dir(),
-    case begin_job(Kind, Opts#{starter => Starter}, Dir) of
+    case begin_job(Kind, Opts#{starter => Starter}) of
         {ok, Job} ->
             Starter ! {Ref, {ok, self()}},
             T0 = erlang:monotonic_time(millisecond),
-            loop(#{kind => Kind, job => Job, dir => Dir, tool => Tool, watch => Watch, t0 => T0,
+            loop(#{kind => Kind, job => Job, tool => Tool, watch => Watch, t0 => T0,
                    lease => maps:get(lease_ms, Opts, ?DEFAULT_LEASE_MS),
                    unload => maps:get(unload, Opts, []), state => running, stopped => false});
         {error, _} = Error ->
-            remove_dir(Dir),
             Starter ! {Ref, Error}
     end.
 
@@ -262,7 +264,6 @@ loop(#{lease := Lease} = S) ->
             loop(S);
         {Ref, From, finish} ->
             Result = end_job(note_pending_stop(S)),
-            remove_dir(maps:get(dir, S)),
             %% Done before the tool hears it: its release/1 must not wait
             %% for this job.
             put(?JOB_DONE, true),
@@ -319,10 +320,19 @@ seq_call(#{job := #{seen := Seen, calls := N, mfa := MFA} = Job} = S) ->
     end.
 
 %% The tool is gone: stop everything, remove what was set, leave no trace.
-abandon(#{dir := Dir, unload := Modules} = S) ->
-    _ = try end_job(S) catch _:_ -> failed end,
-    remove_dir(Dir),
+abandon(#{unload := Modules} = S) ->
+    _ = try discard_job(S) catch _:_ -> failed end,
     unload_when_last(Modules).
+
+%% Ends the job for nobody: a recording is stopped without encoding its
+%% profile (no work for the node on behalf of a tool that is gone).
+discard_job(#{job := #{session := Session}}) ->
+    case beamspy_session:owner(Session) of
+        {ok, Owner} -> beamspy_session:finish(Owner, #{encode => false});
+        error -> ok
+    end;
+discard_job(S) ->
+    end_job(S).
 
 %% A limit stopped the recording: noted with what was recorded by then (a
 %% limit trips once; the figures stay as they were at the stop).
@@ -369,36 +379,33 @@ call(Job, Request, Timeout) ->
 %%% Kinds of jobs
 %%% ---------------------------------------------------------------------
 
-begin_job(record, Opts, Dir) ->
-    Out = filename:join(Dir, "profile.bspy"),
+begin_job(record, Opts) ->
     Targets = case targets(maps:get(targets, Opts, all)) of
                   [One] -> One;
                   Many -> Many
               end,
     Ignore = [self() | [P || P <- [maps:get(starter, Opts, undefined)], is_pid(P), node(P) =:= node()]],
-    case beamspy:start(Targets, (session_opts(Opts))#{output => Out, quiet => true, ignore => Ignore}) of
+    case beamspy:start_encoded(Targets, (session_opts(Opts))#{quiet => true, ignore => Ignore}, [bspy]) of
         {ok, Session} ->
             %% `all' and `existing' trace every process, the job's too: it
             %% is not the tool's to record.
             _ = try erlang:trace(self(), false, [all]) catch error:_ -> 0 end,
-            {ok, #{session => Session, output => Out}};
+            {ok, #{session => Session}};
         {error, _} = Error -> Error
     end;
-begin_job(capture, Opts, Dir) ->
-    Out = filename:join(Dir, "capture.bspy"),
+begin_job(capture, Opts) ->
     #{mfa := MFA, calls := N} = Opts,
-    COpts = (session_opts(Opts))#{output => Out, quiet => true, merge => true,
-                                  report_limit => true,
+    COpts = (session_opts(Opts))#{quiet => true, merge => true, report_limit => true,
                                   timeout => maps:get(timeout, Opts, 60000)},
-    case beamspy:capture_async(MFA, N, COpts) of
-        {ok, Ref} -> {ok, #{capture => Ref, output => Out}};
+    case beamspy:capture_encoded(MFA, N, COpts, [bspy]) of
+        {ok, Ref} -> {ok, #{capture => Ref}};
         {error, _} = Error -> Error
     end;
-begin_job(seq, #{label := Label}, _Dir) when not is_integer(Label) ->
+begin_job(seq, #{label := Label}) when not is_integer(Label) ->
     %% Only an immediate label in a match spec: a binary one, set from the
     %% spec, crashed an OTP 25 node once the spec was replaced.
     {error, {bad_label, Label}};
-begin_job(seq, Opts, _Dir) ->
+begin_job(seq, Opts) ->
     #{mfa := {M, F, A} = MFA, calls := N, label := Label} = Opts,
     case beamspy_capture:check_function(MFA) of
         ok ->
@@ -412,14 +419,14 @@ begin_job(seq, Opts, _Dir) ->
             end;
         {error, _} = Error -> Error
     end;
-begin_job(sample, Opts, _Dir) ->
+begin_job(sample, Opts) ->
     SOpts0 = maps:with([interval_ms, max_stacks, max_duration_ms], Opts),
     SOpts = SOpts0#{targets => targets(maps:get(targets, Opts, all))},
     case beamspy_sampler:start(SOpts#{owner => self()}) of
         {ok, Pid} -> {ok, #{sampler => Pid}};
         {error, _} = Error -> Error
     end;
-begin_job(top, Opts, _Dir) ->
+begin_job(top, Opts) ->
     TOpts = maps:with([interval_ms, limit], Opts),
     case beamspy_top:start(TOpts#{owner => self()}) of
         {ok, Pid} -> {ok, #{top => Pid}};
@@ -492,52 +499,44 @@ nearest_limit(#{limits := Limits} = Info) ->
 nearest_limit(_) ->
     none.
 
-end_job(#{job := #{session := Session, output := Out}, stopped := Stopped} = S) ->
+end_job(#{job := #{session := Session}, stopped := Stopped} = S) ->
     %% Figures taken before stopping, in case a limit trips just now.
     Now = case Stopped of
               false -> stop_info(S);
               _ -> #{}
           end,
-    Stop = beamspy:stop(Session, #{}),
-    Result = case {Stop, file:read_file(Out)} of
-                 {{ok, #{truncated := false}}, {ok, Data}} ->
-                     {ok, #{format => bspy, data => Data, truncated => false}};
-                 {{ok, #{truncated := Truncated}}, {ok, Data}} ->
-                     Info = maps:get(stop_info, S, Now),
-                     Limit = maps:get(Truncated, maps:get(limits, Info, #{}), undefined),
-                     {ok, (maps:without([limits], Info))#{format => bspy, data => Data,
-                                                            truncated => Truncated, limit => Limit}};
-                 {{ok, #{errors := Errors}}, _} when Errors =/= [] ->
-                     {error, {write_failed, Errors}};
-                 {{error, {no_session, _}}, {ok, Data}} ->
-                     {ok, #{format => bspy, data => Data, truncated => Stopped}};
-                 {{error, _} = Error, _} ->
-                     Error;
-                 {_, {error, Why}} ->
-                     {error, {no_profile, Why}}
-             end,
-    _ = file:delete(Out),
-    Result;
-end_job(#{job := #{capture := Ref, output := Out}} = S) ->
+    case beamspy:stop(Session, #{}) of
+        {ok, #{encoded := [{bspy, {ok, Data}}], truncated := false}} ->
+            {ok, #{format => bspy, data => Data, truncated => false}};
+        {ok, #{encoded := [{bspy, {ok, Data}}], truncated := Truncated}} ->
+            Info = maps:get(stop_info, S, Now),
+            Limit = maps:get(Truncated, maps:get(limits, Info, #{}), undefined),
+            {ok, (maps:without([limits], Info))#{format => bspy, data => Data,
+                                                   truncated => Truncated, limit => Limit}};
+        {ok, #{encoded := [{bspy, {error, Why}}]}} ->
+            {error, {no_profile, Why}};
+        {error, {no_session, _}} ->
+            %% Stopped by someone else on the node: the profile went with
+            %% the session (it was never on disk).
+            {error, {no_profile, session_stopped_elsewhere}};
+        {error, _} = Error ->
+            Error
+    end;
+end_job(#{job := #{capture := Ref}} = S) ->
     Captured = case maps:find(capture_result, S) of
                    {ok, R} -> R;
                    error -> wait_capture(Ref)
                end,
-    Merged = filename:rootname(Out, ".bspy") ++ "-merged.bspy",
     Early = capture_early_stop(S),
-    Result = case Captured of
-                 {ok, Files} ->
-                     case file:read_file(Merged) of
-                         {ok, Data} -> {ok, Early#{format => bspy, data => Data,
-                                                   calls => length(Files) - 1}};
-                         {error, Why} -> {error, {no_profile, Why}}
-                     end;
-                 {error, _} = Error ->
-                     Error
-             end,
-    _ = [file:delete(F) || {ok, Fs} <- [Captured], F <- Fs],
-    _ = file:delete(Merged),
-    Result;
+    case Captured of
+        {ok, #{calls := Calls, outputs := Outputs}} ->
+            case lists:keyfind(merged, 1, Outputs) of
+                {merged, bspy, Data} -> {ok, Early#{format => bspy, data => Data, calls => Calls}};
+                false -> {error, {no_profile, no_merged_profile}}
+            end;
+        {error, _} = Error ->
+            Error
+    end;
 end_job(#{job := #{seq := C, mfa := MFA}}) ->
     _ = erlang:trace_pattern(MFA, false, [meta]),
     case beamspy_seq:stop(C, 10000) of
@@ -580,39 +579,3 @@ wait_capture(Ref) ->
     after 5000 ->
             {error, {no_calls_captured, timeout}}
     end.
-
-%%% ---------------------------------------------------------------------
-%%% Private temporary directory
-%%% ---------------------------------------------------------------------
-
-make_private_dir() ->
-    Base = case os:getenv("TMPDIR") of
-               false -> "/tmp";
-               "" -> "/tmp";
-               T -> T
-           end,
-    make_private_dir(Base, 10).
-
-make_private_dir(Base, 0) ->
-    error({no_temporary_directory, Base});
-make_private_dir(Base, Tries) ->
-    Name = "beamspy-" ++ integer_to_list(erlang:unique_integer([positive])) ++ "-"
-        ++ integer_to_list(rand:uniform(1 bsl 40)),
-    Dir = filename:join(Base, Name),
-    case file:make_dir(Dir) of
-        ok ->
-            ok = file:change_mode(Dir, 8#700),
-            Dir;
-        {error, eexist} ->
-            make_private_dir(Base, Tries - 1);
-        {error, Why} ->
-            error({no_temporary_directory, Base, Why})
-    end.
-
-remove_dir(Dir) ->
-    case file:list_dir(Dir) of
-        {ok, Names} -> _ = [file:delete(filename:join(Dir, N)) || N <- Names];
-        _ -> ok
-    end,
-    _ = file:del_dir(Dir),
-    ok.

@@ -77,7 +77,7 @@ await_start(Owner, Mon, Ref, Watchdog) ->
 %% @doc Waits for the result of the capture started as Ref by Owner, as long
 %% as the owner lives: if it dies, its watchdog tells once every pattern is
 %% removed (waited for at most 30 s).
--spec await(reference(), pid()) -> {ok, [string()]} | {error, term()}.
+-spec await(reference(), pid()) -> {ok, [string()] | map()} | {error, term()}.
 await(Ref, Owner) ->
     Mon = erlang:monitor(process, Owner),
     receive
@@ -254,6 +254,18 @@ report_limit(Caller, Ref, Why, RecordedMs, #{session := Session, opts := Opts})
 report_limit(_, _, _, _, _) ->
     ok.
 
+%% Encoded in memory (beamspy:capture_encoded/4): no file, each profile in
+%% each format as a binary, merged ones with merge_processes as their files.
+write(Session, Indices, #{encode := Formats, write := Write, merge := Merge}) ->
+    WriteOpts = Write#{labels => beamspy_session:labels(beamspy_tracer:session_pids(Session))},
+    PerCall = [{{call, K}, Format, WriteOpts#{capture => K}}
+               || Merge =/= true, K <- Indices, Format <- Formats],
+    Merged = [{merged, Format, WriteOpts#{merge_processes => true}} || Merge =/= false, Format <- Formats],
+    Results = [{W, Format, beamspy_tracer:session_encode(Session, Format, O)} || {W, Format, O} <- PerCall ++ Merged],
+    case [{W, Format, E} || {W, Format, {error, E}} <- Results] of
+        [] -> {ok, #{calls => length(Indices), outputs => [{W, Format, Bin} || {W, Format, {ok, Bin}} <- Results]}};
+        Errors -> {error, {encode_failed, Errors}}
+    end;
 write(Session, Indices, #{outputs := Outputs, write := Write, merge := Merge}) ->
     WriteOpts = Write#{labels => beamspy_session:labels(beamspy_tracer:session_pids(Session))},
     PerCall = [{with_suffix(Path, "-call" ++ integer_to_list(K)), Format, WriteOpts#{capture => K}}

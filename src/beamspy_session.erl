@@ -59,7 +59,8 @@
 -type live_opts() :: #{nif := map(), outputs := [{atom(), string()}], write := map(),
                        max_duration := infinity | pos_integer(),
                        targets := beamspy_opts:live_targets(), flags := [atom()],
-                       limits := map(), explicit_output := boolean(), description := term()}.
+                       limits := map(), explicit_output := boolean(), description := term(),
+                       encode => [beamspy:format()]}.
 -opaque handle() :: {beamspy_session, pid(), reference()}.
 -export_type([handle/0]).
 
@@ -153,8 +154,10 @@ owner(_) ->
 %% @doc Stops the session of Owner, cleans up and writes the outputs.
 %% Returns the written files and, if `profile' was asked, the profile term.
 %% Used for `apply' and for {@link beamspy:stop/2}; `write => false' skips
-%% the files of a live session that were not asked for explicitly.
--spec finish(pid(), #{profile => boolean(), write => boolean()}) ->
+%% the files of a live session that were not asked for explicitly;
+%% `encode => false' skips encoding the profile of a session started by
+%% beamspy:start_encoded/3.
+-spec finish(pid(), #{profile => boolean(), write => boolean(), encode => boolean()}) ->
           {ok, #{files := [string()], errors := list(), truncated := atom(),
                  events := non_neg_integer(), memory_peak := non_neg_integer(),
                  processes := non_neg_integer(), recorded_ms := integer(),
@@ -588,15 +591,28 @@ stop_nif(Session, max_duration) -> ok = beamspy_tracer:session_stop(Session, max
 stop_nif(Session, _) -> ok = beamspy_tracer:session_stop(Session).
 
 finish_reply(#{stopped := false} = S, FinishOpts) ->
-    {ok, stop_and_write(S, with_write(S, FinishOpts))};
-finish_reply(#{stopped := Reply, session := Session, opts := #{write := Write}}, FinishOpts) ->
+    {ok, with_encoded(stop_and_write(S, with_write(S, FinishOpts)), S, FinishOpts)};
+finish_reply(#{stopped := Reply, session := Session, opts := #{write := Write}} = S, FinishOpts) ->
     case maps:get(profile, FinishOpts, false) of
         true ->
             WriteOpts = Write#{labels => labels(beamspy_tracer:session_pids(Session))},
-            {ok, Reply#{profile => beamspy_tracer:session_profile(Session, WriteOpts)}};
+            {ok, with_encoded(Reply#{profile => beamspy_tracer:session_profile(Session, WriteOpts)}, S, FinishOpts)};
         false ->
-            {ok, Reply}
+            {ok, with_encoded(Reply, S, FinishOpts)}
     end.
+
+%% A session started by beamspy:start_encoded/3 has no files: the reply to
+%% the stop carries its profile in each format asked, encoded in memory,
+%% `encoded => [{Format, {ok, Binary} | {error, Reason}}]' (only then: a
+%% limit that trips keeps nothing but the stopped NIF session). Finishing
+%% with `encode => false' drops the profile unencoded (nobody wants it).
+with_encoded(Reply, _, #{encode := false}) ->
+    Reply;
+with_encoded(Reply, #{session := Session, opts := #{encode := Formats, write := Write}}, _) ->
+    WriteOpts = Write#{labels => labels(beamspy_tracer:session_pids(Session))},
+    Reply#{encoded => [{F, beamspy_tracer:session_encode(Session, F, WriteOpts)} || F <- Formats]};
+with_encoded(Reply, _, _) ->
+    Reply.
 
 stop_and_write(#{backend := Backend} = S, FinishOpts) ->
     _ = process_flag(priority, high),

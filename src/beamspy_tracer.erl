@@ -11,7 +11,7 @@
 -export([enabled/3, trace/5]).
 -export([session_new/1, session_seed/3, session_stop/1, session_stop/2, session_pids/1,
          session_capturing/2, session_prepare_halt/3,
-         session_info/1, session_profile/2, session_write/4]).
+         session_info/1, session_profile/2, session_write/4, session_encode/3]).
 -export([seq_write/3]).
 -export([check_pattern/1]).
 -export([nif_file/0]).
@@ -23,7 +23,8 @@
 
 -nifs([enabled/3, trace/5, session_new/1, session_seed/3, session_stop/1, session_stop/2,
        session_capturing/2, session_prepare_halt/3,
-       session_pids/1, session_info/1, session_profile/2, session_write/4, check_pattern/1,
+       session_pids/1, session_info/1, session_profile/2, session_write/4, session_encode/3,
+       check_pattern/1,
        seq_write/3]).
 
 init() ->
@@ -107,6 +108,14 @@ session_profile(_Session, _Opts) -> erlang:nif_error(not_loaded).
 %% @doc Writes the profile of a stopped session to Path atomically.
 -spec session_write(session(), atom(), iodata(), map()) -> ok | {error, atom()}.
 session_write(_Session, _Format, _Path, _Opts) -> erlang:nif_error(not_loaded).
+
+%% @doc The bytes {@link session_write/4} would write for Format, as a
+%% binary: nothing is written on the node. Format is any format the
+%% writers know (`bspy', `folded', `svg', `html', `speedscope', `chrome',
+%% `perf'); errors: `not_stopped', `unknown_format', `bad_filter_or_format',
+%% `enomem', `too_large' (over 1 GiB).
+-spec session_encode(session(), atom(), map()) -> {ok, binary()} | {error, atom()}.
+session_encode(_Session, _Format, _Opts) -> erlang:nif_error(not_loaded).
 
 %% @doc Merges the events of a sequence capture (see {@link beamspy_seq})
 %% by causality and writes each output atomically: Outputs is

@@ -1,5 +1,6 @@
-/* writers.c — format names and extensions, and bs_write_file: filters, then
- * the writer of the format, into a file that appears atomically.
+/* writers.c — format names and extensions, bs_write_stream (filters, then
+ * the writer of the format, into any FILE) and bs_write_file (the same into
+ * a file that appears atomically; memory_output.c does it into memory).
  *
  * Each writer lives in its own file (folded.c, svg.c, ...); adding a format
  * means one line in the table below and one case in write_format(). */
@@ -110,11 +111,9 @@ static int write_format(FILE *out, bs_format f, const bs_profile *p, const bs_re
     }
 }
 
-int bs_write_file(const char *path, bs_format f, const bs_profile *p, const bs_render_opts *opts)
+int bs_write_stream(FILE *out, bs_format f, const bs_profile *p, const bs_render_opts *opts)
 {
     bs_render_opts o = opts ? *opts : (bs_render_opts){0};
-    if (f == BS_FORMAT_UNKNOWN)
-        f = bs_format_from_path(path);
     if (f == BS_FORMAT_UNKNOWN) {
         errno = EINVAL;
         return -1;
@@ -135,14 +134,29 @@ int bs_write_file(const char *path, bs_format f, const bs_profile *p, const bs_r
         errno = EINVAL;
         return -1;
     }
-    bs_atomic_file af;
-    if (bs_atomic_open(&af, path) < 0) {
-        bs_profile_free(&filtered);
-        return -1;
-    }
-    rc = write_format(af.fp, f, &filtered, &o);
+    errno = 0;
+    rc = write_format(out, f, &filtered, &o);
+    int e = errno ? errno : EIO;
     bs_profile_free(&filtered);
     if (rc < 0) {
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+int bs_write_file(const char *path, bs_format f, const bs_profile *p, const bs_render_opts *opts)
+{
+    if (f == BS_FORMAT_UNKNOWN)
+        f = bs_format_from_path(path);
+    if (f == BS_FORMAT_UNKNOWN) {
+        errno = EINVAL;
+        return -1;
+    }
+    bs_atomic_file af;
+    if (bs_atomic_open(&af, path) < 0)
+        return -1;
+    if (bs_write_stream(af.fp, f, p, opts) < 0) {
         int e = errno ? errno : EIO;
         bs_atomic_abort(&af);
         errno = e;

@@ -356,6 +356,34 @@ static ERL_NIF_TERM session_write(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
     return bs_priv_of(env)->atoms.ok;
 }
 
+/* session_encode(Session, Format, Opts) -> {ok, Binary} | {error, Reason}:
+ * what session_write would write, as a binary (Format: any of writers.h's
+ * names; Opts as session_write's). Nothing is written on the node; errors:
+ * not_stopped, unknown_format, bad_filter_or_format, enomem, too_large
+ * (over BS_MEMORY_OUTPUT_MAX). */
+static ERL_NIF_TERM session_encode(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+    (void)argc;
+    bs_session *s = get_session(env, argv[0]);
+    char format_name[32];
+    bs_write_request req;
+    if (!s || enif_get_atom(env, argv[1], format_name, sizeof format_name, ERL_NIF_LATIN1) <= 0 ||
+        bs_write_request_decode(env, argv[2], &req) < 0)
+        return enif_make_badarg(env);
+    if (atomic_load(&s->recording))
+        return error_tuple(env, "not_stopped");
+    bs_format format = bs_format_from_name(format_name);
+    if (format == BS_FORMAT_UNKNOWN)
+        return error_tuple(env, "unknown_format");
+    ERL_NIF_TERM bin;
+    switch (bs_encode_session(env, s, format, &req, &bin)) {
+    case 0: return enif_make_tuple2(env, bs_priv_of(env)->atoms.ok, bin);
+    case EINVAL: return error_tuple(env, "bad_filter_or_format");
+    case EFBIG: return error_tuple(env, "too_large");
+    default: return error_tuple(env, "enomem");
+    }
+}
+
 /* check_pattern(Pattern) -> ok | {error, Why}: whether an include/exclude
  * pattern compiles the way the writers will compile it (POSIX extended), so
  * option checking refuses it before anything is traced. */
@@ -391,6 +419,7 @@ static ErlNifFunc nif_funcs[] = {
     {"session_info", 1, session_info, 0},
     {"session_profile", 2, session_profile, ERL_NIF_DIRTY_JOB_CPU_BOUND},
     {"session_write", 4, session_write, ERL_NIF_DIRTY_JOB_IO_BOUND},
+    {"session_encode", 3, session_encode, ERL_NIF_DIRTY_JOB_CPU_BOUND},
     {"seq_write", 3, bs_nif_seq_write, ERL_NIF_DIRTY_JOB_IO_BOUND},
 };
 

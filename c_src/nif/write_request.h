@@ -1,6 +1,6 @@
 /* write_request.h — an Erlang options map turned into what writers need.
  *
- * beamspy_tracer:session_write/4 and session_profile/2 take a map of
+ * beamspy_tracer:session_write/4, session_encode/3 and session_profile/2 take a map of
  * rendering options and metadata from the Erlang side; this decodes it into
  * C structures, copying every string (the request outlives no term). */
 #ifndef BS_WRITE_REQUEST_H
@@ -34,6 +34,13 @@ int bs_write_request_decode(ErlNifEnv *env, ERL_NIF_TERM map, bs_write_request *
  * filter or format; ENOMEM). */
 int bs_write_session_file(ErlNifEnv *env, struct bs_session *s, bs_format f, const char *path,
                           const bs_write_request *req);
+
+/* Exports the stopped session's profile as req asks and writes it in format
+ * f into a new binary (*out), the same bytes session_write would put in a
+ * file; nothing touches the file system. Returns 0, or an errno value
+ * (EINVAL: bad filter or format; ENOMEM; EFBIG: over BS_MEMORY_OUTPUT_MAX). */
+int bs_encode_session(ErlNifEnv *env, struct bs_session *s, bs_format f, const bs_write_request *req,
+                      ERL_NIF_TERM *out);
 
 /* file:open/2-style reason (enoent, eacces, ...) for a failed output file. */
 ERL_NIF_TERM bs_errno_atom(ErlNifEnv *env, int e);

@@ -15,7 +15,8 @@
  * .bspy: profile -> file -> profile is equal in every field (frames, trees,
  * spans, metadata, flags), the bytes are deterministic, hostile names
  * survive; every truncation and every corrupted byte is detected with an
- * offset; forged counts, parents, frames, spans and sections are refused. */
+ * offset; forged counts, parents, frames, spans and sections are refused.
+ * Memory output (bs_write_memory) is byte for byte the file output. */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1108,6 +1109,95 @@ static void test_write_file_bspy(void **state)
     rmdir(dir);
 }
 
+/* The bytes of a whole file (caller frees). */
+static unsigned char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    size_t cap = 1 << 16, n = 0, got;
+    unsigned char *buf = malloc(cap);
+    assert_non_null(buf);
+    while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            assert_non_null(buf);
+        }
+    }
+    fclose(f);
+    *len = n;
+    return buf;
+}
+
+/* bs_write_memory writes the bytes bs_write_file writes, in every format
+ * and with filters; bad input and the size cap are refused with errno and
+ * nothing left allocated. */
+static void test_write_memory_equals_file(void **state)
+{
+    (void)state;
+    static const bs_format formats[] = {BS_FORMAT_FOLDED, BS_FORMAT_SVG, BS_FORMAT_HTML, BS_FORMAT_SPEEDSCOPE,
+                                        BS_FORMAT_CHROME, BS_FORMAT_PERF, BS_FORMAT_BSPY};
+    char dir[] = "/tmp/bs_memout_XXXXXX", path[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/p.out", dir);
+    bs_profile prof;
+    hostile_profile(&prof, 17, 1, 3000);
+    snprintf(prof.meta.node, sizeof prof.meta.node, "app@host");
+    bs_render_opts plain = {0}, filtered = {0};
+    filtered.merge_processes = 1;
+    filtered.exclude_re = "lists";
+    filtered.title = "in <memory> & \"quoted\"";
+    const bs_render_opts *opts[] = {&plain, &filtered};
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+        for (size_t k = 0; k < 2; k++) {
+            OK(bs_write_file(path, formats[i], &prof, opts[k]));
+            size_t flen, mlen;
+            unsigned char *fbytes = slurp(path, &flen);
+            char *mbytes = NULL;
+            OK(bs_write_memory(formats[i], &prof, opts[k], 0, &mbytes, &mlen));
+            assert_non_null(mbytes);
+            assert_true(flen > 0);
+            assert_int_equal(mlen, flen);
+            assert_memory_equal(mbytes, fbytes, flen);
+            /* one byte short of the output: refused, nothing handed back */
+            char *small = (char *)1;
+            size_t slen = 7;
+            assert_int_equal(bs_write_memory(formats[i], &prof, opts[k], flen - 1, &small, &slen), -1);
+            assert_int_equal(errno, EFBIG);
+            assert_null(small);
+            assert_int_equal(slen, 0);
+            /* exactly the output's size: accepted */
+            OK(bs_write_memory(formats[i], &prof, opts[k], flen, &small, &slen));
+            assert_int_equal(slen, flen);
+            free(small);
+            free(fbytes), free(mbytes);
+        }
+    }
+    /* the memory output reads back as the profile (.bspy) */
+    char *bytes;
+    size_t len;
+    bs_profile back;
+    bs_read_error e;
+    OK(bs_write_memory(BS_FORMAT_BSPY, &prof, NULL, 0, &bytes, &len));
+    OK(read_bspy_n(bytes, len, &back, &e));
+    assert_profiles_equal(&prof, &back);
+    free(bytes);
+    bs_profile_free(&back);
+    /* unknown format, bad filter */
+    assert_int_equal(bs_write_memory(BS_FORMAT_UNKNOWN, &prof, NULL, 0, &bytes, &len), -1);
+    assert_int_equal(errno, EINVAL);
+    assert_null(bytes);
+    bs_render_opts bad = {0};
+    bad.include_re = "(unclosed";
+    assert_int_equal(bs_write_memory(BS_FORMAT_FOLDED, &prof, &bad, 0, &bytes, &len), -1);
+    assert_int_equal(errno, EINVAL);
+    assert_null(bytes);
+    bs_profile_free(&prof);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1134,6 +1224,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_bspy_meta_strings),
         cmocka_unit_test(test_read_profile_file),
         cmocka_unit_test(test_write_file_bspy),
+        cmocka_unit_test(test_write_memory_equals_file),
     };
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);

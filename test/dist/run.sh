@@ -11,7 +11,8 @@
 #   LAYER dist: <passed> passed, <failed> failed
 # Works from any directory. Needs tmux (deps.sh installs it) and python3.
 # ONLY=deadlocks runs the wait-for graph tests of dump alone (deadlocks.sh),
-# ONLY=seq the checks of `beamspy seq' alone (seq_checks.sh).
+# ONLY=seq the checks of `beamspy seq' alone (seq_checks.sh), ONLY=memory
+# that jobs write no profile file on the node (no_files_checks.sh).
 set -u
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -164,6 +165,13 @@ if [ "${ONLY:-}" = seq ]; then
     finish
 fi
 
+# ONLY=memory: only that a job writes no profile on the node.
+if [ "${ONLY:-}" = memory ]; then
+    echo "--- no profile files on the node"
+    . "$here/no_files_checks.sh"
+    finish
+fi
+
 echo "--- starting nodes"
 start_node n1 || fail setup "node n1 did not start"
 start_node n2 || fail setup "node n2 did not start"
@@ -211,6 +219,9 @@ bs record --node "$n1" --all --mode sample --interval 5ms --duration 1s -o "$out
 check "record --mode sample: the busy process's stacks" grep -q '> busy;.*bs_dist_wl:spin/1' "$out/sample.folded"
 check "record --mode sample: idle processes end in SLEEP" grep -q ';SLEEP [0-9]*$' "$out/sample.folded"
 check "record --mode sample: nothing left on the node" clean n1
+
+echo "--- no profile files on the node"
+. "$here/no_files_checks.sh"
 
 echo "--- several nodes"
 bs record --node "$n1" --node "$n2" --name busy --duration 1s -o "$out/two.folded" 2>/dev/null

@@ -51,6 +51,37 @@ gen_server_calls() ->
     ok = ?WL:stop(),
     bs_test_lib:rm_rf(Dir).
 
+%% capture_encoded/4 (a job on a node): no file anywhere, each call's
+%% profile and the merged one come back as binaries, the merged one being
+%% the calls merged across processes (no pid roots).
+encoded_in_memory_test_() -> {timeout, 60, fun encoded_in_memory/0}.
+
+encoded_in_memory() ->
+    Dir = bs_test_lib:tmp_dir(),
+    ok = file:make_dir(Dir),
+    {ok, Cwd} = file:get_cwd(),
+    ok = file:set_cwd(Dir),
+    try
+        ?assertMatch({error, {bad_option, encode, [png], _}},
+                     beamspy:capture_encoded({?WL, job, 1}, 2, #{}, [png])),
+        {ok, Ref} = beamspy:capture_encoded({?WL, job, 1}, 2, #{}, [folded, bspy]),
+        ?assertEqual(lists:duplicate(2, {done, 144}), ?WL:run_jobs(2, 12)),
+        {ok, #{calls := 2, outputs := Outputs}} = receive {beamspy_capture, Ref, R} -> R after 30000 -> timeout end,
+        ?assertEqual([{merged, bspy}, {merged, folded},
+                      {{call, 1}, bspy}, {{call, 1}, folded}, {{call, 2}, bspy}, {{call, 2}, folded}],
+                     lists:sort([{W, F} || {W, F, _} <- Outputs])),
+        [?assertMatch(<<16#89, "BSPY", _/binary>>, B) || {_, bspy, B} <- Outputs],
+        {_, _, Merged} = lists:keyfind(merged, 1, [O || {_, folded, _} = O <- Outputs]),
+        Lines = binary:split(Merged, <<"\n">>, [global, trim_all]),
+        [?assertMatch({match, _}, re:run(L, "^bs_capture_wl:job/1[; ]")) || L <- Lines],
+        ?assertNotEqual([], [L || L <- Lines, binary:match(L, <<"bs_capture_wl:fib/1">>) =/= nomatch]),
+        ?assertEqual([], bs_test_lib:list_dir(Dir))
+    after
+        ok = file:set_cwd(Cwd)
+    end,
+    assert_nothing_traced([]),
+    bs_test_lib:rm_rf(Dir).
+
 twenty_processes_at_once_test_() -> {timeout, 60, fun twenty_processes_at_once/0}.
 
 twenty_processes_at_once() ->

@@ -197,3 +197,67 @@ wait_for_file(Path, N) ->
         true -> ok;
         false -> timer:sleep(20), wait_for_file(Path, N - 1)
     end.
+
+%% session_encode/3 (profiles as data, for jobs on nodes): the bytes
+%% session_write/4 writes, in every format and with options; clear errors.
+encode_equals_file_test() ->
+    S = beamspy_tracer:session_new(#{}),
+    Self = self(),
+    ok = beamspy_tracer:session_seed(S, Self, [{bs_wl, fib, 1}, {lists, sort, 1}]),
+    Other = spawn(fun() -> receive stop -> ok end end),
+    ok = beamspy_tracer:session_seed(S, Other, [{bs_wl, fib, 1}, {lists, reverse, 1}]),
+    ?assertEqual({error, not_stopped}, beamspy_tracer:session_encode(S, bspy, #{})),
+    ok = beamspy_tracer:session_stop(S),
+    Other ! stop,
+    Dir = bs_test_lib:tmp_dir(),
+    ok = file:make_dir(Dir),
+    Labels = #{Self => <<"the test">>},
+    Cases = [#{labels => Labels, node => <<"n@h">>, start_unix_us => 1700000000000000},
+             #{labels => Labels, merge_processes => true, exclude => <<"reverse">>,
+               title => <<"t <&> \"q\"">>, names => elixir}],
+    [begin
+         Path = filename:join(Dir, "p" ++ Ext),
+         ok = beamspy_tracer:session_write(S, F, Path, Opts),
+         {ok, File} = file:read_file(Path),
+         ?assert(byte_size(File) > 0),
+         ?assertEqual({F, Opts, {ok, File}}, {F, Opts, beamspy_tracer:session_encode(S, F, Opts)})
+     end || {F, Ext} <- ?EXT, Opts <- Cases],
+    ?assertEqual({error, unknown_format}, beamspy_tracer:session_encode(S, png, #{})),
+    ?assertEqual({error, bad_filter_or_format}, beamspy_tracer:session_encode(S, folded, #{include => <<"(">>})),
+    ?assertError(badarg, beamspy_tracer:session_encode(S, folded, not_a_map)),
+    ?assertError(badarg, beamspy_tracer:session_encode(S, "folded", #{})),
+    ?assertError(badarg, beamspy_tracer:session_encode(make_ref(), folded, #{})),
+    bs_test_lib:rm_rf(Dir).
+
+%% A live session started to return its profile as data writes no file,
+%% also when a limit stops it, and stop/2 hands the encodings back.
+start_encoded_test() ->
+    Dir = bs_test_lib:tmp_dir(),
+    ok = file:make_dir(Dir),
+    {ok, Cwd} = file:get_cwd(),
+    ok = file:set_cwd(Dir),
+    try
+        ?assertMatch({error, {bad_option, encode, [png], _}}, beamspy:start_encoded(self(), #{}, [png])),
+        ?assertMatch({error, {bad_option, encode, [], _}}, beamspy:start_encoded(self(), #{}, [])),
+        {ok, S} = beamspy:start_encoded(self(), #{}, [folded, bspy]),
+        55 = bs_wl:fib(10),
+        {ok, #{files := [], encoded := [{folded, {ok, Folded}}, {bspy, {ok, <<16#89, "BSPY", _/binary>>}}]}} =
+            beamspy:stop(S, #{}),
+        ?assertNotEqual(nomatch, binary:match(Folded, <<"bs_wl:fib/1">>)),
+        %% a limit trips: the session stops and writes nothing, stop/2
+        %% still gives the profile, marked truncated
+        {ok, S2} = beamspy:start_encoded(self(), #{max_events => 50}, [folded]),
+        55 = bs_wl:fib(10),
+        receive {beamspy, S2, {stopped, max_events, []}} -> ok after 30000 -> error(no_limit) end,
+        {ok, #{truncated := max_events, encoded := [{folded, {ok, <<_, _/binary>>}}]}} = beamspy:stop(S2, #{}),
+        %% finished for nobody (the agent's tool is gone): not encoded
+        {ok, S3} = beamspy:start_encoded(self(), #{}, [bspy]),
+        {ok, Owner} = beamspy_session:owner(S3),
+        {ok, Reply} = beamspy_session:finish(Owner, #{encode => false}),
+        ?assertNot(maps:is_key(encoded, Reply)),
+        ?assertEqual([], bs_test_lib:list_dir(Dir))
+    after
+        ok = file:set_cwd(Cwd)
+    end,
+    bs_test_lib:assert_clean(),
+    bs_test_lib:rm_rf(Dir).
