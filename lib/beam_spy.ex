@@ -229,6 +229,16 @@ defmodule BeamSpy do
       iex> [{_pid, [_process_node | call_nodes]}] = profile.processes
       iex> for {_id, _parent, frame, _self_ns, _total_ns, calls} <- call_nodes, do: {frame, calls}
       [{"Enum.sort/1", 1}, {":lists.sort/1", 1}]
+
+  With `return: [format, ...]` (`:svg`, `:html`, `:folded`, `:speedscope`,
+  `:chrome`, `:perf`, `:bspy`, `:callgrind`) the map also holds each
+  format's bytes under its name, rendered in memory, nothing written: over
+  `:erpc` from a Livebook notebook, a flame graph comes back from a remote
+  node (see `load/2`).
+
+      iex> {:ok, %{svg: svg, files: []}} = BeamSpy.profile({Enum, :sort, [[3, 1, 2]]}, return: [:svg])
+      iex> String.contains?(svg, "Enum.sort/1")
+      true
   """
   @spec profile(target()) ::
           {:ok, %{result: outcome(), profile: profile(), files: [charlist()]}}

@@ -247,12 +247,22 @@ apply(Target, Opts) ->
 %% `output' or `formats' is given. A limit that stopped the recording early
 %% is said on standard error, as by `apply/2'.
 %%
+%% With `return => [Format, ...]' (`svg', `html', `folded', `speedscope',
+%% `chrome', `perf', `bspy', `callgrind') the result map also holds each
+%% format's bytes under its name, rendered in memory by the same writers
+%% (with the same rendering options) and nothing written: how a notebook
+%% brings a flame graph back from a remote node through `erpc'. A format
+%% that could not be rendered holds `{error, Reason}' instead.
+%%
 %% ```
 %% 1> {ok, #{result := {return, 6}, profile := #{processes := [_]}}} =
 %% 1>     beamspy:profile({lists, sum, [[1, 2, 3]]}, #{}).
+%% 2> {ok, #{svg := <<"<?xml", _/binary>>, files := []}} =
+%% 2>     beamspy:profile({lists, sum, [[1, 2, 3]]}, #{return => [svg]}).
 %% '''
 -spec profile(target(), map() | list()) ->
-          {ok, #{result := outcome(), profile := profile(), files := [string()]}} | {error, term()}.
+          {ok, #{result := outcome(), profile := profile(), files := [string()],
+                 format() => binary() | {error, term()}}} | {error, term()}.
 profile(Target, Opts) ->
     Explicit = is_map(Opts) andalso (maps:is_key(output, Opts) orelse maps:is_key(formats, Opts))
         orelse is_list(Opts) andalso (proplists:is_defined(output, Opts) orelse proplists:is_defined(formats, Opts)),
@@ -261,7 +271,11 @@ profile(Target, Opts) ->
             %% The profile says `truncated' too, but a user reading a flame
             %% graph made from it should not have to look.
             beamspy_report:limit(Reply, maps:merge(report_options(Reply), Settings)),
-            {ok, #{result => Outcome, profile => Profile, files => Files}};
+            Encoded = maps:from_list([{F, case R of
+                                              {ok, Bin} -> Bin;
+                                              {error, _} = E -> E
+                                          end} || {F, R} <- maps:get(encoded, Reply, [])]),
+            {ok, maps:merge(Encoded, #{result => Outcome, profile => Profile, files => Files})};
         {error, _} = Error ->
             Error
     end.
@@ -622,6 +636,8 @@ validate(Target, Opts0) ->
 
 maybe_run({error, _} = Error, _) ->
     Error;
+maybe_run({ok, _, _, #{return := Return}}, Finish) when not is_map_key(profile, Finish) ->
+    {error, {bad_option, return, Return, "given to profile/2 only (apply/2 returns the call's own result)"}};
 maybe_run({ok, Fun, Args, Opts}, Finish) ->
     Write = maps:get(write, Finish, true),
     case not_traced(self()) of
@@ -646,8 +662,13 @@ not_traced(Pid) ->
 traced_call(Fun, Args, Opts, Outputs, Finish) ->
     NifOpts = beamspy_opts:nif_options(Opts, Outputs),
     WriteOpts = write_meta(Opts, ["beamspy:apply(", describe(Fun), ")"]),
-    StartOpts = #{nif => NifOpts, outputs => Outputs, write => WriteOpts,
-                  max_duration => maps:get(max_duration, Opts), limits => limits(Opts)},
+    StartOpts0 = #{nif => NifOpts, outputs => Outputs, write => WriteOpts,
+                   max_duration => maps:get(max_duration, Opts), limits => limits(Opts)},
+    %% return => Formats: the session encodes the profile in memory too.
+    StartOpts = case maps:get(return, Opts, []) of
+                    [] -> StartOpts0;
+                    Return -> StartOpts0#{encode => Return}
+                end,
     case beamspy_session:start(self(), StartOpts) of
         {ok, Owner, Session} ->
             Outcome = call_traced(Fun, Args, Session, Owner, Opts),

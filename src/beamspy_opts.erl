@@ -219,7 +219,7 @@ eflambe_name(output_format, #{output_format := F} = Map) ->
     (maps:remove(output_format, Map))#{formats => [Format]};
 eflambe_name(return, #{return := value} = Map) ->
     maps:remove(return, Map);
-eflambe_name(return, #{return := V}) ->
+eflambe_name(return, #{return := V}) when is_atom(V) ->
     bad(return, V, "value (eflambe's return => flamegraph | filename are not supported: "
         "use beamspy:profile/2 for the profile, or name the file with output)");
 eflambe_name(_, Map) ->
@@ -253,6 +253,12 @@ check({K, V}, Acc) when K =:= children; K =:= sleep; K =:= gc; K =:= quiet; K =:
         true -> Acc#{K => V};
         false -> bad(K, V, "true or false")
     end;
+check({return, V}, Acc) when is_list(V), V =/= [] ->
+    case [F || F <- V, not lists:member(F, ?FORMATS)] of
+        [] -> Acc#{return => lists:usort(V)};
+        _ -> bad(return, V, "a non-empty list of " ++ lists:join(", ", [atom_to_list(F) || F <- ?FORMATS]))
+    end;
+check({return, V}, _) -> bad(return, V, "a non-empty list of formats");
 check({max_events, V}, Acc) when V =:= infinity -> Acc#{max_events => V};
 check({max_events, V}, Acc) when is_integer(V), V > 0, V < 1 bsl 62 -> Acc#{max_events => V};
 check({max_events, V}, _) -> bad(max_events, V, "infinity or a positive integer");

@@ -261,3 +261,25 @@ start_encoded_test() ->
     end,
     bs_test_lib:assert_clean(),
     bs_test_lib:rm_rf(Dir).
+
+%% return => Formats: the bytes in the result, the same as the files the
+%% same profile gives, and nothing written unless asked.
+return_formats_test() ->
+    Dir = bs_test_lib:tmp_dir(),
+    Formats = [folded, svg, html, callgrind, bspy, speedscope],
+    {ok, #{result := {return, 55}, files := Files} = R} =
+        beamspy:profile({bs_wl, fib, [10]}, #{return => Formats, output => Dir, formats => Formats}),
+    ?assertEqual(length(Formats), length(Files)),
+    [begin
+         [File] = [F || F <- Files, lists:suffix(Ext, F)],
+         {ok, OnDisk} = file:read_file(File),
+         ?assertEqual({Format, OnDisk}, {Format, maps:get(Format, R)})
+     end || {Format, Ext} <- ?EXT, lists:member(Format, Formats)],
+    {ok, #{svg := Svg, files := []}} = beamspy:profile({bs_wl, fib, [8]}, #{return => [svg]}),
+    ?assertMatch({match, _}, re:run(Svg, "bs_wl:fib/1")),
+    {error, {bad_option, return, [png], _}} = beamspy:profile({bs_wl, fib, [1]}, #{return => [png]}),
+    {error, {bad_option, return, [], _}} = beamspy:profile({bs_wl, fib, [1]}, #{return => []}),
+    ?assertError({beamspy, {bad_option, return, [svg], _}},
+                 beamspy:apply({bs_wl, fib, [1]}, #{return => [svg]})),
+    bs_test_lib:assert_clean(),
+    bs_test_lib:rm_rf(Dir).

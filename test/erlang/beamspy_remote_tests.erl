@@ -45,6 +45,11 @@ round_trip(#{node := Node, tmp := Tmp}) ->
     {ok, #{result := {return, [1, 2, 3]}, profile := #{processes := [{_, Nodes}]}}} =
         erpc:call(Node, beamspy, profile, [{lists, sort, [[3, 1, 2]]}, #{}]),
     ?assert(lists:any(fun({_, _, F, _, _, _}) -> F =:= <<"lists:sort/1">> end, Nodes)),
+    %% A flame graph brought back as data, nothing written on the node.
+    {ok, #{svg := Svg, html := Html, files := []}} =
+        erpc:call(Node, beamspy, profile, [{lists, sort, [[3, 1, 2]]}, #{return => [svg, html]}]),
+    ?assertMatch({match, _}, re:run(Svg, "lists:sort/1")),
+    ?assertMatch({match, _}, re:run(Html, "<html", [caseless])),
     %% Loading again keeps what is there.
     {ok, #{loaded := [], kept := Kept}} = beamspy:load(Node),
     ?assertEqual(lists:sort(Loaded), lists:sort(Kept)),
