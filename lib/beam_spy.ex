@@ -428,6 +428,26 @@ defmodule BeamSpy do
   end
 
   @doc """
+  Renders a profile already in hand (the `:profile` that `profile/2`
+  returns, possibly brought from another node) in `format`, in memory, and
+  returns the bytes. Options are the rendering ones of `run/2` (`:title`,
+  `:palette`, `:drop_sleep`, `:include`, `:exclude`, `:merge`, ...); frame
+  names stay as the profile spells them. A malformed profile or a bad
+  option raises an `ArgumentError` saying what is wrong.
+
+      iex> {:ok, %{profile: profile}} = BeamSpy.profile({Enum, :sort, [[3, 1, 2]]})
+      iex> BeamSpy.render(profile, :folded) =~ "Enum.sort/1"
+      true
+  """
+  @spec render(profile(), atom(), options()) :: binary()
+  def render(profile, format, options \\ []) do
+    case :beamspy.render(profile, format, erlang_options!(options)) do
+      {:ok, bytes} -> bytes
+      {:error, reason} -> raise ArgumentError, message(reason)
+    end
+  end
+
+  @doc """
   Delivers beamspy's Erlang modules and NIF over distribution to `node`,
   which needs nothing installed, so that beamspy runs there through `:erpc`
   (from a Livebook notebook attached to a production node, for example).

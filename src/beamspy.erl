@@ -189,7 +189,7 @@
 %%% suite yet.
 -module(beamspy).
 
--export([apply/1, apply/2, profile/2, check/2, format_error/1]).
+-export([apply/1, apply/2, profile/2, render/2, render/3, check/2, format_error/1]).
 -export([capture/3, capture_async/3]).
 -export([start/2, stop/1, stop/2, trace/3, sessions/0]).
 -export([sequence/2]).
@@ -278,6 +278,37 @@ profile(Target, Opts) ->
             {ok, maps:merge(Encoded, #{result => Outcome, profile => Profile, files => Files})};
         {error, _} = Error ->
             Error
+    end.
+
+%% @equiv render(Profile, Format, #{})
+-spec render(profile(), format()) -> {ok, binary()} | {error, term()}.
+render(Profile, Format) ->
+    render(Profile, Format, #{}).
+
+%% @doc Renders a profile already in hand (the `profile' that {@link
+%% profile/2} returns, possibly taken from another node) in Format, in
+%% memory, with the rendering options of {@link apply/2} (`title',
+%% `subtitle', `palette', `width', `min_width', `inverted', `drop_sleep',
+%% `include', `exclude', `merge'). Frame names stay as the profile spells
+%% them; totals are computed again from the self times. The term is
+%% checked: a malformed one gives `{error, {bad_profile, Why}}'.
+%%
+%% ```
+%% 1> {ok, #{profile := P}} = beamspy:profile({lists, sort, [[3, 1, 2]]}, #{}).
+%% 2> {ok, <<"<?xml", _/binary>>} = beamspy:render(P, svg, #{title => "sort"}).
+%% '''
+-spec render(profile(), format(), map() | list()) -> {ok, binary()} | {error, term()}.
+render(Profile, Format, Opts0) ->
+    case {lists:member(Format, beamspy_opts:formats()), beamspy_opts:options(Opts0)} of
+        {false, _} ->
+            Names = lists:join(", ", [atom_to_list(F) || F <- beamspy_opts:formats()]),
+            {error, {bad_option, format, Format, lists:flatten(["one of " | Names])}};
+        {true, {error, _} = Error} ->
+            Error;
+        {true, {ok, Opts}} when is_map(Profile) ->
+            beamspy_tracer:profile_render(Profile, Format, write_meta(Opts, "beamspy:render/3"));
+        {true, {ok, _}} ->
+            {error, {bad_profile, <<"not a profile: a map with processes => [...] is expected">>}}
     end.
 
 %% @doc Checks a target and options the way {@link apply/2} does, without
@@ -579,6 +610,8 @@ format_error({node_failed, Node, Why}) ->
     flat("could not start a seq_trace collector on ~tw: ~tw", [Node, Why]);
 format_error({cannot_load, Node, Why}) ->
     flat("could not load beamspy_seq onto ~tw: ~tw", [Node, Why]);
+format_error({bad_profile, Why}) ->
+    flat("not a profile beamspy can render: ~ts", [Why]);
 format_error({nodedown, Node}) ->
     flat("node ~tw cannot be reached (is it up, with the same cookie?)", [Node]);
 format_error({timeout, Node}) ->

@@ -12,6 +12,7 @@
 -export([session_new/1, session_seed/3, session_stop/1, session_stop/2, session_pids/1,
          session_capturing/2, session_prepare_halt/3,
          session_info/1, session_profile/2, session_write/4, session_encode/3]).
+-export([profile_render/3]).
 -export([seq_write/3]).
 -export([check_pattern/1]).
 -export([nif_file/0]).
@@ -23,7 +24,7 @@
 
 -nifs([enabled/3, trace/5, session_new/1, session_seed/3, session_stop/1, session_stop/2,
        session_capturing/2, session_prepare_halt/3,
-       session_pids/1, session_info/1, session_profile/2, session_write/4, session_encode/3,
+       session_pids/1, session_info/1, session_profile/2, session_write/4, session_encode/3, profile_render/3,
        check_pattern/1,
        seq_write/3]).
 
@@ -116,6 +117,11 @@ session_write(_Session, _Format, _Path, _Opts) -> erlang:nif_error(not_loaded).
 %% `enomem', `too_large' (over 1 GiB).
 -spec session_encode(session(), atom(), map()) -> {ok, binary()} | {error, atom()}.
 session_encode(_Session, _Format, _Opts) -> erlang:nif_error(not_loaded).
+
+%% @doc A profile term (as beamspy:profile/2 returns it) rendered in memory
+%% in Format with write options Opts (as session_write/4's).
+-spec profile_render(map(), atom(), map()) -> {ok, binary()} | {error, term()}.
+profile_render(_Profile, _Format, _Opts) -> erlang:nif_error(not_loaded).
 
 %% @doc Merges the events of a sequence capture (see {@link beamspy_seq})
 %% by causality and writes each output atomically: Outputs is

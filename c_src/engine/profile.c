@@ -65,6 +65,24 @@ static uint32_t intern_str(bs_profile *p, const char *s)
     return bs_frame_table_intern(&p->frames, buf, len);
 }
 
+uint32_t bs_profile_intern(bs_profile *p, const char *name)
+{
+    return intern_str(p, name);
+}
+
+bs_ptree *bs_profile_new_tree(bs_profile *p, const char *label, uint32_t n_nodes)
+{
+    uint32_t root = intern_str(p, label);
+    if (root == UINT32_MAX || n_nodes == 0)
+        return NULL;
+    bs_ptree *t = new_tree(p, n_nodes);
+    if (!t)
+        return NULL;
+    t->nodes[0].parent = UINT32_MAX;
+    t->nodes[0].frame = root;
+    return t;
+}
+
 int bs_profile_add_tree(bs_profile *p, const char *label)
 {
     uint32_t root = intern_str(p, label);

@@ -80,6 +80,15 @@ void bs_profile_free(bs_profile *p);
  * become SLEEP and GC; other keys are named by namer. Returns 0 or -1. */
 int bs_profile_add_proc(bs_profile *p, const bs_proc *proc, const char *label, bs_key_namer namer, void *ctx);
 
+/* Interns a frame name (made safe for every format as the recorder's are);
+ * UINT32_MAX when out of memory. */
+uint32_t bs_profile_intern(bs_profile *p, const char *name);
+
+/* Adds a tree of n_nodes zeroed nodes whose node 0 is the process rooted at
+ * label, for a caller that fills in the others (parents before children).
+ * NULL when out of memory or n_nodes is 0. */
+bs_ptree *bs_profile_new_tree(bs_profile *p, const char *label, uint32_t n_nodes);
+
 /* Adds an empty tree rooted at label (readers fill it through bs_profile_add_path). */
 int bs_profile_add_tree(bs_profile *p, const char *label);
 

@@ -4,12 +4,14 @@
  * module, so the session functions live in the same library. Everything the
  * NIF keeps is inside a session resource or the library's private data. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../engine/filter.h"
 #include "../formats/writers.h"
 #include "nif_atoms.h"
 #include "profile_export.h"
+#include "profile_import.h"
 #include "session.h"
 #include "tracer_callbacks.h"
 #include "halt_write.h"
@@ -384,6 +386,48 @@ static ERL_NIF_TERM session_encode(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
     }
 }
 
+/* profile_render(Profile, Format, Opts) -> {ok, Binary} | {error, Reason}:
+ * a profile term (as beamspy:profile/2 returns it) rendered in memory in
+ * Format with the write options Opts. Reasons: {bad_profile, Text},
+ * unknown_format, bad_filter_or_format, enomem, too_large. */
+static ERL_NIF_TERM profile_render(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+    (void)argc;
+    char format_name[32], why[256];
+    bs_write_request req;
+    if (enif_get_atom(env, argv[1], format_name, sizeof format_name, ERL_NIF_LATIN1) <= 0 ||
+        bs_write_request_decode(env, argv[2], &req) < 0)
+        return enif_make_badarg(env);
+    bs_format format = bs_format_from_name(format_name);
+    if (format == BS_FORMAT_UNKNOWN)
+        return error_tuple(env, "unknown_format");
+    bs_profile p;
+    if (bs_profile_from_term(env, argv[0], &p, why, sizeof why) < 0) {
+        ERL_NIF_TERM text;
+        size_t n = strlen(why);
+        memcpy(enif_make_new_binary(env, n, &text), why, n);
+        return enif_make_tuple2(env, bs_priv_of(env)->atoms.error,
+                                enif_make_tuple2(env, enif_make_atom(env, "bad_profile"), text));
+    }
+    p.meta = req.meta;
+    char *data;
+    size_t size;
+    int rc = bs_write_memory(format, &p, &req.render, 0, &data, &size);
+    int e = errno ? errno : ENOMEM;
+    bs_profile_free(&p);
+    if (rc < 0)
+        return error_tuple(env, e == EINVAL ? "bad_filter_or_format" : e == EFBIG ? "too_large" : "enomem");
+    ErlNifBinary bin;
+    if (!enif_alloc_binary(size, &bin)) {
+        free(data);
+        return error_tuple(env, "enomem");
+    }
+    if (size)
+        memcpy(bin.data, data, size);
+    free(data);
+    return enif_make_tuple2(env, bs_priv_of(env)->atoms.ok, enif_make_binary(env, &bin));
+}
+
 /* check_pattern(Pattern) -> ok | {error, Why}: whether an include/exclude
  * pattern compiles the way the writers will compile it (POSIX extended), so
  * option checking refuses it before anything is traced. */
@@ -420,6 +464,7 @@ static ErlNifFunc nif_funcs[] = {
     {"session_profile", 2, session_profile, ERL_NIF_DIRTY_JOB_CPU_BOUND},
     {"session_write", 4, session_write, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"session_encode", 3, session_encode, ERL_NIF_DIRTY_JOB_CPU_BOUND},
+    {"profile_render", 3, profile_render, ERL_NIF_DIRTY_JOB_CPU_BOUND},
     {"seq_write", 3, bs_nif_seq_write, ERL_NIF_DIRTY_JOB_IO_BOUND},
 };
 

@@ -283,3 +283,28 @@ return_formats_test() ->
                  beamspy:apply({bs_wl, fib, [1]}, #{return => [svg]})),
     bs_test_lib:assert_clean(),
     bs_test_lib:rm_rf(Dir).
+
+%% render/3: a profile in hand, drawn again; the folded bytes are those the
+%% recording itself gave; malformed terms are refused with the place.
+render_profile_in_hand_test() ->
+    {ok, #{profile := P, folded := Folded}} = beamspy:profile({bs_wl, fib, [12]}, #{return => [folded]}),
+    ?assertEqual({ok, Folded}, beamspy:render(P, folded)),
+    {ok, Svg} = beamspy:render(P, svg, #{title => "fib <12>", palette => beam}),
+    ?assertMatch({match, _}, re:run(Svg, "fib &lt;12&gt;")),
+    {ok, Cg} = beamspy:render(P, callgrind),
+    ?assertEqual([464], callgrind_calls(Cg, "bs_wl:fib/1", "bs_wl:fib/1")),
+    %% Filters apply as on recording.
+    {ok, NoFib} = beamspy:render(P, folded, #{exclude => "fib"}),
+    ?assertEqual(nomatch, binary:match(NoFib, <<"fib">>)),
+    Bad = [#{}, #{processes => x}, #{processes => [x]}, #{processes => [{<<"p">>, []}]},
+           #{processes => [{<<"p">>, [{1, undefined, <<"p">>, 0, 0, 0}]}]},
+           #{processes => [{<<"p">>, [{0, undefined, <<"p">>, 0, 0, 0}, {1, 1, <<"f">>, 0, 0, 0}]}]},
+           #{processes => [{<<"p">>, [{0, undefined, <<"p">>, 0, 0, 0}, {1, 0, <<"f">>, -1, 0, 0}]}]},
+           #{processes => [{<<"p">>, [{0, undefined, <<"p">>, 0, 0, 0}, {1, 0, <<"f", 0>>, 1, 0, 0}]}]},
+           #{processes => [{<<"p">>, [{0, undefined, <<"p">>, 0, 0, 0}, {1, 0, <<"f">>, 1, 0}]}]},
+           #{processes => [{<<"p">>, [{0, undefined, <<"p">>, 0, 0, 0} | improper]}]}],
+    [?assertMatch({error, {bad_profile, _}}, beamspy:render(B, folded)) || B <- Bad],
+    {error, {bad_profile, Why} = R} = beamspy:render(hd(tl(tl(tl(tl(tl(Bad)))))), folded),
+    ?assertEqual(<<"process 1, node 1: its parent must be an earlier node">>, Why),
+    ?assertMatch({match, _}, re:run(beamspy:format_error(R), "not a profile beamspy can render")),
+    {error, {bad_option, format, png, _}} = beamspy:render(P, png).
