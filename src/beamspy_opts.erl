@@ -33,6 +33,7 @@
                      flamechart := boolean(),
                      palette := hot | beam,
                      drop_sleep := boolean(),
+                     collapse_recursion := boolean(),
                      merge := boolean(),
                      include => unicode:chardata(),
                      exclude => unicode:chardata(),
@@ -80,6 +81,7 @@ defaults() ->
       flamechart => false,
       palette => hot,
       drop_sleep => false,
+      collapse_recursion => false,
       merge => false,
       output_given => false}.
 
@@ -248,7 +250,8 @@ check({formats, V}, _) -> bad(formats, V, "a non-empty list of formats");
 %% capture/3's merge takes both (per call and merged) besides true and false.
 check({merge, both}, Acc) -> Acc#{merge => both};
 check({K, V}, Acc) when K =:= children; K =:= sleep; K =:= gc; K =:= quiet; K =:= open;
-                        K =:= inverted; K =:= flamechart; K =:= drop_sleep; K =:= merge ->
+                        K =:= inverted; K =:= flamechart; K =:= drop_sleep; K =:= merge;
+                        K =:= collapse_recursion ->
     case is_boolean(V) of
         true -> Acc#{K => V};
         false -> bad(K, V, "true or false")
@@ -399,7 +402,7 @@ nif_options(Opts, Outputs) ->
 -spec write_options(options()) -> map().
 write_options(Opts) ->
     Render = maps:with([names, title, subtitle, width, min_width, inverted, flamechart,
-                        palette, drop_sleep, include, exclude], Opts),
+                        palette, drop_sleep, collapse_recursion, include, exclude], Opts),
     Render#{merge_processes => maps:get(merge, Opts) =:= true}.
 
 bad(Key, Value, Expected) ->

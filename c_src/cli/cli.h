@@ -65,6 +65,7 @@ int bs_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((for
 enum {
     BS_OPT_DROP_SLEEP = 0x100,
     BS_OPT_MERGE,
+    BS_OPT_COLLAPSE_RECURSION,
     BS_OPT_INCLUDE,
     BS_OPT_EXCLUDE,
     BS_OPT_TITLE,
@@ -81,6 +82,7 @@ enum {
 #define BS_CLI_SHARED_LONG_OPTIONS                                  \
     {"drop-sleep", no_argument, NULL, BS_OPT_DROP_SLEEP},           \
     {"merge", no_argument, NULL, BS_OPT_MERGE},                     \
+    {"collapse-recursion", no_argument, NULL, BS_OPT_COLLAPSE_RECURSION}, \
     {"include", required_argument, NULL, BS_OPT_INCLUDE},           \
     {"exclude", required_argument, NULL, BS_OPT_EXCLUDE},           \
     {"title", required_argument, NULL, BS_OPT_TITLE},               \

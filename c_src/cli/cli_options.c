@@ -87,6 +87,7 @@ int bs_cli_shared_option(const char *cmd, int code, const char *arg, bs_render_o
     switch (code) {
     case BS_OPT_DROP_SLEEP: o->drop_sleep = 1; return 0;
     case BS_OPT_MERGE: o->merge_processes = 1; return 0;
+    case BS_OPT_COLLAPSE_RECURSION: o->collapse_recursion = 1; return 0;
     case BS_OPT_INVERTED: o->inverted = 1; return 0;
     case BS_OPT_TITLE: o->title = arg; return 0;
     case BS_OPT_SUBTITLE: o->subtitle = arg; return 0;
@@ -111,6 +112,8 @@ void bs_cli_shared_options_usage(FILE *out, const char *default_title)
           "  --include REGEX     keep only stacks with a frame matching REGEX\n"
           "                      (POSIX extended regular expression)\n"
           "  --exclude REGEX     drop stacks with a frame matching REGEX\n"
+          "  --collapse-recursion  fold direct recursion (f calling f) into one frame:\n"
+          "                      time and call counts kept, towers of one frame gone\n"
           "  --merge             merge all processes into one tree (no pid roots)\n",
           out);
     fputs("drawing:\n", out);

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collapse_recursion.h"
+
 /* Per frame id: 1 if the name matches re. */
 static unsigned char *match_frames(const bs_profile *p, const regex_t *re)
 {
@@ -132,6 +134,8 @@ int bs_profile_filter(bs_profile *p, const bs_filter *f)
         regfree(&inc_re);
     if (have_exc)
         regfree(&exc_re);
+    if (rc == 0 && f->collapse_recursion)
+        rc = bs_profile_collapse_recursion(p);
     if (rc == 0) {
         bs_profile_compute_totals(p);
         if (f->merge_processes && p->n_trees > 0) {

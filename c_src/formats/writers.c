@@ -127,6 +127,7 @@ int bs_write_stream(FILE *out, bs_format f, const bs_profile *p, const bs_render
     }
     int rc = bs_profile_filter(&filtered, &(bs_filter){.drop_sleep = o.drop_sleep,
                                                         .merge_processes = o.merge_processes,
+                                                        .collapse_recursion = o.collapse_recursion,
                                                         .include_re = o.include_re,
                                                         .exclude_re = o.exclude_re});
     if (rc < 0) {

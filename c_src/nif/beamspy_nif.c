@@ -318,7 +318,11 @@ static ERL_NIF_TERM session_profile(ErlNifEnv *env, int argc, const ERL_NIF_TERM
         bs_profile_free(&p);
         return error_tuple(env, "enomem");
     }
-    bs_filter f = {req.render.drop_sleep, req.render.merge_processes, req.render.include_re, req.render.exclude_re};
+    bs_filter f = {.drop_sleep = req.render.drop_sleep,
+                   .merge_processes = req.render.merge_processes,
+                   .collapse_recursion = req.render.collapse_recursion,
+                   .include_re = req.render.include_re,
+                   .exclude_re = req.render.exclude_re};
     if (bs_profile_filter(&p, &f) < 0) {
         bs_profile_free(&p);
         return error_tuple(env, "bad_filter");

@@ -273,6 +273,12 @@ else
     fail "recorded .bspy input" "beamspy:apply/2 did not write fib18.bspy"
 fi
 
+# --collapse-recursion: fib's tower becomes one frame, the total is kept.
+bs render "$IN/fib18.folded" --collapse-recursion -o "$O/fibc.folded"
+check "--collapse-recursion: no fib;fib left, same total" eval 'rc_is 0 && folded_ok "$O/fibc.folded" &&
+    ! grep -q "fib/1;cli_workload:fib/1" "$O/fibc.folded" && grep -q "fib/1;cli_workload:fib/1" "$IN/fib18.folded" &&
+    [ "$(awk "{s += \$NF} END {print s}" "$O/fibc.folded")" = "$(awk "{s += \$NF} END {print s}" "$IN/fib18.folded")" ]'
+
 # Folded in, folded out: the same stacks and counts.
 bs render "$IN/sort.folded" -o "$O/sort.folded"
 check "folded round trip keeps every line" eval 'rc_is 0 && same_lines "$IN/sort.folded" "$O/sort.folded"'

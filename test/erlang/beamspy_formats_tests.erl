@@ -308,3 +308,21 @@ render_profile_in_hand_test() ->
     ?assertEqual(<<"process 1, node 1: its parent must be an earlier node">>, Why),
     ?assertMatch({match, _}, re:run(beamspy:format_error(R), "not a profile beamspy can render")),
     {error, {bad_option, format, png, _}} = beamspy:render(P, png).
+
+%% collapse_recursion: fib's tower of fib/1 frames is one frame with every
+%% call and all the time.
+collapse_recursion_test() ->
+    {ok, #{profile := Plain, folded := F0}} = beamspy:profile({bs_wl, fib, [12]}, #{return => [folded]}),
+    {ok, #{profile := P, folded := F}} =
+        beamspy:profile({bs_wl, fib, [12]}, #{return => [folded], collapse_recursion => true}),
+    ?assertMatch({match, _}, re:run(F0, "bs_wl:fib/1;bs_wl:fib/1")),
+    ?assertEqual(nomatch, re:run(F, "bs_wl:fib/1;bs_wl:fib/1")),
+    Own = bs_test_lib:own_tree(P),
+    ?assertEqual([465], [C || {_, _, <<"bs_wl:fib/1">>, _, _, C} <- Own]),
+    Self = fun(Tree) -> lists:sum([S || {_, _, _, S, _, _} <- Tree]) end,
+    ?assert(Self(Own) > 0),
+    %% The same profile collapsed at render time: the same stacks.
+    {ok, Again} = beamspy:render(Plain, folded, #{collapse_recursion => true}),
+    ?assertEqual(nomatch, re:run(Again, "bs_wl:fib/1;bs_wl:fib/1")),
+    ?assertMatch({match, _}, re:run(Again, "bs_wl:fib/1 [0-9]+\n")),
+    {error, {bad_option, collapse_recursion, 1, _}} = beamspy:check({bs_wl, fib, [1]}, #{collapse_recursion => 1}).
