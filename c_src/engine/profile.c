@@ -225,6 +225,7 @@ int bs_profile_clone(const bs_profile *src, bs_profile *dst)
     dst->sleep_frame = src->sleep_frame;
     dst->gc_frame = src->gc_frame;
     memcpy(dst->truncated, src->truncated, sizeof dst->truncated);
+    memcpy(dst->notes, src->notes, sizeof dst->notes);
     dst->start_ns = src->start_ns;
     dst->duration_ns = src->duration_ns;
     dst->has_timeline = src->has_timeline;

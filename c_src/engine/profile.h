@@ -64,6 +64,8 @@ typedef struct bs_profile {
     uint32_t n_trees, cap_trees;
     uint32_t sleep_frame, gc_frame; /* ids of the pseudo frames */
     char truncated[128];            /* "" or why recording stopped early */
+    char notes[256];                /* "" or what else a reader must know (telemetry spans
+                                       dropped, unmatched, ...); not kept by .bspy */
     uint64_t start_ns;              /* session start (same clock as spans) */
     uint64_t duration_ns;
     int has_timeline;               /* spans were recorded */

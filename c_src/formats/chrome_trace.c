@@ -260,6 +260,10 @@ static void put_other_data(ct_writer *w, int timeline)
             (unsigned long long)w->omitted);
     fprintf(out, ",\"timeline_truncated\":%s,\"truncated\":", p->timeline_truncated ? "true" : "false");
     bs_json_write_string(out, p->truncated);
+    if (p->notes[0]) {
+        fputs(",\"notes\":", out);
+        bs_json_write_string(out, p->notes);
+    }
     fputs("}}\n", out);
 }
 
