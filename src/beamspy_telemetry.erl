@@ -26,7 +26,7 @@
 -module(beamspy_telemetry).
 
 -export([start/2, stop/1, finish/1, handle_event/4, format_error/1]).
--export([check_prefixes/1, attach_session/2, detach_session/1]).
+-export([check_prefixes/1, ready/0, attach_session/2, detach_session/1]).
 -export([init/4]).
 
 -define(MAX_PREFIXES, 64).
@@ -69,7 +69,7 @@ start(Prefixes, Opts) ->
                 false -> O0#{formats := ?DEFAULT_FORMATS}
             end,
         {ok, Outputs} = ok_or_throw(beamspy_opts:outputs(O, "telemetry")),
-        ok = ok_or_throw(telemetry_ready()),
+        ok = ok_or_throw(ready()),
         MaxSpans = maps:get(max_spans, Own, ?DEFAULT_MAX_SPANS),
         NifOpts = (maps:with([max_memory, max_processes], O))#{
                     spans_only => true, max_spans => MaxSpans, timeline => MaxSpans,
@@ -107,8 +107,9 @@ stop(Handle) ->
 %% frame they started in returned, or inside a span that stopped), `died'
 %% (open in a process that died), `open' (still open at the end), `refused'
 %% (deeper than 64 open spans, or out of memory) and `dropped' (over
-%% `max_spans').
--spec finish(handle()) -> {ok, #{files := [file:filename()], errors := list(), spans := counts()}}
+%% `max_spans'); `memory_peak' is the most memory the recording held.
+-spec finish(handle()) -> {ok, #{files := [file:filename()], errors := list(), spans := counts(),
+                                 memory_peak := non_neg_integer()}}
                               | {error, term()}.
 finish({beamspy_telemetry, Owner, Ref}) when is_pid(Owner), is_reference(Ref) ->
     Mon = erlang:monitor(process, Owner),
@@ -180,11 +181,9 @@ format_error(Other) ->
 %% '''
 -spec check_prefixes(term()) -> ok | {error, {bad_prefixes, term()}}.
 check_prefixes(Prefixes) ->
-    Ok = is_list(Prefixes) andalso Prefixes =/= [] andalso length(Prefixes) =< ?MAX_PREFIXES
-        andalso lists:all(fun(P) ->
-                                  is_list(P) andalso P =/= [] andalso length(P) =< ?MAX_PREFIX_LENGTH
-                                      andalso lists:all(fun is_atom/1, P)
-                          end, Prefixes),
+    Ok = short_list(Prefixes, ?MAX_PREFIXES)
+        andalso lists:all(fun(P) -> short_list(P, ?MAX_PREFIX_LENGTH) andalso lists:all(fun is_atom/1, P) end,
+                          Prefixes),
     case Ok of
         true -> ok;
         false -> {error, {bad_prefixes, Prefixes}}
@@ -197,7 +196,7 @@ check_prefixes(Prefixes) ->
 %% session has stopped).
 -spec attach_session(beamspy_tracer:session(), map()) -> ok | {error, term()}.
 attach_session(Session, #{telemetry := Prefixes}) ->
-    case telemetry_ready() of
+    case ready() of
         ok -> attach(Session, none, Prefixes);
         {error, _} = Error -> Error
     end;
@@ -221,6 +220,13 @@ detach_session(Owner) ->
 %%% Internals
 %%% ---------------------------------------------------------------------
 
+%% A proper, non-empty list of at most Max elements.
+short_list(L, Max) ->
+    try length(L) of
+        N -> N > 0 andalso N =< Max
+    catch error:badarg -> false
+    end.
+
 ok_or_throw(ok) -> ok;
 ok_or_throw({ok, _} = Ok) -> Ok;
 ok_or_throw({error, _} = E) -> throw(E).
@@ -242,7 +248,11 @@ own_options(Other) ->
 check_own({max_spans, N}) when is_integer(N), N > 0, N < (1 bsl 40) -> {max_spans, N};
 check_own({max_spans, V}) -> throw({error, {bad_option, max_spans, V}}).
 
-telemetry_ready() ->
+%% @doc `ok' when telemetry is loaded (loading it if it is on the code
+%% path) and its application is running, else a reason for {@link
+%% format_error/1}.
+-spec ready() -> ok | {error, telemetry_not_loaded | {telemetry_not_started, term()}}.
+ready() ->
     case code:ensure_loaded(telemetry) of
         {module, telemetry} ->
             case whereis(telemetry_handler_table) of
@@ -330,13 +340,14 @@ write(#{session := Session, opts := O, outputs := Outputs}) ->
     Results = [{Path, beamspy_tracer:session_write(Session, Format, Path, Write)}
                || {Format, Path} <- Outputs],
     Counts = beamspy_tracer:span_info(Session),
+    #{memory_peak := Peak} = beamspy_tracer:session_info(Session),
     Files = [P || {P, ok} <- Results],
     Errors = [{P, E} || {P, {error, E}} <- Results],
     case maps:get(quiet, O, false) of
         true -> ok;
         false -> print(Files, Errors, Counts)
     end,
-    {ok, #{files => Files, errors => Errors, spans => Counts}}.
+    {ok, #{files => Files, errors => Errors, spans => Counts, memory_peak => Peak}}.
 
 flush_downs(Session) ->
     receive

@@ -41,7 +41,15 @@ uint32_t bs_spans_cut(bs_proc *p, uint32_t to)
     return at;
 }
 
-uint32_t bs_spans_open(bs_proc *p, const bs_key *span, const bs_key *anchor_above)
+static int is_anchor(const bs_key *k, const bs_key *anchors, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (bs_key_eq(k, &anchors[i]))
+            return 1;
+    return 0;
+}
+
+uint32_t bs_spans_open(bs_proc *p, const bs_key *span, const bs_key *anchors, uint32_t n_anchors)
 {
     if (!p->spans) {
         p->spans = bs_budget_alloc(p->tree.budget, sizeof *p->spans);
@@ -57,9 +65,9 @@ uint32_t bs_spans_open(bs_proc *p, const bs_key *span, const bs_key *anchor_abov
         return BS_NO_NODE;
     }
     uint32_t cur = p->current, anchor = cur;
-    if (anchor_above) {
+    if (n_anchors) {
         for (uint32_t n = cur; n != 0; n = parent_of(p, n))
-            if (bs_key_eq(&p->tree.nodes[n].key, anchor_above)) {
+            if (is_anchor(&p->tree.nodes[n].key, anchors, n_anchors)) {
                 anchor = parent_of(p, n);
                 break;
             }

@@ -6,9 +6,11 @@
  * stack_rebuild.h pop to a frame; with spans open they pop only the real
  * frames above it and push the open span frames that sat directly on it
  * back on top. The rules:
- *  - start: the span's anchor is the frame below the topmost `anchor_above`
- *    frame (telemetry:execute/3: the frame that emitted the event, e.g.
- *    telemetry:span/3), or the top of the stack when there is none. The
+ *  - start: the span's anchor is the frame below the topmost frame equal to
+ *    one of the `anchors` keys (telemetry:execute/3, or do_execute/4 which
+ *    execute/3 tail-calls: the frame below is the one that emitted the
+ *    event, e.g. telemetry:span/3), or the top of the stack when there is
+ *    none. The
  *    span frame is inserted directly above the anchor; the frames that were
  *    above the anchor (the handler's own calls) are re-rooted above the span.
  *  - stop: the innermost open span with that key is removed from the stack
@@ -63,7 +65,7 @@ struct bs_proc;
  * returns `to` with the open spans that survive pushed back on it. */
 uint32_t bs_spans_cut(struct bs_proc *p, uint32_t to);
 /* Pushes a span frame (see the rules above); BS_NO_NODE if refused. */
-uint32_t bs_spans_open(struct bs_proc *p, const bs_key *span, const bs_key *anchor_above);
+uint32_t bs_spans_open(struct bs_proc *p, const bs_key *span, const bs_key *anchors, uint32_t n_anchors);
 /* Removes the innermost open span `span`; *matched says if there was one. */
 uint32_t bs_spans_close(struct bs_proc *p, const bs_key *span, int *matched);
 /* Forgets every open span (process exit or end of recording). */

@@ -288,7 +288,7 @@ int bs_proc_seed(bs_proc *p, const bs_key *frames, uint32_t n, uint64_t t)
     return 0;
 }
 
-int bs_proc_span_start(bs_proc *p, const bs_key *span, const bs_key *anchor_above, uint64_t t)
+int bs_proc_span_start(bs_proc *p, const bs_key *span, const bs_key *anchors, uint32_t n_anchors, uint64_t t)
 {
     if (p->state == BS_EXITED) {
         p->span_counts.refused++;
@@ -296,7 +296,7 @@ int bs_proc_span_start(bs_proc *p, const bs_key *span, const bs_key *anchor_abov
     }
     if (charge(p, t) < 0)
         return -1;
-    uint32_t n = bs_spans_open(p, span, anchor_above);
+    uint32_t n = bs_spans_open(p, span, anchors, n_anchors);
     if (n == BS_NO_NODE)
         return -1;
     set_current(p, n, t);

@@ -78,11 +78,12 @@ void bs_proc_exit(bs_proc *p, uint64_t t);
 void bs_proc_flush(bs_proc *p, uint64_t t);
 
 /* A telemetry span starts or stops in this process (span_frames.h has the
- * rules). anchor_above: the frame that emitted the event sits below the
- * topmost frame with this key (NULL: the top of the stack). start returns 0
+ * rules). anchors (n_anchors keys, 0 for none): the frame that emitted the
+ * event sits below the topmost frame equal to one of them (none on the
+ * stack: the top of the stack). start returns 0
  * or -1 (refused: too deep or no memory, counted); stop returns 0, 1 when no
  * span of that key was open (counted as unmatched). */
-int bs_proc_span_start(bs_proc *p, const bs_key *span, const bs_key *anchor_above, uint64_t t);
+int bs_proc_span_start(bs_proc *p, const bs_key *span, const bs_key *anchors, uint32_t n_anchors, uint64_t t);
 int bs_proc_span_stop(bs_proc *p, const bs_key *span, uint64_t t);
 /* Spans open right now (0 when none). */
 static inline uint32_t bs_proc_open_spans(const bs_proc *p) { return p->spans ? p->spans->n : 0; }

@@ -30,7 +30,8 @@ int bs_span_session_opts(ErlNifEnv *env, bs_session *s, ERL_NIF_TERM opts)
     if (enif_get_map_value(env, opts, enif_make_atom(env, "max_spans"), &v) && !enif_get_uint64(env, v, &max))
         return -1;
     s->spans_only = enif_get_map_value(env, opts, enif_make_atom(env, "spans_only"), &v) && v == a->true;
-    s->span_anchor = (bs_key){(uint64_t)a->telemetry, (uint64_t)a->execute, 3};
+    s->span_anchors[0] = (bs_key){(uint64_t)a->telemetry, (uint64_t)a->execute, 3};
+    s->span_anchors[1] = (bs_key){(uint64_t)a->telemetry, (uint64_t)enif_make_atom(env, "do_execute"), 4};
     atomic_store(&s->spans_left, max);
     atomic_store(&s->spans_dropped, 0);
     return 0;
@@ -78,7 +79,7 @@ ERL_NIF_TERM bs_nif_span_event(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv
     } else if (kind == a->start) {
         if (!take_span(s))
             reply = a->dropped;
-        else if (bs_proc_span_start(&r->proc, &span, &s->span_anchor, t) < 0)
+        else if (bs_proc_span_start(&r->proc, &span, s->span_anchors, 2, t) < 0)
             reply = a->refused;
         else if (s->spans_only && !r->span_seen)
             reply = a->first;

@@ -1,7 +1,7 @@
 /* test_span_frames.c — telemetry span frames in rebuilt stacks (span_frames.h):
  * nested spans as emitted by telemetry:span/3 (start and stop inside the
- * handler, under telemetry:execute/3) with the functions they enclose above
- * them, self times and the timeline; spans surviving pops to their anchor;
+ * handler, under telemetry:execute/3 or the do_execute/4 it tail-calls)
+ * with the functions they enclose above them, self times and the timeline; spans surviving pops to their anchor;
  * a span whose anchor is popped (lost, then its stop unmatched); a process
  * exiting inside a span; stops out of order; the depth cap; spans-only
  * recording (no call events, root time not charged). */
@@ -20,11 +20,13 @@
 static const bs_key USER = KEY(M_M, F_TOP, 0), SPAN3 = KEY(M_M, F_RUN, 2), EXEC = KEY(M_M, F_X, 0),
                     HANDLER = KEY(M_M, F_LEAF, 0), BODY = KEY(M_M, F_A, 0), INNER_BODY = KEY(M_M, F_B, 0);
 static const bs_key S1 = {BS_SPAN_MODULE, 1, 0}, S2 = {BS_SPAN_MODULE, 2, 0};
+/* telemetry:execute/3 and do_execute/4 (which execute/3 tail-calls) */
+static const bs_key ANCHORS[2] = {KEY(M_M, F_X, 0), KEY(M_M, F_MID, 0)};
 
 #define CALL(p, callee, caller, t) assert_int_equal(bs_proc_call((p), &(callee), BS_CALLER_FRAME, &(caller), (t)), 0)
 #define CALL_ROOT(p, callee, t) assert_int_equal(bs_proc_call((p), &(callee), BS_CALLER_ROOT, NULL, (t)), 0)
 #define RET(p, to, t) assert_int_equal(bs_proc_return_to((p), &(to), (t)), 0)
-#define START(p, s, t) assert_int_equal(bs_proc_span_start((p), &(s), &EXEC, (t)), 0)
+#define START(p, s, t) assert_int_equal(bs_proc_span_start((p), &(s), ANCHORS, 2, (t)), 0)
 #define STOP(p, s, t) assert_int_equal(bs_proc_span_stop((p), &(s), (t)), 0)
 
 static void assert_stack(const bs_proc *p, const char *expected)
@@ -109,6 +111,26 @@ static void test_nested_spans_enclose_their_functions(void **state)
     bs_proc_free(&p);
 }
 
+/* telemetry:execute/3 tail-calls do_execute/4, which calls the handler:
+ * execute/3 is gone from the stack; the span still sits on span/3. */
+static void test_anchor_below_tail_called_do_execute(void **state)
+{
+    (void)state;
+    bs_proc p;
+    assert_int_equal(bs_proc_init(&p, NULL, 0, 1, 0), 0);
+    CALL_ROOT(&p, USER, 0);
+    CALL(&p, SPAN3, USER, 10);
+    CALL(&p, EXEC, SPAN3, 20);
+    CALL(&p, ANCHORS[1], SPAN3, 30); /* the tail call: its caller is span/3 */
+    CALL(&p, HANDLER, ANCHORS[1], 40);
+    START(&p, S1, 50);
+    assert_stack(&p, "m:top/0;m:run/2;[span1];m:mid/0;m:leaf/0");
+    RET(&p, SPAN3, 60);
+    CALL(&p, BODY, SPAN3, 70);
+    assert_stack(&p, "m:top/0;m:run/2;[span1];m:a/0");
+    bs_proc_free(&p);
+}
+
 static void test_return_below_anchor_loses_the_span(void **state)
 {
     (void)state;
@@ -177,14 +199,14 @@ static void test_spans_only_with_timeline(void **state)
     assert_int_equal(bs_proc_init(&p, NULL, 0, 0, 0), 0);
     p.skip_root = 1;
     bs_proc_enable_timeline(&p, &q);
-    assert_int_equal(bs_proc_span_start(&p, &S1, &EXEC, 100), 0);
-    assert_int_equal(bs_proc_span_start(&p, &S2, &EXEC, 150), 0);
+    assert_int_equal(bs_proc_span_start(&p, &S1, ANCHORS, 2, 100), 0);
+    assert_int_equal(bs_proc_span_start(&p, &S2, ANCHORS, 2, 150), 0);
     assert_stack(&p, "[span1];[span2]");
     assert_int_equal(bs_proc_span_stop(&p, &S2, 250), 0);
-    assert_int_equal(bs_proc_span_start(&p, &S2, &EXEC, 300), 0);
+    assert_int_equal(bs_proc_span_start(&p, &S2, ANCHORS, 2, 300), 0);
     assert_int_equal(bs_proc_span_stop(&p, &S2, 320), 0);
     assert_int_equal(bs_proc_span_stop(&p, &S1, 400), 0);
-    assert_int_equal(bs_proc_span_start(&p, &S1, NULL, 1000), 0);
+    assert_int_equal(bs_proc_span_start(&p, &S1, NULL, 0, 1000), 0);
     bs_proc_flush(&p, 1100);
     assert_node(&p, "[span1]", 50 + 50 + 80 + 100, 2);
     assert_node(&p, "[span1];[span2]", 100 + 20, 2);
@@ -209,9 +231,9 @@ static void test_out_of_order_stop_and_same_key_nesting(void **state)
     (void)state;
     bs_proc p;
     assert_int_equal(bs_proc_init(&p, NULL, 0, 0, 0), 0);
-    assert_int_equal(bs_proc_span_start(&p, &S1, NULL, 1), 0);
-    assert_int_equal(bs_proc_span_start(&p, &S1, NULL, 2), 0);
-    assert_int_equal(bs_proc_span_start(&p, &S2, NULL, 3), 0);
+    assert_int_equal(bs_proc_span_start(&p, &S1, NULL, 0, 1), 0);
+    assert_int_equal(bs_proc_span_start(&p, &S1, NULL, 0, 2), 0);
+    assert_int_equal(bs_proc_span_start(&p, &S2, NULL, 0, 3), 0);
     assert_stack(&p, "[span1];[span1];[span2]");
     assert_int_equal(bs_proc_span_stop(&p, &S1, 4), 0); /* the inner S1; S2 inside it is lost */
     assert_stack(&p, "[span1]");
@@ -230,8 +252,8 @@ static void test_depth_cap_refuses(void **state)
     bs_proc p;
     assert_int_equal(bs_proc_init(&p, NULL, 0, 0, 0), 0);
     for (uint32_t i = 0; i < BS_MAX_OPEN_SPANS; i++)
-        assert_int_equal(bs_proc_span_start(&p, &S1, NULL, i), 0);
-    assert_int_equal(bs_proc_span_start(&p, &S2, NULL, 100), -1);
+        assert_int_equal(bs_proc_span_start(&p, &S1, NULL, 0, i), 0);
+    assert_int_equal(bs_proc_span_start(&p, &S2, NULL, 0, 100), -1);
     assert_int_equal(p.span_counts.refused, 1);
     assert_int_equal(bs_proc_depth(&p), BS_MAX_OPEN_SPANS);
     assert_int_equal(bs_proc_span_stop(&p, &S2, 101), 1);
@@ -248,7 +270,7 @@ static void test_budget_refusal(void **state)
     assert_int_equal(bs_proc_init(&p, &b, 0, 0, 0), 0);
     b.cap = atomic_load(&b.used) + 64;
     CALL_ROOT(&p, USER, 0);
-    assert_int_equal(bs_proc_span_start(&p, &S1, &EXEC, 10), -1);
+    assert_int_equal(bs_proc_span_start(&p, &S1, ANCHORS, 2, 10), -1);
     assert_int_equal(p.span_counts.refused, 1);
     assert_stack(&p, "m:top/0");
     bs_proc_free(&p);
@@ -259,6 +281,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nested_spans_enclose_their_functions),
+        cmocka_unit_test(test_anchor_below_tail_called_do_execute),
         cmocka_unit_test(test_return_below_anchor_loses_the_span),
         cmocka_unit_test(test_tail_call_from_anchor_keeps_the_span),
         cmocka_unit_test(test_exit_inside_span_counts_died),
