@@ -37,6 +37,7 @@
                      exclude => unicode:chardata(),
                      telemetry => [[atom(), ...], ...],
                      max_spans => pos_integer(),
+                     telemetry_metadata => [term()],
                      output_given := boolean()}.
 -type live_target() :: pid() | atom() | [pid() | atom()].
 %% Live targets once checked: `all' existing processes or a list of pids and
@@ -285,6 +286,11 @@ check({telemetry, V}, Acc) ->
             end;
         {error, _} = Error -> throw(Error)
     end;
+check({telemetry_metadata, V}, Acc) ->
+    case beamspy_telemetry:check_metadata(V) of
+        ok -> Acc#{telemetry_metadata => V};
+        {error, _} -> bad(telemetry_metadata, V, "a list of at most 16 telemetry metadata keys")
+    end;
 check({max_spans, V}, Acc) when is_integer(V), V > 0, V < (1 bsl 40) -> Acc#{max_spans => V};
 check({max_spans, V}, _) -> bad(max_spans, V, "a positive integer (telemetry span starts recorded at most)");
 check({palette, V}, Acc) when V =:= hot; V =:= beam -> Acc#{palette => V};
@@ -356,7 +362,7 @@ nif_options(Opts, Outputs) ->
                  infinity -> 0;
                  E -> E
              end,
-    (maps:with([max_memory, max_processes, sleep, gc, ignore, telemetry, max_spans], Opts))#{timeline => Timeline,
+    (maps:with([max_memory, max_processes, sleep, gc, ignore, telemetry, telemetry_metadata, max_spans], Opts))#{timeline => Timeline,
                                                                max_events => Events,
                                                                halt_hook => maps:get(until_halt, Opts, false)}.
 

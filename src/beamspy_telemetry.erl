@@ -26,13 +26,16 @@
 -module(beamspy_telemetry).
 
 -export([start/2, stop/1, finish/1, handle_event/4, format_error/1]).
--export([check_prefixes/1, ready/0, attach_session/2, detach_session/1]).
+-export([check_prefixes/1, check_metadata/1, ready/0, attach_session/2, detach_session/1]).
 -export([init/4]).
 
 -define(MAX_PREFIXES, 64).
 -define(MAX_PREFIX_LENGTH, 16).
 -define(DEFAULT_MAX_SPANS, 1000000).
 -define(DEFAULT_FORMATS, [chrome, speedscope, folded, svg, html]).
+-define(MAX_METADATA_KEYS, 16).
+-define(NOTE_CHARS, 300).
+-define(VALUE_CHARS, 60).
 
 -opaque handle() :: {beamspy_telemetry, pid(), reference()}.
 -type prefix() :: [atom(), ...].
@@ -48,7 +51,10 @@
 %% Options (a map or a proplist): `output' and `formats' as in
 %% `beamspy:apply/2' (default formats here: `chrome', `speedscope',
 %% `folded', `svg', `html'), `max_spans' (span starts recorded at most,
-%% default 1,000,000; later ones are dropped and counted), `max_memory',
+%% default 1,000,000; later ones are dropped and counted), `metadata' (up
+%% to 16 metadata keys whose values, printed at most 8 deep and cut to 60
+%% characters (300 in all), go into each span's args in the Chrome trace; an exception's
+%% kind and reason always do), `max_memory',
 %% `max_processes', `names', `title', `quiet' and the other rendering
 %% options of `beamspy:apply/2'.
 %%
@@ -75,7 +81,8 @@ start(Prefixes, Opts) ->
                     spans_only => true, max_spans => MaxSpans, timeline => MaxSpans,
                     sleep => false, gc => false},
         Ref = make_ref(),
-        {Owner, Mon} = spawn_monitor(?MODULE, init, [self(), Ref, Prefixes, NifOpts]),
+        {Owner, Mon} = spawn_monitor(?MODULE, init, [self(), Ref, Prefixes,
+                                                     NifOpts#{telemetry_metadata => maps:get(metadata, Own, [])}]),
         receive
             {Ref, ok} ->
                 erlang:demonitor(Mon, [flush]),
@@ -127,9 +134,15 @@ finish(Other) ->
 %% @doc The telemetry handler (attached by beamspy; not for direct use). It
 %% runs in the process that emitted the event, never raises, and detaches
 %% itself once its recording has stopped.
--spec handle_event([atom()], map(), map(), {term(), pid() | none, atom(), term()}) -> ok.
-handle_event(Event, _Measurements, _Metadata, {Session, Owner, Name, Id}) ->
-    try beamspy_tracer:span_event(Session, lists:last(Event), Name) of
+-spec handle_event([atom()], map(), map(), {term(), pid() | none, atom(), term(), [term()]}) -> ok.
+handle_event(Event, _Measurements, Metadata, {Session, Owner, Name, Id, Keys}) ->
+    try
+        Kind = lists:last(Event),
+        case note(Kind, Metadata, Keys) of
+            none -> beamspy_tracer:span_event(Session, Kind, Name);
+            Note -> beamspy_tracer:span_event(Session, Kind, Name, Note)
+        end
+    of
         first when is_pid(Owner) ->
             Owner ! {beamspy_span_proc, self()},
             ok;
@@ -161,6 +174,9 @@ format_error({bad_prefixes, P}) ->
     lists:flatten(io_lib:format("telemetry prefixes must be a non-empty list of at most ~w event prefixes, "
                                 "each a non-empty list of at most ~w atoms, such as [[my_app, repo, query]]; got ~0tP",
                                 [?MAX_PREFIXES, ?MAX_PREFIX_LENGTH, P, 10]));
+format_error({bad_option, metadata, V}) ->
+    lists:flatten(io_lib:format("metadata must be a list of at most ~w metadata keys; got ~0tP",
+                                [?MAX_METADATA_KEYS, V, 10]));
 format_error({bad_option, max_spans, V}) ->
     lists:flatten(io_lib:format("max_spans must be a positive integer; got ~0tP", [V, 10]));
 format_error({attach_failed, Why}) ->
@@ -195,9 +211,9 @@ check_prefixes(Prefixes) ->
 %% same process undoes it (the handlers also detach themselves once the
 %% session has stopped).
 -spec attach_session(beamspy_tracer:session(), map()) -> ok | {error, term()}.
-attach_session(Session, #{telemetry := Prefixes}) ->
+attach_session(Session, #{telemetry := Prefixes} = NifOpts) ->
     case ready() of
-        ok -> attach(Session, none, Prefixes);
+        ok -> attach(Session, none, Prefixes, maps:get(telemetry_metadata, NifOpts, []));
         {error, _} = Error -> Error
     end;
 attach_session(_Session, _NifOpts) ->
@@ -220,6 +236,30 @@ detach_session(Owner) ->
 %%% Internals
 %%% ---------------------------------------------------------------------
 
+%% What goes into a span's args: the kind and reason of an exception, and
+%% at its start the asked metadata keys, each value printed at most 8 deep
+%% and cut to ?VALUE_CHARS characters, the whole to ?NOTE_CHARS.
+note(exception, Meta, _Keys) when is_map(Meta) ->
+    cut(io_lib:format("exception: kind=~0tP reason=~0tP",
+                      [maps:get(kind, Meta, undefined), 8, maps:get(reason, Meta, undefined), 8]));
+note(start, Meta, [_ | _] = Keys) when is_map(Meta) ->
+    case [[cut(io_lib:format("~0tP", [K, 4]), 40), "=", cut(io_lib:format("~0tP", [V, 8]), ?VALUE_CHARS)]
+          || K <- Keys, {ok, V} <- [maps:find(K, Meta)]] of
+        [] -> none;
+        Parts -> cut(lists:join(" ", Parts))
+    end;
+note(_, _, _) ->
+    none.
+
+cut(Chars) ->
+    unicode:characters_to_binary(cut(Chars, ?NOTE_CHARS)).
+
+cut(Chars, N) ->
+    case string:slice(unicode:characters_to_list(Chars), 0, N + 1) of
+        L when length(L) > N -> string:slice(L, 0, N - 3) ++ "...";
+        L -> L
+    end.
+
 %% A proper, non-empty list of at most Max elements.
 short_list(L, Max) ->
     try length(L) of
@@ -239,14 +279,27 @@ has_key(K, Opts) when is_list(Opts) ->
 own_options(Opts) when is_map(Opts) ->
     own_options(maps:to_list(Opts));
 own_options(Opts) when is_list(Opts) ->
-    {Own, Rest} = lists:partition(fun({max_spans, _}) -> true; (_) -> false end, Opts),
+    {Own, Rest} = lists:partition(fun({K, _}) -> K =:= max_spans orelse K =:= metadata; (_) -> false end, Opts),
     Checked = maps:from_list([check_own(O) || O <- Own]),
     {Checked, maps:from_list([case O of {_, _} -> O; K -> {K, true} end || O <- Rest])};
 own_options(Other) ->
     throw({error, {bad_options, Other}}).
 
 check_own({max_spans, N}) when is_integer(N), N > 0, N < (1 bsl 40) -> {max_spans, N};
-check_own({max_spans, V}) -> throw({error, {bad_option, max_spans, V}}).
+check_own({max_spans, V}) -> throw({error, {bad_option, max_spans, V}});
+check_own({metadata, Keys}) ->
+    case check_metadata(Keys) of
+        ok -> {metadata, Keys};
+        {error, _} = E -> throw(E)
+    end.
+
+%% @doc `ok' if Keys is a list of at most 16 metadata keys (any terms).
+-spec check_metadata(term()) -> ok | {error, {bad_option, metadata, term()}}.
+check_metadata(Keys) ->
+    case Keys =:= [] orelse short_list(Keys, ?MAX_METADATA_KEYS) of
+        true -> ok;
+        false -> {error, {bad_option, metadata, Keys}}
+    end.
 
 %% @doc `ok' when telemetry is loaded (loading it if it is on the code
 %% path) and its application is running, else a reason for {@link
@@ -267,19 +320,19 @@ span_name(Prefix) ->
     Text = lists:join(".", [atom_to_list(A) || A <- Prefix]),
     binary_to_atom(unicode:characters_to_binary(["[", Text, "]"])).
 
-attach(Session, Owner, Prefixes) ->
+attach(Session, Owner, Prefixes, Keys) ->
     Me = self(),
-    attach(Session, Owner, Prefixes, Me, 1).
+    attach(Session, Owner, Prefixes, Keys, Me, 1).
 
-attach(_Session, _Owner, [], _Me, _I) ->
+attach(_Session, _Owner, [], _Keys, _Me, _I) ->
     ok;
-attach(Session, Owner, [P | Ps], Me, I) ->
+attach(Session, Owner, [P | Ps], Keys, Me, I) ->
     Id = {?MODULE, Me, I},
     Events = [P ++ [start], P ++ [stop], P ++ [exception]],
-    Config = {Session, Owner, span_name(P), Id},
+    Config = {Session, Owner, span_name(P), Id, Keys},
     case catch erlang:apply(telemetry, attach_many, [Id, Events, fun ?MODULE:handle_event/4, Config]) of
         ok ->
-            attach(Session, Owner, Ps, Me, I + 1);
+            attach(Session, Owner, Ps, Keys, Me, I + 1);
         Other ->
             detach_session(Me),
             {error, {attach_failed, Other}}
@@ -296,7 +349,7 @@ init(Caller, Ref, Prefixes, NifOpts) ->
         {error, _} = Error ->
             Caller ! {Ref, Error};
         Session ->
-            case attach(Session, self(), Prefixes) of
+            case attach(Session, self(), Prefixes, maps:get(telemetry_metadata, NifOpts)) of
                 ok ->
                     Caller ! {Ref, ok},
                     receive

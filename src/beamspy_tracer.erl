@@ -13,7 +13,7 @@
          session_capturing/2, session_prepare_halt/3,
          session_info/1, session_profile/2, session_write/4]).
 -export([seq_write/3]).
--export([span_event/3, span_exit/2, span_info/1]).
+-export([span_event/3, span_event/4, span_exit/2, span_info/1]).
 -export([check_pattern/1]).
 
 -on_load(init/0).
@@ -24,7 +24,7 @@
 -nifs([enabled/3, trace/5, session_new/1, session_seed/3, session_stop/1, session_stop/2,
        session_capturing/2, session_prepare_halt/3,
        session_pids/1, session_info/1, session_profile/2, session_write/4, check_pattern/1,
-       seq_write/3, span_event/3, span_exit/2, span_info/1]).
+       seq_write/3, span_event/3, span_event/4, span_exit/2, span_info/1]).
 
 init() ->
     erlang:load_nif(nif_path(), 0).
@@ -127,6 +127,13 @@ check_pattern(_Pattern) -> erlang:nif_error(not_loaded).
 -spec span_event(session(), start | stop | exception, atom()) ->
           ok | first | unmatched | dropped | refused | not_traced | stopped | badarg.
 span_event(_Session, _Kind, _Name) -> erlang:nif_error(not_loaded).
+
+%% @doc As {@link span_event/3}, attaching Note (UTF-8, at most 511 bytes
+%% kept) to the span: metadata at its start, kind and reason at an
+%% exception. It becomes the span's args in the Chrome trace.
+-spec span_event(session(), start | stop | exception, atom(), binary()) ->
+          ok | first | unmatched | dropped | refused | not_traced | stopped | badarg.
+span_event(_Session, _Kind, _Name, _Note) -> erlang:nif_error(not_loaded).
 
 %% @doc A process of a spans-only session died: spans it left open are
 %% counted as died.

@@ -33,7 +33,7 @@ uint32_t bs_spans_cut(bs_proc *p, uint32_t to)
         }
         below = old;
         at = c;
-        s->open[keep].key = s->open[j].key;
+        s->open[keep] = s->open[j];
         s->open[keep].node = c;
         keep++;
     }
@@ -92,6 +92,7 @@ uint32_t bs_spans_open(bs_proc *p, const bs_key *span, const bs_key *anchors, ui
     p->tree.nodes[sn].calls++;
     s->open[s->n].key = *span;
     s->open[s->n].node = sn;
+    s->open[s->n].start_ns = 0; /* set by the caller, which knows the time */
     s->n++;
     p->span_counts.started++;
     uint32_t at = sn;
@@ -147,4 +148,45 @@ void bs_spans_clear(bs_proc *p, uint64_t *counter)
         return;
     *counter += p->spans->n;
     p->spans->n = 0;
+}
+
+int bs_spans_note(bs_proc *p, const bs_key *span, const char *text, size_t len)
+{
+    bs_span_stack *s = p->spans;
+    uint32_t i = s ? s->n : 0;
+    while (i > 0 && !bs_key_eq(&s->open[i - 1].key, span))
+        i--;
+    if (i == 0)
+        return -1;
+    if (len > BS_SPAN_NOTE_MAX - 1)
+        len = BS_SPAN_NOTE_MAX - 1;
+    bs_budget *b = p->tree.budget;
+    if (p->n_notes == p->cap_notes) {
+        uint32_t cap = p->cap_notes ? p->cap_notes * 2 : 16;
+        bs_span_note *n = bs_budget_realloc(b, p->notes, (size_t)p->cap_notes * sizeof *n, (size_t)cap * sizeof *n);
+        if (!n) {
+            p->span_counts.refused++;
+            return -1;
+        }
+        p->notes = n;
+        p->cap_notes = cap;
+    }
+    char *copy = bs_budget_alloc(b, BS_SPAN_NOTE_MAX);
+    if (!copy) {
+        p->span_counts.refused++;
+        return -1;
+    }
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    p->notes[p->n_notes++] = (bs_span_note){s->open[i - 1].node, s->open[i - 1].start_ns, copy};
+    return 0;
+}
+
+void bs_spans_free_notes(bs_proc *p)
+{
+    for (uint32_t i = 0; i < p->n_notes; i++)
+        bs_budget_free(p->tree.budget, p->notes[i].text, BS_SPAN_NOTE_MAX);
+    bs_budget_free(p->tree.budget, p->notes, (size_t)p->cap_notes * sizeof *p->notes);
+    p->notes = NULL;
+    p->n_notes = p->cap_notes = 0;
 }

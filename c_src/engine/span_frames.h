@@ -30,6 +30,7 @@
 #ifndef BS_SPAN_FRAMES_H
 #define BS_SPAN_FRAMES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "frame_key.h"
@@ -49,8 +50,18 @@ typedef struct bs_span_counts {
 
 typedef struct bs_open_span {
     bs_key key;
-    uint32_t node; /* its call-tree node, on the current path */
+    uint32_t node;     /* its call-tree node, on the current path */
+    uint64_t start_ns; /* when it started (its timeline entry's start) */
 } bs_open_span;
+
+/* Text attached to one span (metadata, an exception's kind and reason):
+ * the span is its node and start time, as in the timeline. */
+#define BS_SPAN_NOTE_MAX 512u
+typedef struct bs_span_note {
+    uint32_t node;
+    uint64_t start_ns;
+    char *text; /* NUL-terminated, at most BS_SPAN_NOTE_MAX - 1 bytes */
+} bs_span_note;
 
 typedef struct bs_span_stack {
     bs_open_span open[BS_MAX_OPEN_SPANS]; /* by depth, outermost first */
@@ -68,6 +79,11 @@ uint32_t bs_spans_cut(struct bs_proc *p, uint32_t to);
 uint32_t bs_spans_open(struct bs_proc *p, const bs_key *span, const bs_key *anchors, uint32_t n_anchors);
 /* Removes the innermost open span `span`; *matched says if there was one. */
 uint32_t bs_spans_close(struct bs_proc *p, const bs_key *span, int *matched);
+/* Attaches text (len bytes, cut to fit) to the innermost open span `span`;
+ * 0, or -1 (no such span, or no memory: counted as refused). */
+int bs_spans_note(struct bs_proc *p, const bs_key *span, const char *text, size_t len);
+/* Frees the notes of a process. */
+void bs_spans_free_notes(struct bs_proc *p);
 /* Forgets every open span (process exit or end of recording). */
 void bs_spans_clear(struct bs_proc *p, uint64_t *counter);
 

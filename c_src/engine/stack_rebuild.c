@@ -27,6 +27,7 @@ void bs_proc_free(bs_proc *p)
     if (p->spans)
         bs_budget_free(p->tree.budget, p->spans, sizeof *p->spans);
     p->spans = NULL;
+    bs_spans_free_notes(p);
     bs_timeline_free(&p->timeline);
     bs_call_tree_free(&p->tree);
 }
@@ -299,6 +300,7 @@ int bs_proc_span_start(bs_proc *p, const bs_key *span, const bs_key *anchors, ui
     uint32_t n = bs_spans_open(p, span, anchors, n_anchors);
     if (n == BS_NO_NODE)
         return -1;
+    p->spans->open[p->spans->n - 1].start_ns = t;
     set_current(p, n, t);
     return 0;
 }

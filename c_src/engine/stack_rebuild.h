@@ -54,6 +54,8 @@ typedef struct bs_proc {
     bs_timeline timeline;    /* kept only after bs_proc_enable_timeline */
     bs_span_stack *spans;    /* open telemetry span frames; NULL until the first (span_frames.h) */
     bs_span_counts span_counts;
+    bs_span_note *notes;     /* texts attached to spans (bs_spans_note) */
+    uint32_t n_notes, cap_notes;
 } bs_proc;
 
 /* start_ns: when recording of this process began (time before its first event

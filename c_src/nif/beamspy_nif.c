@@ -398,6 +398,7 @@ static ErlNifFunc nif_funcs[] = {
     {"session_write", 4, session_write, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"seq_write", 3, bs_nif_seq_write, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"span_event", 3, bs_nif_span_event, 0},
+    {"span_event", 4, bs_nif_span_event, 0},
     {"span_exit", 2, bs_nif_span_exit, 0},
     {"span_info", 1, bs_nif_span_info, 0},
 };

@@ -1,6 +1,6 @@
 /* span_nif.c — telemetry span events from beamspy_telemetry's handler.
  *
- * span_event(Session, start | stop | exception, Name) runs in the process
+ * span_event(Session, start | stop | exception, Name[, Note]) runs in the process
  * that emitted the event, synchronously, on its scheduler thread: the same
  * thread, and in order with, that process's trace events. So, like a tracer
  * callback, it finds the process's record in the session's pid table and
@@ -8,6 +8,8 @@
  * In a spans-only session (beamspy_telemetry alone) records are created on
  * a process's first span, and time outside spans is not charged; otherwise
  * (spans with the stacks) only processes the session traces are recorded.
+ * Note, a binary, is attached to the span (metadata at its start, kind and
+ * reason at an exception) and becomes its args in the Chrome trace.
  * Nothing here blocks, allocates terms beyond an atom reply, or sends. */
 #include "span_nif.h"
 
@@ -50,8 +52,10 @@ static int take_span(bs_session *s)
 
 ERL_NIF_TERM bs_nif_span_event(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
-    (void)argc;
     uint64_t t = bs_now_ns();
+    ErlNifBinary note = {0};
+    if (argc > 3 && !enif_inspect_binary(env, argv[3], &note))
+        note.size = 0;
     const bs_atoms *a = &bs_priv_of(env)->atoms;
     bs_session *s = get_session(env, argv[0]);
     ERL_NIF_TERM kind = argv[1];
@@ -81,10 +85,16 @@ ERL_NIF_TERM bs_nif_span_event(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv
             reply = a->dropped;
         else if (bs_proc_span_start(&r->proc, &span, s->span_anchors, 2, t) < 0)
             reply = a->refused;
-        else if (s->spans_only && !r->span_seen)
-            reply = a->first;
+        else {
+            if (note.size)
+                (void)bs_spans_note(&r->proc, &span, (const char *)note.data, note.size);
+            if (s->spans_only && !r->span_seen)
+                reply = a->first;
+        }
         r->span_seen = 1;
     } else {
+        if (note.size)
+            (void)bs_spans_note(&r->proc, &span, (const char *)note.data, note.size);
         int rc = bs_proc_span_stop(&r->proc, &span, t);
         reply = rc == 0 ? a->ok : rc > 0 ? a->unmatched : a->refused;
     }

@@ -112,9 +112,12 @@ within_1pct(Recorded, Measured) ->
 
 failures() ->
     Dir = tmp_dir(),
-    {ok, H} = beamspy_telemetry:start([?OUTER], [{output, Dir}, quiet, {formats, [folded, svg, chrome]}]),
+    {ok, H} = beamspy_telemetry:start([?OUTER], [{output, Dir}, quiet, {formats, [folded, svg, chrome]},
+                                                 {metadata, [query, <<"user">>]}]),
     %% An exception inside a span: stopped by the exception event.
-    ?assertError(boom, telemetry:span(?OUTER, #{}, fun() -> timer:sleep(20), error(boom) end)),
+    Long = lists:duplicate(1000, $x),
+    ?assertError(boom, telemetry:span(?OUTER, #{query => Long, <<"user">> => <<"ann">>, other => 1},
+                                      fun() -> timer:sleep(20), error(boom) end)),
     %% A process killed inside a span.
     Self = self(),
     Victim = spawn(fun() ->
@@ -134,7 +137,18 @@ failures() ->
     ?assert(maps:is_key(pid_to_list(Victim) ++ ";[bs_tele.outer]", Folded)),
     Note = "1 stops unmatched, 0 lost (anchor left), 1 in processes that died",
     ?assertNotEqual(nomatch, string:find(read(Files, ".svg"), Note)),
-    ?assertNotEqual(nomatch, string:find(read(Files, ".trace.json"), Note)).
+    Chrome = read(Files, ".trace.json"),
+    ?assertNotEqual(nomatch, string:find(Chrome, Note)),
+    %% The exception and the asked metadata (cut short) are the span's args.
+    [Args] = [A || [A] <- match_all(Chrome, "\"cat\":\"telemetry\",\"args\":(\\{[^}]*\\})"),
+                   string:find(A, "boom") =/= nomatch],
+    ?assertNotEqual(nomatch, string:find(Args, "exception: kind=error reason=boom")),
+    %% <<"user">>=<<"ann">>, with < escaped in JSON
+    ?assertNotEqual(nomatch, string:find(Args, "\\u003c\\u003c\\\"user\\\"\\u003e\\u003e=")),
+    ?assertNotEqual(nomatch, string:find(Args, "\\\"ann\\\"")),
+    ?assertNotEqual(nomatch, string:find(Args, "xxx...")),
+    ?assertEqual(nomatch, string:find(Args, "other")),
+    ?assert(string:length(Args) < 400).
 
 %% Two processes emit 100,000 empty spans each as fast as they can (about
 %% 100k spans/s here); max_spans keeps 10,000.
@@ -159,9 +173,10 @@ load() ->
     ?assertEqual([], our_handlers()).
 
 handler_never_raises() ->
-    Bad = [{a, b, c, d}, {make_ref(), none, x, id}, {self(), none, 'x', id}, nonsense],
+    Bad = [{a, b, c, d, e}, {make_ref(), none, x, id, []}, {self(), none, 'x', id, [k]}, nonsense,
+           {a, b, c, d}],
     [?assertEqual(ok, beamspy_telemetry:handle_event(E, #{}, #{}, C))
-     || C <- Bad, E <- [[a, start], [], [a, stop]]],
+     || C <- Bad, E <- [[a, start], [], [a, stop], [a, exception]]],
     ok.
 
 %% Spans with the stacks.
