@@ -4,7 +4,8 @@
  * with the functions they enclose above them, self times and the timeline; spans surviving pops to their anchor;
  * a span whose anchor is popped (lost, then its stop unmatched); a process
  * exiting inside a span; stops out of order; the depth cap; spans-only
- * recording (no call events, root time not charged). */
+ * recording (no call events, root time not charged); notes (metadata,
+ * exceptions) following their span into the profile. */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
@@ -277,6 +278,50 @@ static void test_budget_refusal(void **state)
     assert_int_equal(atomic_load(&b.used), 0);
 }
 
+/* Notes (metadata, exception) follow their span into the profile, in the
+ * order attached, cut to BS_SPAN_NOTE_MAX - 1 bytes, and survive a clone. */
+static void test_notes_follow_their_span(void **state)
+{
+    (void)state;
+    bs_proc p;
+    bs_span_quota q;
+    bs_span_quota_init(&q, 100);
+    assert_int_equal(bs_proc_init(&p, NULL, 0, 0, 0), 0);
+    p.skip_root = 1;
+    bs_proc_enable_timeline(&p, &q);
+    assert_int_equal(bs_spans_note(&p, &S1, "x", 1), -1); /* no open span */
+    assert_int_equal(bs_proc_span_start(&p, &S1, NULL, 0, 100), 0);
+    assert_int_equal(bs_spans_note(&p, &S1, "table=users", 11), 0);
+    assert_int_equal(bs_proc_span_start(&p, &S2, NULL, 0, 150), 0);
+    char big[2000];
+    memset(big, 'y', sizeof big);
+    assert_int_equal(bs_spans_note(&p, &S2, big, sizeof big), 0);
+    assert_int_equal(bs_proc_span_stop(&p, &S2, 200), 0);
+    assert_int_equal(bs_spans_note(&p, &S1, "exception: kind=error reason=boom", 33), 0);
+    assert_int_equal(bs_proc_span_stop(&p, &S1, 300), 0);
+    bs_proc_flush(&p, 400);
+    bs_profile prof, copy;
+    assert_int_equal(bs_profile_init(&prof), 0);
+    assert_int_equal(bs_profile_add_proc(&prof, &p, "<0.80.0>", tu_namer, NULL), 0);
+    assert_int_equal(bs_profile_clone(&prof, &copy), 0);
+    const bs_ptree *trees[2] = {&prof.trees[0], &copy.trees[0]};
+    for (int k = 0; k < 2; k++) {
+        const bs_ptree *t = trees[k];
+        assert_int_equal(t->n_notes, 3);
+        const bs_pnote *n;
+        assert_int_equal(bs_ptree_notes(t, t->spans[0].node, t->spans[0].start_ns, &n), 2);
+        assert_string_equal(n[0].text, "table=users");
+        assert_string_equal(n[1].text, "exception: kind=error reason=boom");
+        assert_int_equal(bs_ptree_notes(t, t->spans[1].node, t->spans[1].start_ns, &n), 1);
+        assert_int_equal(strlen(n[0].text), BS_SPAN_NOTE_MAX - 1);
+        assert_int_equal(bs_ptree_notes(t, t->spans[1].node, t->spans[1].start_ns + 1, &n), 0);
+        assert_null(n);
+    }
+    bs_profile_free(&copy);
+    bs_profile_free(&prof);
+    bs_proc_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -289,6 +334,7 @@ int main(void)
         cmocka_unit_test(test_out_of_order_stop_and_same_key_nesting),
         cmocka_unit_test(test_depth_cap_refuses),
         cmocka_unit_test(test_budget_refusal),
+        cmocka_unit_test(test_notes_follow_their_span),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
