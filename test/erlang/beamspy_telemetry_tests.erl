@@ -23,7 +23,8 @@ telemetry_test_() ->
       {"exception, killed process, stop without start: counted, in the outputs", {timeout, 60, fun failures/0}},
       {"under load: max_spans holds, drops counted, handler still attached", {timeout, 120, fun load/0}},
       {"the handler never raises, whatever it is given", fun handler_never_raises/0},
-      {"apply with telemetry: span frames above the functions they enclose", {timeout, 60, fun combined/0}}]}.
+      {"apply with telemetry: span frames above the functions they enclose", {timeout, 60, fun combined/0}},
+      {"apply with telemetry: a traced child killed inside a span is reported", {timeout, 60, fun combined_killed/0}}]}.
 
 setup() ->
     ok.
@@ -196,6 +197,29 @@ combined() ->
     %% The handler's own cost is kept, under the span it started.
     ?assert(lists:any(fun(L) -> re:run(L, "\\[bs_tele\\.outer\\];telemetry:do_execute/4;"
                                          "beamspy_telemetry:handle_event/4") =/= nomatch end, Lines)).
+
+combined_killed() ->
+    Out = filename:join(tmp_dir(), "killed.svg"),
+    ok = beamspy:apply(fun() ->
+                               Self = self(),
+                               P = spawn(fun() ->
+                                                 telemetry:span(?OUTER, #{}, fun() ->
+                                                                                    Self ! inside,
+                                                                                    receive never -> {ok, #{}} end
+                                                                            end)
+                                         end),
+                               receive inside -> ok end,
+                               M = erlang:monitor(process, P),
+                               exit(P, kill),
+                               receive {'DOWN', M, process, P, _} -> ok end
+                       end, #{telemetry => [?OUTER], output => Out, quiet => true}),
+    {ok, Svg} = file:read_file(Out),
+    %% Its exit event ends the span (died) unless recording stopped first
+    %% (open at the end): either way it is said, never silent.
+    Said = [binary:match(Svg, <<"0 stops unmatched, 0 lost (anchor left), 1 in processes that died, 0 open">>),
+            binary:match(Svg, <<"0 stops unmatched, 0 lost (anchor left), 0 in processes that died, 1 open">>)],
+    ?assertMatch([_], [M || M <- Said, M =/= nomatch]),
+    ?assertMatch({match, _}, re:run(Svg, "telemetry spans: 1 recorded")).
 
 spanned() ->
     telemetry:span(?OUTER, #{}, fun() -> {outer_work(3), #{}} end).
