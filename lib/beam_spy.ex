@@ -73,6 +73,10 @@ defmodule BeamSpy do
       `:erlang` (`'Elixir.MyApp.Worker':run/2`, `lists:sort/1`). Default
       `:elixir`.
     * `:quiet` — do not print where the files were written. Default `false`.
+    * `:telemetry` — event prefixes (`[[:my_app, :repo, :query]]`) whose
+      `:telemetry.span/3` spans become frames (`[my_app.repo.query]`) of the
+      recorded stacks, above the functions they enclose; telemetry must be
+      loaded and started. See `BeamSpy.Telemetry` for spans alone.
 
   Bad options or a target that cannot be called raise an `ArgumentError`
   before anything runs.
