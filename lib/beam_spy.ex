@@ -76,6 +76,10 @@ defmodule BeamSpy do
     * `:open` — `run/2`: open the HTML (else SVG) written in the browser
       (`$BROWSER`, else `xdg-open` with a display, `open` on macOS); with
       none, say on standard error where the file is. Default `false`.
+    * `:telemetry` — event prefixes (`[[:my_app, :repo, :query]]`) whose
+      `:telemetry.span/3` spans become frames (`[my_app.repo.query]`) of the
+      recorded stacks, above the functions they enclose; telemetry must be
+      loaded and started. See `BeamSpy.Telemetry` for spans alone.
 
   Bad options or a target that cannot be called raise an `ArgumentError`
   before anything runs.

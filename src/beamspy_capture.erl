@@ -132,7 +132,7 @@ conflicts(Opts) ->
 init_locked(Parent, Caller, Ref, MFA, N, Opts) ->
     NifOpts = (maps:get(nif, Opts))#{exclude => beamspy_session:excluded_modules(),
                                       owner => self(), capture => MFA, captures => N},
-    case beamspy_tracer:session_new(NifOpts) of
+    case beamspy_session:with_telemetry(beamspy_tracer:session_new(NifOpts), NifOpts) of
         {error, _} = Error ->
             Parent ! {Ref, Error};
         Session ->
@@ -152,6 +152,7 @@ init_locked(Parent, Caller, Ref, MFA, N, Opts) ->
                               timer => Timer, started_mono => erlang:monotonic_time(millisecond)},
                     loop(State);
                 {error, _} = Error ->
+                    ok = beamspy_telemetry:detach_session(self()),
                     ok = beamspy_session:cleanup(Session),
                     ok = beamspy_watchdog:disarm(Watchdog),
                     Parent ! {Ref, Error}
@@ -225,6 +226,7 @@ finish(#{session := Session, mfa := MFA, ref := Ref, caller := Caller, opts := O
        Why) ->
     remove_meta(MFA),
     Stopped = erlang:monotonic_time(millisecond),
+    ok = beamspy_telemetry:detach_session(self()),
     ok = beamspy_session:cleanup(Session),
     ok = beamspy_watchdog:disarm(beamspy_watchdog:current()),
     Result = case lists:sort(Done) of

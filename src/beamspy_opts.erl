@@ -37,6 +37,9 @@
                      merge := boolean(),
                      include => unicode:chardata(),
                      exclude => unicode:chardata(),
+                     telemetry => [[atom(), ...], ...],
+                     max_spans => pos_integer(),
+                     telemetry_metadata => [term()],
                      output_given := boolean()}.
 -type live_target() :: pid() | atom() | [pid() | atom()].
 %% Live targets once checked: `all' existing processes or a list of pids and
@@ -325,6 +328,24 @@ check({width, V}, Acc) when is_integer(V), V >= 100, V =< 100000 -> Acc#{width =
 check({width, V}, _) -> bad(width, V, "an integer between 100 and 100000 (pixels)");
 check({min_width, V}, Acc) when is_number(V), V >= 0, V =< 1000 -> Acc#{min_width => V};
 check({min_width, V}, _) -> bad(min_width, V, "a number of pixels between 0 and 1000");
+%% Spans with the stacks (beamspy_telemetry): checked, and telemetry must
+%% be loaded and running, before anything runs.
+check({telemetry, V}, Acc) ->
+    case beamspy_telemetry:check_prefixes(V) of
+        ok ->
+            case beamspy_telemetry:ready() of
+                ok -> Acc#{telemetry => V};
+                {error, _} = Error -> throw(Error)
+            end;
+        {error, _} = Error -> throw(Error)
+    end;
+check({telemetry_metadata, V}, Acc) ->
+    case beamspy_telemetry:check_metadata(V) of
+        ok -> Acc#{telemetry_metadata => V};
+        {error, _} -> bad(telemetry_metadata, V, "a list of at most 16 telemetry metadata keys")
+    end;
+check({max_spans, V}, Acc) when is_integer(V), V > 0, V < (1 bsl 40) -> Acc#{max_spans => V};
+check({max_spans, V}, _) -> bad(max_spans, V, "a positive integer (telemetry span starts recorded at most)");
 check({palette, V}, Acc) when V =:= hot; V =:= beam -> Acc#{palette => V};
 check({palette, V}, _) -> bad(palette, V, "hot or beam");
 check({K, V}, _) -> throw({error, {unknown_option, K, V}}).
@@ -394,7 +415,7 @@ nif_options(Opts, Outputs) ->
                  infinity -> 0;
                  E -> E
              end,
-    (maps:with([max_memory, max_processes, sleep, gc, ignore], Opts))#{timeline => Timeline,
+    (maps:with([max_memory, max_processes, sleep, gc, ignore, telemetry, telemetry_metadata, max_spans], Opts))#{timeline => Timeline,
                                                                max_events => Events,
                                                                halt_hook => maps:get(until_halt, Opts, false)}.
 

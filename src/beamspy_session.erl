@@ -41,7 +41,7 @@
 %%% sessions (see {@link beamspy_backend}) and need no lock.
 -module(beamspy_session).
 
--export([start/2, finish/2, cleanup/1, seed/2, excluded_modules/0, labels/1]).
+-export([start/2, finish/2, cleanup/1, seed/2, excluded_modules/0, labels/1, with_telemetry/2]).
 -export([start_live/2, owner/1, info/1, owners/0]).
 -export([init/4]).
 
@@ -296,12 +296,28 @@ arm_watchdog(#{watchdog := Watchdog}, Backend) ->
 
 %% Everything the backend set is removed: the watchdog is let go.
 close(Backend) ->
+    ok = beamspy_telemetry:detach_session(self()),
     ok = beamspy_backend:close(Backend),
     beamspy_watchdog:disarm(beamspy_watchdog:current()).
 
 new_session(Opts) ->
     NifOpts = (maps:get(nif, Opts))#{exclude => excluded_modules(), owner => self()},
-    beamspy_tracer:session_new(NifOpts).
+    with_telemetry(beamspy_tracer:session_new(NifOpts), NifOpts).
+
+%% @doc Spans with the stacks: attaches the handlers that feed Session
+%% (NIF options with a `telemetry' key); on failure stops it.
+-spec with_telemetry(beamspy_tracer:session() | {error, term()}, map()) ->
+          beamspy_tracer:session() | {error, term()}.
+with_telemetry({error, _} = Error, _NifOpts) ->
+    Error;
+with_telemetry(Session, NifOpts) ->
+    case beamspy_telemetry:attach_session(Session, NifOpts) of
+        ok ->
+            Session;
+        {error, _} = Error ->
+            ok = beamspy_tracer:session_stop(Session),
+            Error
+    end.
 
 init_apply(Parent, Ref, Caller, Opts) ->
     case new_session(Opts) of

@@ -14,6 +14,7 @@
          session_info/1, session_profile/2, session_write/4, session_encode/3]).
 -export([profile_render/3]).
 -export([seq_write/3]).
+-export([span_event/3, span_event/4, span_exit/2, span_info/1]).
 -export([check_pattern/1]).
 -export([nif_file/0]).
 
@@ -26,7 +27,7 @@
        session_capturing/2, session_prepare_halt/3,
        session_pids/1, session_info/1, session_profile/2, session_write/4, session_encode/3, profile_render/3,
        check_pattern/1,
-       seq_write/3]).
+       seq_write/3, span_event/3, span_event/4, span_exit/2, span_info/1]).
 
 init() ->
     erlang:load_nif(nif_path(), 0).
@@ -138,3 +139,28 @@ seq_write(_Flow, _Outputs, _Opts) -> erlang:nif_error(not_loaded).
 %% Pattern: at most 1023 bytes, no NUL (else `badarg').
 -spec check_pattern(iodata()) -> ok | {error, binary()}.
 check_pattern(_Pattern) -> erlang:nif_error(not_loaded).
+
+%% @doc A telemetry span event in the calling process (beamspy_telemetry's
+%% handler): pushes (`start') or pops (`stop', `exception') the span frame
+%% Name in the caller's recording. Returns `ok', `first' (the first span of
+%% this process in a spans-only session), `unmatched', `dropped'
+%% (max_spans), `refused', `not_traced', `stopped' or `badarg'; never raises.
+-spec span_event(session(), start | stop | exception, atom()) ->
+          ok | first | unmatched | dropped | refused | not_traced | stopped | badarg.
+span_event(_Session, _Kind, _Name) -> erlang:nif_error(not_loaded).
+
+%% @doc As {@link span_event/3}, attaching Note (UTF-8, at most 511 bytes
+%% kept) to the span: metadata at its start, kind and reason at an
+%% exception. It becomes the span's args in the Chrome trace.
+-spec span_event(session(), start | stop | exception, atom(), binary()) ->
+          ok | first | unmatched | dropped | refused | not_traced | stopped | badarg.
+span_event(_Session, _Kind, _Name, _Note) -> erlang:nif_error(not_loaded).
+
+%% @doc A process of a spans-only session died: spans it left open are
+%% counted as died.
+-spec span_exit(session(), pid()) -> ok | not_traced.
+span_exit(_Session, _Pid) -> erlang:nif_error(not_loaded).
+
+%% @doc What happened to the spans of a stopped session.
+-spec span_info(session()) -> beamspy_telemetry:counts() | {error, recording}.
+span_info(_Session) -> erlang:nif_error(not_loaded).

@@ -3,7 +3,9 @@
  * The engine never sees BEAM terms: whoever feeds it events (the NIF, a reader,
  * a test) picks two opaque 64-bit words and an arity that identify a function,
  * and turns them back into a name only when a profile is built. module == 0 is
- * reserved for the engine's own pseudo-frames (SLEEP, GC). */
+ * reserved for the engine's own pseudo-frames (SLEEP, GC); module ==
+ * BS_SPAN_MODULE marks a telemetry span frame (span_frames.h), whose function
+ * word names the span for whoever names frames. */
 #ifndef BS_FRAME_KEY_H
 #define BS_FRAME_KEY_H
 
@@ -23,6 +25,10 @@ static inline int bs_key_eq(const bs_key *a, const bs_key *b)
 }
 
 static inline int bs_key_is_pseudo(const bs_key *k) { return k->module == 0; }
+
+#define BS_SPAN_MODULE UINT64_MAX
+
+static inline int bs_key_is_span(const bs_key *k) { return k->module == BS_SPAN_MODULE; }
 
 static inline bs_key bs_key_pseudo(enum bs_pseudo_frame which)
 {

@@ -16,11 +16,73 @@ int bs_profile_init(bs_profile *p)
     return (p->sleep_frame == UINT32_MAX || p->gc_frame == UINT32_MAX) ? -1 : 0;
 }
 
+static void free_notes(bs_ptree *t)
+{
+    for (uint32_t i = 0; i < t->n_notes; i++)
+        free(t->notes[i].text);
+    free(t->notes);
+    t->notes = NULL;
+    t->n_notes = 0;
+}
+
+static int note_cmp(const void *va, const void *vb)
+{
+    const bs_pnote *a = va, *b = vb;
+    if (a->start_ns != b->start_ns)
+        return a->start_ns < b->start_ns ? -1 : 1;
+    if (a->node != b->node)
+        return a->node < b->node ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* Deep copy of n notes (texts included) into t, sorted. */
+static int copy_notes(bs_ptree *t, const bs_pnote *src, uint32_t n)
+{
+    if (!n)
+        return 0;
+    t->notes = calloc(n, sizeof *t->notes);
+    if (!t->notes)
+        return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        size_t len = strlen(src[i].text);
+        char *c = malloc(len + 1);
+        if (!c) {
+            free_notes(t);
+            return -1;
+        }
+        memcpy(c, src[i].text, len + 1);
+        t->notes[i] = src[i];
+        t->notes[i].text = c;
+        t->n_notes = i + 1;
+    }
+    qsort(t->notes, n, sizeof *t->notes, note_cmp);
+    return 0;
+}
+
+uint32_t bs_ptree_notes(const bs_ptree *t, uint32_t node, uint64_t start_ns, const bs_pnote **first)
+{
+    uint32_t lo = 0, hi = t->n_notes;
+    bs_pnote key = {node, 0, start_ns, NULL};
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (note_cmp(&t->notes[mid], &key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    uint32_t n = 0;
+    while (lo + n < t->n_notes && t->notes[lo + n].node == node && t->notes[lo + n].start_ns == start_ns)
+        n++;
+    *first = n ? &t->notes[lo] : NULL;
+    return n;
+}
+
 static void free_trees(bs_ptree *trees, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
         free(trees[i].nodes);
         free(trees[i].spans);
+        free_notes(&trees[i]);
     }
     free(trees);
 }
@@ -149,6 +211,17 @@ int bs_profile_add_proc(bs_profile *p, const bs_proc *proc, const char *label, b
             t->n_spans = tl->n;
         }
     }
+    if (proc->n_notes) {
+        bs_pnote *tmp = malloc((size_t)proc->n_notes * sizeof *tmp);
+        if (!tmp)
+            return -1;
+        for (uint32_t i = 0; i < proc->n_notes; i++)
+            tmp[i] = (bs_pnote){proc->notes[i].node, i, proc->notes[i].start_ns, proc->notes[i].text};
+        int rc = copy_notes(t, tmp, proc->n_notes);
+        free(tmp);
+        if (rc < 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -243,6 +316,7 @@ int bs_profile_clone(const bs_profile *src, bs_profile *dst)
     dst->sleep_frame = src->sleep_frame;
     dst->gc_frame = src->gc_frame;
     memcpy(dst->truncated, src->truncated, sizeof dst->truncated);
+    memcpy(dst->notes, src->notes, sizeof dst->notes);
     dst->start_ns = src->start_ns;
     dst->duration_ns = src->duration_ns;
     dst->has_timeline = src->has_timeline;
@@ -263,6 +337,8 @@ int bs_profile_clone(const bs_profile *src, bs_profile *dst)
             memcpy(d->spans, s->spans, (size_t)s->n_spans * sizeof *d->spans);
             d->n_spans = s->n_spans;
         }
+        if (copy_notes(d, s->notes, s->n_notes) < 0)
+            goto fail;
     }
     return 0;
 fail:

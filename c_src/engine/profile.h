@@ -30,6 +30,15 @@ typedef struct bs_pspan {
     uint64_t end_ns;
 } bs_pspan;
 
+/* Text attached to one span of the timeline (telemetry metadata, an
+ * exception's kind and reason), found by (node, start). */
+typedef struct bs_pnote {
+    uint32_t node;
+    uint32_t seq;      /* order of attachment */
+    uint64_t start_ns;
+    char *text;
+} bs_pnote;
+
 typedef struct bs_ptree {
     bs_pnode *nodes;
     uint32_t n_nodes;
@@ -39,6 +48,8 @@ typedef struct bs_ptree {
     uint32_t n_spans;
     uint64_t events;
     uint64_t dropped;
+    bs_pnote *notes;   /* sorted by (start, node, seq); NULL when none */
+    uint32_t n_notes;
 } bs_ptree;
 
 /* What the numbers in self_ns/total_ns are. */
@@ -64,6 +75,8 @@ typedef struct bs_profile {
     uint32_t n_trees, cap_trees;
     uint32_t sleep_frame, gc_frame; /* ids of the pseudo frames */
     char truncated[128];            /* "" or why recording stopped early */
+    char notes[256];                /* "" or what else a reader must know (telemetry spans
+                                       dropped, unmatched, ...); not kept by .bspy */
     uint64_t start_ns;              /* session start (same clock as spans) */
     uint64_t duration_ns;
     int has_timeline;               /* spans were recorded */
@@ -100,6 +113,9 @@ void bs_profile_compute_totals(bs_profile *p);
 int bs_profile_merge_processes(bs_profile *p, const char *label);
 
 void bs_profile_set_truncated(bs_profile *p, const char *reason);
+
+/* The notes of the span (node, start): how many, and the first in *first. */
+uint32_t bs_ptree_notes(const bs_ptree *t, uint32_t node, uint64_t start_ns, const bs_pnote **first);
 
 /* Adds every tree of src to dst under a new root frame root_label (the
  * node a profile was recorded on: `beamspy record` of several nodes). The

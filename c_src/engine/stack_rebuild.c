@@ -24,6 +24,10 @@ void bs_proc_enable_timeline(bs_proc *p, bs_span_quota *quota)
 
 void bs_proc_free(bs_proc *p)
 {
+    if (p->spans)
+        bs_budget_free(p->tree.budget, p->spans, sizeof *p->spans);
+    p->spans = NULL;
+    bs_spans_free_notes(p);
     bs_timeline_free(&p->timeline);
     bs_call_tree_free(&p->tree);
 }
@@ -59,7 +63,8 @@ static int charge(bs_proc *p, uint64_t t)
         p->last_ns = t;
     switch (p->state) {
     case BS_RUNNING:
-        p->tree.nodes[p->current].self_ns += dt;
+        if (p->current || !p->skip_root)
+            p->tree.nodes[p->current].self_ns += dt;
         return 0;
     case BS_SCHEDULED_OUT:
     case BS_IN_GC: {
@@ -91,6 +96,19 @@ static int count_pseudo(bs_proc *p, enum bs_pseudo_frame which, uint64_t t)
     return 0;
 }
 
+/* Open span frames survive pops (span_frames.h); processes without one pay
+ * this test only. */
+static inline uint32_t cut_to(bs_proc *p, uint32_t at)
+{
+    return p->spans && p->spans->n ? bs_spans_cut(p, at) : at;
+}
+
+static inline void forget_spans(bs_proc *p, uint64_t *counter)
+{
+    if (p->spans && p->spans->n)
+        bs_spans_clear(p, counter);
+}
+
 static uint32_t find_up(const bs_proc *p, uint32_t from, const bs_key *k)
 {
     for (uint32_t n = from; n != 0; n = p->tree.nodes[n].parent)
@@ -119,6 +137,7 @@ int bs_proc_call(bs_proc *p, const bs_key *callee, bs_caller_kind kind, const bs
              * frame we know has been left. It becomes a root frame, as in
              * return_to; keeping the stack would grow it by one frame per
              * iteration of a tail-recursive loop called from such a frame. */
+            forget_spans(p, &p->span_counts.lost);
             at = bs_call_tree_child(&p->tree, 0, caller);
             if (at == BS_NO_NODE) {
                 set_current(p, 0, t);
@@ -126,6 +145,8 @@ int bs_proc_call(bs_proc *p, const bs_key *callee, bs_caller_kind kind, const bs
             }
         }
     }
+    if (kind == BS_CALLER_ROOT || kind == BS_CALLER_FRAME)
+        at = cut_to(p, at);
     uint32_t n = bs_call_tree_child(&p->tree, at, callee);
     if (n == BS_NO_NODE) {
         set_current(p, at, t);
@@ -144,17 +165,21 @@ int bs_proc_return_to(bs_proc *p, const bs_key *to, uint64_t t)
     if (charge(p, t) < 0)
         return -1;
     if (!to) {
-        set_current(p, 0, t);
+        set_current(p, cut_to(p, 0), t);
         return 0;
     }
     /* Pop the returning frame first: in recursion it has the same MFA as the
-     * frame being returned to. */
-    uint32_t from = p->current ? p->tree.nodes[p->current].parent : 0;
+     * frame being returned to. The returning frame is the top real one. */
+    uint32_t from = p->current;
+    while (from && bs_key_is_span(&p->tree.nodes[from].key))
+        from = p->tree.nodes[from].parent;
+    from = from ? p->tree.nodes[from].parent : 0;
     uint32_t at = find_up(p, from, to);
     if (at != BS_NO_NODE) {
-        set_current(p, at, t);
+        set_current(p, cut_to(p, at), t);
         return 0;
     }
+    forget_spans(p, &p->span_counts.lost);
     /* Returned into a frame never seen (entered before tracing began, or its
      * call was lost): it becomes a root frame of this process. */
     uint32_t n = bs_call_tree_child(&p->tree, 0, to);
@@ -174,7 +199,7 @@ int bs_proc_return_from(bs_proc *p, const bs_key *from, uint64_t t)
     if (charge(p, t) < 0)
         return -1;
     uint32_t at = find_up(p, p->current, from);
-    set_current(p, at == BS_NO_NODE ? 0 : p->tree.nodes[at].parent, t);
+    set_current(p, cut_to(p, at == BS_NO_NODE ? 0 : p->tree.nodes[at].parent), t);
     return 0;
 }
 
@@ -237,6 +262,7 @@ void bs_proc_exit(bs_proc *p, uint64_t t)
         return;
     (void)charge(p, t);
     p->state = BS_EXITED;
+    forget_spans(p, &p->span_counts.died);
     set_current(p, 0, t);
 }
 
@@ -251,6 +277,7 @@ int bs_proc_seed(bs_proc *p, const bs_key *frames, uint32_t n, uint64_t t)
 {
     if (charge(p, t) < 0)
         return -1;
+    forget_spans(p, &p->span_counts.lost);
     uint32_t at = 0;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t c = bs_call_tree_child(&p->tree, at, &frames[i]);
@@ -259,5 +286,37 @@ int bs_proc_seed(bs_proc *p, const bs_key *frames, uint32_t n, uint64_t t)
         at = c;
     }
     set_current(p, at, t);
+    return 0;
+}
+
+int bs_proc_span_start(bs_proc *p, const bs_key *span, const bs_key *anchors, uint32_t n_anchors, uint64_t t)
+{
+    if (p->state == BS_EXITED) {
+        p->span_counts.refused++;
+        return -1;
+    }
+    if (charge(p, t) < 0)
+        return -1;
+    uint32_t n = bs_spans_open(p, span, anchors, n_anchors);
+    if (n == BS_NO_NODE)
+        return -1;
+    p->spans->open[p->spans->n - 1].start_ns = t;
+    set_current(p, n, t);
+    return 0;
+}
+
+int bs_proc_span_stop(bs_proc *p, const bs_key *span, uint64_t t)
+{
+    if (p->state == BS_EXITED) {
+        p->span_counts.unmatched++;
+        return 1;
+    }
+    if (charge(p, t) < 0)
+        return -1;
+    int matched;
+    uint32_t n = bs_spans_close(p, span, &matched);
+    if (!matched)
+        return 1;
+    set_current(p, n, t);
     return 0;
 }

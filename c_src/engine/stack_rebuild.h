@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "call_tree.h"
+#include "span_frames.h"
 #include "timeline.h"
 
 typedef enum bs_caller_kind {
@@ -47,9 +48,14 @@ typedef struct bs_proc {
     unsigned charge_sleep : 1;
     unsigned charge_gc : 1;
     unsigned truncated : 1;  /* an event was dropped for lack of memory */
+    unsigned skip_root : 1;  /* time with an empty stack is not charged (spans-only recording) */
     uint64_t events;
     uint64_t dropped;
     bs_timeline timeline;    /* kept only after bs_proc_enable_timeline */
+    bs_span_stack *spans;    /* open telemetry span frames; NULL until the first (span_frames.h) */
+    bs_span_counts span_counts;
+    bs_span_note *notes;     /* texts attached to spans (bs_spans_note) */
+    uint32_t n_notes, cap_notes;
 } bs_proc;
 
 /* start_ns: when recording of this process began (time before its first event
@@ -72,6 +78,17 @@ int bs_proc_gc_end(bs_proc *p, uint64_t t);
 void bs_proc_exit(bs_proc *p, uint64_t t);
 /* Close the interval up to t without changing the stack (end of session). */
 void bs_proc_flush(bs_proc *p, uint64_t t);
+
+/* A telemetry span starts or stops in this process (span_frames.h has the
+ * rules). anchors (n_anchors keys, 0 for none): the frame that emitted the
+ * event sits below the topmost frame equal to one of them (none on the
+ * stack: the top of the stack). start returns 0
+ * or -1 (refused: too deep or no memory, counted); stop returns 0, 1 when no
+ * span of that key was open (counted as unmatched). */
+int bs_proc_span_start(bs_proc *p, const bs_key *span, const bs_key *anchors, uint32_t n_anchors, uint64_t t);
+int bs_proc_span_stop(bs_proc *p, const bs_key *span, uint64_t t);
+/* Spans open right now (0 when none). */
+static inline uint32_t bs_proc_open_spans(const bs_proc *p) { return p->spans ? p->spans->n : 0; }
 
 /* Seed the stack of a process that was already running: frames root first.
  * Replaces the current stack. Returns 0 or -1. */

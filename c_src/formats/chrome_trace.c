@@ -56,13 +56,27 @@ typedef struct ct_writer {
 static void make_name_and_category(FILE *out, const char *name, uint32_t frame, void *ctx)
 {
     const bs_profile *p = ctx;
-    const char *cat = frame == p->sleep_frame ? "sleep" : frame == p->gc_frame ? "gc" : "beam";
+    size_t len = strlen(name);
+    const char *cat = frame == p->sleep_frame ? "sleep" : frame == p->gc_frame ? "gc"
+                      : len >= 2 && name[0] == '[' && name[len - 1] == ']' ? "telemetry" : "beam";
     fputs("\"name\":", out);
     bs_json_write_string(out, name);
     fprintf(out, ",\"cat\":\"%s\"", cat);
 }
 
-static int put_complete(ct_writer *w, uint32_t frame, uint64_t ts, uint64_t dur)
+/* The notes of a span (telemetry metadata, exception) as its args. */
+static void put_args(FILE *out, const bs_pnote *notes, uint32_t n)
+{
+    fputs(",\"args\":{", out);
+    for (uint32_t i = 0; i < n; i++) {
+        fprintf(out, "%s\"telemetry%s\":", i ? "," : "", i == 0 ? "" : i == 1 ? "_2" : "_n");
+        bs_json_write_string(out, notes[i].text);
+    }
+    putc('}', out);
+}
+
+static int put_complete(ct_writer *w, uint32_t frame, uint64_t ts, uint64_t dur, const bs_pnote *notes,
+                        uint32_t n_notes)
 {
     size_t name_len;
     const char *name = bs_frame_string(&w->names, w->p, frame, make_name_and_category, (void *)w->p, &name_len);
@@ -81,7 +95,12 @@ static int put_complete(ct_writer *w, uint32_t frame, uint64_t ts, uint64_t dur)
     n += 7;
     n += bs_fmt_binary_us(line + n, dur);
     line[n++] = ',';
-    if (n + name_len + 1 <= sizeof line) {
+    if (n_notes) {
+        fwrite(line, 1, n, w->out);
+        fwrite(name, 1, name_len, w->out);
+        put_args(w->out, notes, n_notes);
+        putc('}', w->out);
+    } else if (n + name_len + 1 <= sizeof line) {
         memcpy(line + n, name, name_len);
         n += name_len;
         line[n++] = '}';
@@ -102,7 +121,8 @@ static int put_complete(ct_writer *w, uint32_t frame, uint64_t ts, uint64_t dur)
  * speedscope's importer, at equal times, takes a begin before an end of the
  * same name and would nest the new call in the one that just ended (then
  * close the wrong frames). Events left with no length are not written. */
-static int x_open(ct_writer *w, uint32_t frame, uint64_t start, uint64_t end)
+static int x_open(ct_writer *w, uint32_t frame, uint64_t start, uint64_t end, const bs_pnote *notes,
+                  uint32_t n_notes)
 {
     uint64_t ks = bs_ns_to_binary_us(start), ke = bs_ns_to_binary_us(end);
     if (w->n_open > 0 && ks < w->open[w->n_open - 1].start)
@@ -122,7 +142,7 @@ static int x_open(ct_writer *w, uint32_t frame, uint64_t start, uint64_t end)
         w->omitted++;
         return 0;
     }
-    return put_complete(w, frame, ks, ke - ks);
+    return put_complete(w, frame, ks, ke - ks, notes, n_notes);
 }
 
 static void x_close(ct_writer *w)
@@ -144,7 +164,9 @@ typedef struct span_ctx {
 static int on_open(void *ctx, uint32_t node, uint64_t start, uint64_t end)
 {
     span_ctx *sc = ctx;
-    return x_open(sc->w, sc->t->nodes[node].frame, start - sc->w->origin, end - sc->w->origin);
+    const bs_pnote *notes = NULL;
+    uint32_t n = sc->t->n_notes ? bs_ptree_notes(sc->t, node, start, &notes) : 0;
+    return x_open(sc->w, sc->t->nodes[node].frame, start - sc->w->origin, end - sc->w->origin, notes, n);
 }
 
 static int on_close(void *ctx, uint32_t node, uint64_t at)
@@ -214,7 +236,7 @@ static int write_totals(ct_writer *w, const bs_ptree *t)
             continue;
         uint64_t start = top->cursor, width = drawn[c] * w->scale;
         top->cursor += width;
-        if (x_open(w, t->nodes[c].frame, start, start + width) < 0)
+        if (x_open(w, t->nodes[c].frame, start, start + width, NULL, 0) < 0)
             goto out;
         stack[depth++] = (layout_frame){c, first[c], start};
     }
@@ -260,6 +282,10 @@ static void put_other_data(ct_writer *w, int timeline)
             (unsigned long long)w->omitted);
     fprintf(out, ",\"timeline_truncated\":%s,\"truncated\":", p->timeline_truncated ? "true" : "false");
     bs_json_write_string(out, p->truncated);
+    if (p->notes[0]) {
+        fputs(",\"notes\":", out);
+        bs_json_write_string(out, p->notes);
+    }
     fputs("}}\n", out);
 }
 

@@ -111,6 +111,7 @@ static void write_meta(FILE *out, const bs_profile *p)
     json_fixed_field(out, "source", m->source, sizeof m->source);
     json_fixed_field(out, "options", m->options, sizeof m->options);
     json_fixed_field(out, "truncated", p->truncated, sizeof p->truncated);
+    json_fixed_field(out, "notes", p->notes, sizeof p->notes);
     fprintf(out, ",\"hasTimeline\":%s,\"timelineTruncated\":%s}", p->has_timeline ? "true" : "false",
             p->timeline_truncated ? "true" : "false");
 }

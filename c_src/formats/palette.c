@@ -121,6 +121,8 @@ bs_code_kind bs_code_kind_of(const char *name)
         return BS_CODE_GC;
     if (name[0] == '<')
         return BS_CODE_PROCESS;
+    if (name[0] == '[' && name[strlen(name) - 1] == ']')
+        return BS_CODE_SPAN;
     if (name[0] == '\'') /* 'Elixir.Foo':bar/1 */
         return kind_of_module(name + 1, quoted_len(name + 1));
     if (name[0] == ':') /* Elixir spelling of an Erlang module: :lists.sort/1 */
@@ -164,6 +166,14 @@ static void hot_rgb(uint32_t h, int rgb[3])
     rgb[2] = (int)(55 * ((h >> 8) & 0xFF) / 255);
 }
 
+/* Telemetry span frames: teal in every palette, told apart from code. */
+static void span_rgb(uint32_t h, int rgb[3])
+{
+    rgb[0] = 40 + (int)(30 * (h & 0xFF) / 255);
+    rgb[1] = 160 + (int)(40 * ((h >> 8) & 0xFF) / 255);
+    rgb[2] = 170 + (int)(40 * ((h >> 16) & 0xFF) / 255);
+}
+
 static void beam_rgb(bs_code_kind kind, uint32_t h, int rgb[3])
 {
     double v1 = (double)(h & 0xFF) / 255.0, v2 = (double)((h >> 8) & 0xFF) / 255.0;
@@ -173,6 +183,7 @@ static void beam_rgb(bs_code_kind kind, uint32_t h, int rgb[3])
     case BS_CODE_SLEEP: rgb[0] = 190, rgb[1] = 200, rgb[2] = 215; break;
     case BS_CODE_GC: hsl_rgb(95.0 + 20.0 * v1, 0.55, 0.55, rgb); break;
     case BS_CODE_PROCESS: rgb[0] = rgb[1] = rgb[2] = 200 + (int)(20 * v1); break;
+    case BS_CODE_SPAN: span_rgb(h, rgb); break;
     case BS_CODE_USER: default: hot_rgb(h, rgb); break;
     }
 }
@@ -183,6 +194,8 @@ void bs_palette_fill(bs_palette palette, const char *name, int is_process, char 
     uint32_t h = name_hash(name);
     if (palette == BS_PALETTE_BEAM)
         beam_rgb(is_process ? BS_CODE_PROCESS : bs_code_kind_of(name), h, rgb);
+    else if (!is_process && bs_code_kind_of(name) == BS_CODE_SPAN)
+        span_rgb(h, rgb);
     else
         hot_rgb(h, rgb);
     snprintf(buf, cap, "rgb(%d,%d,%d)", rgb[0], rgb[1], rgb[2]);

@@ -22,7 +22,8 @@ typedef enum bs_code_kind {
     BS_CODE_ELIXIR,    /* Elixir's standard library (Enum, Kernel, ...) */
     BS_CODE_SLEEP,
     BS_CODE_GC,
-    BS_CODE_PROCESS    /* a process frame (<0.85.0> ...) or the root */
+    BS_CODE_PROCESS,   /* a process frame (<0.85.0> ...) or the root */
+    BS_CODE_SPAN       /* a telemetry span frame, [my_app.repo.query] */
 } bs_code_kind;
 
 /* What kind of code a frame name (Erlang `mod:fun/N`, `'Elixir.Enum':map/2`,

@@ -54,7 +54,9 @@ static void describe_limits(const bs_profile *p, const bs_render_opts *o, int ch
     if (chart && p->timeline_truncated && n < cap)
         n += (size_t)snprintf(buf + n, cap - n, "%stimeline truncated: some calls are missing", n ? "; " : "");
     if (p->truncated[0] && n < cap)
-        snprintf(buf + n, cap - n, "%srecording stopped early (%s)", n ? "; " : "", p->truncated);
+        n += (size_t)snprintf(buf + n, cap - n, "%srecording stopped early (%s)", n ? "; " : "", p->truncated);
+    if (p->notes[0] && n < cap)
+        snprintf(buf + n, cap - n, "%s%s", n ? "; " : "", p->notes);
 }
 
 int bs_write_svg(FILE *out, const bs_profile *p, const bs_render_opts *opts)

@@ -16,6 +16,7 @@
 #include "tracer_callbacks.h"
 #include "halt_write.h"
 #include "seq_nif.h"
+#include "span_nif.h"
 #include "write_request.h"
 
 static void session_dtor(ErlNifEnv *env, void *obj)
@@ -122,6 +123,10 @@ static ERL_NIF_TERM session_new(ErlNifEnv *env, int argc, const ERL_NIF_TERM arg
     s->halt_hook = opt_bool(env, argv[0], a->halt_hook, 0);
     s->use_caller = opt_bool(env, argv[0], a->caller, 1);
     s->keep_timeline = max_spans > 0;
+    if (bs_span_session_opts(env, s, argv[0]) < 0) {
+        enif_release_resource(s);
+        return enif_make_badarg(env);
+    }
     s->max_events = max_events;
     ERL_NIF_TERM capture, captures;
     if (enif_get_map_value(env, argv[0], a->capture, &capture)) {
@@ -470,6 +475,10 @@ static ErlNifFunc nif_funcs[] = {
     {"session_encode", 3, session_encode, ERL_NIF_DIRTY_JOB_CPU_BOUND},
     {"profile_render", 3, profile_render, ERL_NIF_DIRTY_JOB_CPU_BOUND},
     {"seq_write", 3, bs_nif_seq_write, ERL_NIF_DIRTY_JOB_IO_BOUND},
+    {"span_event", 3, bs_nif_span_event, 0},
+    {"span_event", 4, bs_nif_span_event, 0},
+    {"span_exit", 2, bs_nif_span_exit, 0},
+    {"span_info", 1, bs_nif_span_info, 0},
 };
 
 ERL_NIF_INIT(beamspy_tracer, nif_funcs, load, NULL, upgrade, unload)

@@ -26,6 +26,7 @@ typedef struct bs_traced_proc {
     _Atomic int busy;     /* a callback is using this record (see session.c) */
     uint32_t uncounted;   /* events not yet added to the session's count */
     bs_proc proc;         /* the recording (in capture mode: of the running capture) */
+    int span_seen;        /* a span event of this process was seen (spans-only sessions) */
     /* capture mode only */
     _Atomic int capturing;     /* a captured call is running in this process */
     uint32_t capture_depth;    /* nested calls of the captured function */

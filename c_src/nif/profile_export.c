@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "nif_atoms.h"
+#include "span_nif.h"
 
 typedef struct namer_ctx {
     ErlNifEnv *env;
@@ -50,6 +51,8 @@ static size_t atom_text(ErlNifEnv *env, ERL_NIF_TERM atom, char *buf, size_t cap
 static int name_key(void *vctx, const bs_key *k, char *buf, size_t cap)
 {
     namer_ctx *ctx = vctx;
+    if (bs_key_is_span(k)) /* a telemetry span: its name is an atom, [my_app.repo.query] */
+        return (int)atom_text(ctx->env, (ERL_NIF_TERM)k->function, buf, cap);
     char mod[1024], fun[1024];
     size_t ml = atom_text(ctx->env, (ERL_NIF_TERM)k->module, mod, sizeof mod);
     size_t fl = atom_text(ctx->env, (ERL_NIF_TERM)k->function, fun, sizeof fun);
@@ -113,6 +116,7 @@ int bs_export_profile(ErlNifEnv *env, bs_session *s, bs_name_style style, ERL_NI
     int reason = atomic_load(&s->stop_reason);
     if (reason != BS_STOP_NONE && reason != BS_STOP_REQUESTED)
         bs_profile_set_truncated(out, bs_stop_reason_name(reason));
+    bs_span_notes(s, out->notes, sizeof out->notes);
     out->duration_ns = (s->stop_ns ? s->stop_ns : bs_now_ns()) - s->start_ns;
     out->start_ns = s->start_ns;
     out->has_timeline = s->keep_timeline;

@@ -47,6 +47,11 @@ typedef struct bs_session {
     bs_key capture_key;              /* atoms as terms, arity */
     _Atomic int64_t captures_left;   /* captures that may still start */
     _Atomic uint32_t captures_started;
+    /* telemetry spans (span_nif.c) */
+    int spans_only;                  /* no tracing: records are made by span events */
+    bs_key span_anchors[2];          /* telemetry:execute/3, do_execute/4: spans sit below them */
+    _Atomic uint64_t spans_left;     /* span starts still accepted (max_spans) */
+    _Atomic uint64_t spans_dropped;  /* span starts refused by max_spans */
 } bs_session;
 
 typedef enum bs_stop_reason {

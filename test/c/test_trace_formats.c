@@ -498,8 +498,12 @@ static jc_val check_chrome(const char *text, size_t len, ct_stats *st)
             fail_msg("chrome event %zu: ts/dur not exact multiples of 2^-12 written plainly", i);
         if (jc_get(e, "args"))
             fail_msg("chrome event %zu: per-event args split frames in speedscope", i);
-        if (!cat || (strcmp(cat->str, "beam") != 0 && strcmp(cat->str, "sleep") != 0 && strcmp(cat->str, "gc") != 0))
+        if (!cat || (strcmp(cat->str, "beam") != 0 && strcmp(cat->str, "sleep") != 0 && strcmp(cat->str, "gc") != 0 &&
+                     strcmp(cat->str, "telemetry") != 0))
             fail_msg("chrome event %zu: cat", i);
+        size_t nl = strlen(name->str);
+        if ((strcmp(cat->str, "telemetry") == 0) != (nl >= 2 && name->str[0] == '[' && name->str[nl - 1] == ']'))
+            fail_msg("chrome event %zu: telemetry span frames ([name]) and only they are in category telemetry", i);
         if ((strcmp(cat->str, "sleep") == 0) != (strcmp(name->str, "SLEEP") == 0))
             fail_msg("chrome event %zu: SLEEP must be in category sleep", i);
         if (t == 0)

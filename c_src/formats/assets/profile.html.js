@@ -320,6 +320,7 @@
     if (f === SLEEP) c = 'rgb(176,196,222)';
     else if (f === GC) c = 'rgb(102,205,170)';
     else if (isRootFrame[f]) c = 'rgb(200,200,200)';
+    else if (/^\[.*\]$/.test(name)) c = `rgb(${40 + (v1 * 30) | 0},${160 + (v2 * 40) | 0},${170 + (v3 * 40) | 0})`;
     else if (D.palette === 'beam') {
       const m = moduleOf(name);
       if (OTP.has(m)) c = `rgb(${80 + (v1 * 50) | 0},${130 + (v2 * 60) | 0},${200 + (v3 * 55) | 0})`;
@@ -580,6 +581,7 @@
     const header = el('header', null, el('h1', { text: D.title }),
       D.subtitle ? el('div', { class: 'subtitle', text: D.subtitle }) : null);
     const warnings = el('div', { class: 'warnings' });
+    if (M.notes) warnings.appendChild(el('div', { class: 'warn', id: 'warn-notes', text: M.notes }));
     if (M.truncated) warnings.appendChild(el('div', { class: 'warn', id: 'warn-truncated', text: 'Recording stopped early: ' + M.truncated }));
     if (M.timelineTruncated) warnings.appendChild(el('div', { class: 'warn', id: 'warn-timeline', text: 'Timeline truncated: some calls are not in the timeline.' }));
     const dl = el('dl', { id: 'meta' });

@@ -322,6 +322,7 @@ static const char BS_ASSET_profile_html_js[] =
     "    if (f === SLEEP) c = 'rgb(176,196,222)';\n"
     "    else if (f === GC) c = 'rgb(102,205,170)';\n"
     "    else if (isRootFrame[f]) c = 'rgb(200,200,200)';\n"
+    "    else if (/^\\[.*\\]$/.test(name)) c = `rgb(${40 + (v1 * 30) | 0},${160 + (v2 * 40) | 0},${170 + (v3 * 40) | 0})`;\n"
     "    else if (D.palette === 'beam') {\n"
     "      const m = moduleOf(name);\n"
     "      if (OTP.has(m)) c = `rgb(${80 + (v1 * 50) | 0},${130 + (v2 * 60) | 0},${200 + (v3 * 55) | 0})`;\n"
@@ -582,6 +583,7 @@ static const char BS_ASSET_profile_html_js[] =
     "    const header = el('header', null, el('h1', { text: D.title }),\n"
     "      D.subtitle \? el('div', { class: 'subtitle', text: D.subtitle }) : null);\n"
     "    const warnings = el('div', { class: 'warnings' });\n"
+    "    if (M.notes) warnings.appendChild(el('div', { class: 'warn', id: 'warn-notes', text: M.notes }));\n"
     "    if (M.truncated) warnings.appendChild(el('div', { class: 'warn', id: 'warn-truncated', text: 'Recording stopped early: ' + M.truncated }));\n"
     "    if (M.timelineTruncated) warnings.appendChild(el('div', { class: 'warn', id: 'warn-timeline', text: 'Timeline truncated: some calls are not in the timeline.' }));\n"
     "    const dl = el('dl', { id: 'meta' });\n"
@@ -810,4 +812,4 @@ static const char BS_ASSET_profile_html_js[] =
     "  };\n"
     "})();\n"
     "";
-static const char BS_ASSET_profile_html_js_sha256[] = "FoMPxYfXpoy6wkCQ5wzP0mrpkWRAdH9ZivLopOZp57I=";
+static const char BS_ASSET_profile_html_js_sha256[] = "Yg7MB3VzLwIXHjImJDaWvHyjmkSWSbNhXuQ4PMyLiIo=";
