@@ -3,9 +3,10 @@
 %%% second and shows it).
 %%%
 %%% The command-line tool loads this module into a running node (with
-%%% `code:load_binary/3') and drives it with rpc, so it depends on kernel,
-%%% stdlib and {@link beamspy_sampler:frame_name/1} only, and needs no
-%%% application to be started. Every text in a report is a UTF-8 binary.
+%%% `code:load_binary/3') and drives it with rpc, so it depends on kernel
+%%% and stdlib only, and needs no application to be started. Every text in
+%%% a report is a UTF-8 binary; functions are raw `{M, F, A}' tuples, which
+%%% the tool spells (one speller for every mode).
 %%%
 %%% Cost stays bounded on a node with many processes:
 %%% <ul>
@@ -41,11 +42,12 @@
 -type opts() :: #{owner := pid(), interval_ms => pos_integer(), limit => pos_integer()}.
 -type process_row() :: #{pid := binary(), name := binary(), reductions := non_neg_integer(),
                          message_queue_len := non_neg_integer(), memory := non_neg_integer(),
-                         current := binary(), functions := [{binary(), pos_integer()}]}.
+                         current := mfa() | undefined,
+                         functions := [{mfa() | undefined, pos_integer()}]}.
 -type report() :: #{window_ms := non_neg_integer(), process_count := non_neg_integer(),
                     run_queue := non_neg_integer(), total_reductions := non_neg_integer(),
                     samples := non_neg_integer(), processes := [process_row()],
-                    functions := [{binary(), pos_integer()}]}.
+                    functions := [{mfa() | undefined, pos_integer()}]}.
 -export_type([opts/0, report/0, process_row/0]).
 
 %%% ---------------------------------------------------------------------
@@ -82,12 +84,14 @@ start(Other) ->
 %% `limit' processes that did the most reductions in it, busiest first,
 %% each with its three most sampled functions, and the hottest functions
 %% over the samples that found a process running, not waiting (at most
-%% 20); `samples' counts those. A new window starts.
+%% 20); `samples' counts those. A new window starts. Functions are raw
+%% `{M, F, A}' (the tool spells them, see {@link
+%% beamspy_tracer:frame_name/2}).
 %%
 %% ```
 %% {ok, #{window_ms := 1000, processes := [#{pid := <<"<0.95.0>">>,
 %%                                           reductions := 200000,
-%%                                           functions := [{<<"m:loop/1">>, 9}]} | _]}} =
+%%                                           functions := [{{m, loop, 1}, 9}]} | _]}} =
 %%     beamspy_top:report(Top).
 %% '''
 -spec report(pid()) -> {ok, report()} | {error, term()}.
@@ -268,20 +272,15 @@ rows([{Delta, Pid} | Rest], Left, PF, Acc) ->
                     reductions => Delta,
                     message_queue_len => Q,
                     memory => M,
-                    current => mfa_text(C),
+                    current => C,
                     functions => hottest(maps:get(Pid, PF, #{}), ?FUNCTIONS_PER_PROCESS)},
             rows(Rest, Left - 1, PF, [Row | Acc]);
         undefined ->
             rows(Rest, Left, PF, Acc)
     end.
 
-%% The N most sampled functions, most first (ties by name).
+%% The N most sampled functions, most first (ties by {M, F, A}).
 hottest(Counts, N) ->
-    Named = [{mfa_text(MFA), Count} || {MFA, Count} <- maps:to_list(Counts)],
-    Sorted = lists:sort(fun({Name1, C1}, {Name2, C2}) -> {C1, Name2} >= {C2, Name1} end, Named),
+    Sorted = lists:sort(fun({MFA1, C1}, {MFA2, C2}) -> {C1, MFA2} >= {C2, MFA1} end,
+                        maps:to_list(Counts)),
     lists:sublist(Sorted, N).
-
-mfa_text({M, F, A}) when is_atom(M), is_atom(F), is_integer(A) ->
-    beamspy_sampler:frame_name({M, F, A});
-mfa_text(Other) ->
-    unicode:characters_to_binary(io_lib:format("~tw", [Other])).

@@ -11,7 +11,8 @@
 #   LAYER dist: <passed> passed, <failed> failed
 # Works from any directory. Needs tmux (deps.sh installs it) and python3.
 # ONLY=deadlocks runs the wait-for graph tests of dump alone (deadlocks.sh),
-# ONLY=seq the checks of `beamspy seq' alone (seq_checks.sh).
+# ONLY=seq the checks of `beamspy seq' alone (seq_checks.sh), ONLY=names
+# the spelling of frames in every mode alone (names.sh).
 set -u
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -176,6 +177,12 @@ if [ "${ONLY:-}" = deadlocks ]; then
     finish
 fi
 
+# ONLY=names: one speller of frames for every mode (names.sh) alone.
+if [ "${ONLY:-}" = names ]; then
+    . "$here/names.sh"
+    finish
+fi
+
 echo "--- record"
 bs record --node "$n1" --name busy --duration 1s -o "$out/name.folded" -o "$out/name.svg" -o "$out/name.bspy" \
     2>"$out/name.err"
@@ -211,6 +218,8 @@ bs record --node "$n1" --all --mode sample --interval 5ms --duration 1s -o "$out
 check "record --mode sample: the busy process's stacks" grep -q '> busy;.*bs_dist_wl:spin/1' "$out/sample.folded"
 check "record --mode sample: idle processes end in SLEEP" grep -q ';SLEEP [0-9]*$' "$out/sample.folded"
 check "record --mode sample: nothing left on the node" clean n1
+
+. "$here/names.sh"
 
 echo "--- several nodes"
 bs record --node "$n1" --node "$n2" --name busy --duration 1s -o "$out/two.folded" 2>/dev/null
