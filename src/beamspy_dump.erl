@@ -3,8 +3,8 @@
 %%%
 %%% The command-line tool loads this module into a running node (with
 %%% `code:load_binary/3') and calls {@link snapshot/1} with rpc, so it
-%%% depends on kernel and stdlib only, and needs no application to be
-%%% started. Every text in the result is a UTF-8 binary, every number an
+%%% depends on kernel, stdlib and {@link beamspy_opts:default/1} (its
+%%% defaults) only, and needs no application to be started. Every text in the result is a UTF-8 binary, every number an
 %%% integer. Functions are not spelled here: they are raw `{M, F, A}'
 %%% tuples (in `initial_call', `current', the stack and the reasons), which
 %%% the tool spells with its one speller (in Erlang, {@link
@@ -71,7 +71,7 @@
 
 -export([snapshot/1, parse_backtrace/2]).
 
--define(DEFAULT_INTERVAL_MS, 200).
+-define(DEFAULT_INTERVAL_MS, beamspy_opts:default(dump_interval_ms)).
 -define(DEFAULT_MAX_PROCESSES, 100000).
 -define(MAX_FRAMES, 2000).
 -define(LOCATION_DEPTH, 64).

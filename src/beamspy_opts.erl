@@ -8,6 +8,7 @@
 -export([target/1, options/1, options/2, outputs/2, defaults/0, defaults/1, formats/0, extensions/0,
          live_targets/1, nif_options/2, write_options/1]).
 -export([outputs/3, output_kind/2]).
+-export([option_table/0, default/1]).
 
 -type target() :: fun(() -> term())
                 | {fun(), [term()]}
@@ -35,6 +36,8 @@
                      merge := boolean(),
                      include => unicode:chardata(),
                      exclude => unicode:chardata(),
+                     ignore := [pid()],
+                     until_halt := boolean(),
                      output_given := boolean()}.
 -type live_target() :: pid() | atom() | [pid() | atom()].
 %% Live targets once checked: `all' existing processes or a list of pids and
@@ -46,7 +49,7 @@
 -define(FORMATS, [folded, svg, html, speedscope, chrome, perf, bspy]).
 %% Formats that show time order: asking for one keeps a timeline.
 -define(TIMELINE_FORMATS, [speedscope, chrome, bspy]).
--define(DEFAULT_TIMELINE_SPANS, 1000000).
+-define(DEFAULT_TIMELINE_SPANS, default(timeline_calls)).
 %% The process table is allocated up front (32 bytes per process), outside
 %% max_memory: keep it at most 32 MiB.
 -define(MAX_PROCESSES, 1048576).
@@ -59,27 +62,63 @@
                      {".perf.txt", perf}, {".folded", folded}, {".svg", svg},
                      {".html", html}, {".bspy", bspy}]).
 
+%% @doc The one table of defaults: every option of the API (`api') and every
+%% default of the command-line tool's jobs (`tool'), with its default for a
+%% call (`apply'), where they differ for a live session (`live') and from
+%% Elixir (`elixir'), and what it is, in a line. {@link defaults/0}, {@link
+%% defaults/1}, {@link default/1} and the tool's jobs on a node take their
+%% values from it; the README, the docs of `beamspy' and `BeamSpy' and the
+%% help of `bin/beamspy' are checked against it by the tests
+%% (test/erlang/beamspy_defaults_tests.erl).
+%%
+%% ```
+%% {max_memory, api, #{apply := 268435456}, _} = lists:keyfind(max_memory, 1, beamspy_opts:option_table()).
+%% '''
+-spec option_table() -> [{atom(), api | tool, #{apply := term(), live => term(), elixir => term()},
+                          string()}].
+option_table() ->
+    [{output, api, #{apply => "."}, "a directory (one file per format) or a file"},
+     {formats, api, #{apply => [folded]}, "the formats written to a directory output"},
+     {children, api, #{apply => true, live => false}, "also trace the processes a target spawns"},
+     {sleep, api, #{apply => true}, "charge scheduled-out time to a SLEEP leaf"},
+     {gc, api, #{apply => false}, "charge garbage collection to a GC leaf"},
+     {max_memory, api, #{apply => 256 * 1024 * 1024}, "bytes the recording may use"},
+     {max_processes, api, #{apply => 10000}, "processes recorded at most"},
+     {max_events, api, #{apply => infinity}, "events recorded at most"},
+     {max_duration, api, #{apply => infinity, live => 60000}, "milliseconds of recording at most"},
+     {names, api, #{apply => erlang, elixir => elixir}, "frame spelling: mod:fun/1 or Mod.fun/1"},
+     {quiet, api, #{apply => false}, "do not print where the files were written"},
+     {timeline, api, #{apply => auto}, "keep calls in time order: auto, true, false or a count"},
+     {inverted, api, #{apply => false}, "icicle graph (root at the top)"},
+     {flamechart, api, #{apply => false}, "SVG with x as time"},
+     {palette, api, #{apply => hot}, "SVG and HTML colours: hot or beam"},
+     {drop_sleep, api, #{apply => false}, "leave SLEEP frames out of the outputs"},
+     {merge, api, #{apply => false}, "one tree for all processes"},
+     {ignore, api, #{apply => []}, "local pids never recorded (the tool's own job processes)"},
+     {until_halt, api, #{apply => false}, "a halting traced process writes the files first"},
+     {timeline_calls, tool, #{apply => 1000000}, "calls a timeline keeps (timeline => true, --timeline)"},
+     {record_duration_ms, tool, #{apply => 10000}, "how long `beamspy record' records"},
+     {sample_interval_ms, tool, #{apply => 10}, "time between two samples of `record --mode sample'"},
+     {dump_interval_ms, tool, #{apply => 200}, "time between the two looks of `beamspy dump'"},
+     {top_interval_ms, tool, #{apply => 100}, "time between two samples of `beamspy top'"},
+     {top_refresh_ms, tool, #{apply => 1000}, "time between two screens of `beamspy top'"},
+     {top_limit, tool, #{apply => 20}, "processes `beamspy top' lists"}].
+
+%% @doc The default of one entry of {@link option_table/0} (for a call).
+%%
+%% ```
+%% 10 = beamspy_opts:default(sample_interval_ms).
+%% '''
+-spec default(atom()) -> term().
+default(Key) ->
+    {Key, _, #{apply := Value}, _} = lists:keyfind(Key, 1, option_table()),
+    Value.
+
 %% @doc The default value of every option.
 -spec defaults() -> options().
 defaults() ->
-    #{output => ".",
-      formats => [folded],
-      children => true,
-      sleep => true,
-      gc => false,
-      max_memory => 256 * 1024 * 1024,
-      max_processes => 10000,
-      max_events => infinity,
-      max_duration => infinity,
-      names => erlang,
-      quiet => false,
-      timeline => auto,
-      inverted => false,
-      flamechart => false,
-      palette => hot,
-      drop_sleep => false,
-      merge => false,
-      output_given => false}.
+    maps:from_list([{Key, Value} || {Key, api, #{apply := Value}, _} <- option_table()] ++
+                       [{output_given, false}]).
 
 %% @doc The defaults of a call (`apply') or of a live session (`start',
 %% `trace'): a live session is bounded by default in time (60 s) and, as
@@ -89,7 +128,9 @@ defaults() ->
 %% recordings short after a few seconds of a busy node.
 -spec defaults(apply | live) -> options().
 defaults(apply) -> defaults();
-defaults(live) -> (defaults())#{children => false, max_duration => 60000}.
+defaults(live) ->
+    maps:merge(defaults(),
+               maps:from_list([{Key, Value} || {Key, api, #{live := Value}, _} <- option_table()])).
 
 %% @doc Every output format beamspy writes.
 -spec formats() -> [beamspy:format()].

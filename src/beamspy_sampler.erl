@@ -3,8 +3,9 @@
 %%%
 %%% The command-line tool loads this module into a running node (with
 %%% `code:load_binary/3') and drives it with rpc, so it depends on kernel,
-%%% stdlib and {@link beamspy_session:labels/1} only, and needs no
-%%% application to be started.
+%%% stdlib, {@link beamspy_session:labels/1} and {@link
+%%% beamspy_opts:default/1} (its defaults) only, and needs no application
+%%% to be started.
 %%%
 %%% A sampler is one process. Every `interval_ms' it takes a round: for each
 %%% target process it reads `status' and `current_stacktrace' and counts the
@@ -53,7 +54,7 @@
 %% The sampler process's entry point (spawned by start/1).
 -export([init/3]).
 
--define(DEFAULT_INTERVAL_MS, 10).
+-define(DEFAULT_INTERVAL_MS, beamspy_opts:default(sample_interval_ms)).
 -define(DEFAULT_MAX_STACKS, 100000).
 -define(DEFAULT_MAX_DURATION_MS, 60000).
 -define(SAMPLING_DEPTH, 64).

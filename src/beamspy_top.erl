@@ -3,8 +3,9 @@
 %%% second and shows it).
 %%%
 %%% The command-line tool loads this module into a running node (with
-%%% `code:load_binary/3') and drives it with rpc, so it depends on kernel
-%%% and stdlib only, and needs no application to be started. Every text in
+%%% `code:load_binary/3') and drives it with rpc, so it depends on kernel,
+%%% stdlib and {@link beamspy_opts:default/1} (its defaults) only, and needs
+%%% no application to be started. Every text in
 %%% a report is a UTF-8 binary; functions are raw `{M, F, A}' tuples, which
 %%% the tool spells (one speller for every mode).
 %%%
@@ -34,8 +35,8 @@
 %% The top process's entry point (spawned by start/1).
 -export([init/3]).
 
--define(DEFAULT_INTERVAL_MS, 100).
--define(DEFAULT_LIMIT, 20).
+-define(DEFAULT_INTERVAL_MS, beamspy_opts:default(top_interval_ms)).
+-define(DEFAULT_LIMIT, beamspy_opts:default(top_limit)).
 -define(FUNCTIONS_PER_PROCESS, 3).
 -define(FUNCTIONS_PER_REPORT, 20).
 
