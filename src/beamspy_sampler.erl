@@ -51,8 +51,8 @@
 
 -export([start/1, info/1, stop/1]).
 
-%% The sampler process's entry point (spawned by start/1).
--export([init/3]).
+%% The sampler process's entry point (started by start/1 with proc_lib).
+-export([init/1]).
 
 -define(DEFAULT_INTERVAL_MS, beamspy_opts:default(sample_interval_ms)).
 -define(DEFAULT_MAX_STACKS, 100000).
@@ -178,13 +178,12 @@ valid_option(_, _) -> false.
 %%% ---------------------------------------------------------------------
 
 start_sampler(Config) ->
-    Ref = make_ref(),
-    {Pid, Mon} = spawn_monitor(?MODULE, init, [self(), Ref, Config]),
-    receive
-        {Ref, started} ->
+    case proc_lib:start_monitor(?MODULE, init, [Config]) of
+        {{ok, Pid}, Mon} ->
             erlang:demonitor(Mon, [flush]),
             {ok, Pid};
-        {'DOWN', Mon, process, Pid, Why} ->
+        {{error, Why}, Mon} -> % it died before it acknowledged
+            erlang:demonitor(Mon, [flush]),
             {error, {sampler_failed, Why}}
     end.
 
@@ -198,12 +197,13 @@ call(Other, _) ->
 %%% ---------------------------------------------------------------------
 
 %% @private
-init(Parent, Ref, #{owner := Owner, max_duration_ms := MaxDuration} = Config) ->
+-spec init(map()) -> ok.
+init(#{owner := Owner, max_duration_ms := MaxDuration} = Config) ->
     OwnerMon = erlang:monitor(process, Owner),
     PreviousDepth = erlang:system_flag(backtrace_depth, ?SAMPLING_DEPTH),
     self() ! {?MODULE, round},
     _ = erlang:send_after(MaxDuration, self(), {?MODULE, max_duration}),
-    Parent ! {Ref, started},
+    proc_lib:init_ack({ok, self()}),
     State = Config#{owner_mon => OwnerMon,
                     previous_depth => PreviousDepth,
                     sampling => true,

@@ -32,8 +32,8 @@
 
 -export([start/1, report/1, stop/1]).
 
-%% The top process's entry point (spawned by start/1).
--export([init/3]).
+%% The top process's entry point (started by start/1 with proc_lib).
+-export([init/1]).
 
 -define(DEFAULT_INTERVAL_MS, beamspy_opts:default(top_interval_ms)).
 -define(DEFAULT_LIMIT, beamspy_opts:default(top_limit)).
@@ -66,13 +66,12 @@
 start(Opts) when is_map(Opts) ->
     case check_opts(Opts) of
         {ok, Config} ->
-            Ref = make_ref(),
-            {Pid, Mon} = spawn_monitor(?MODULE, init, [self(), Ref, Config]),
-            receive
-                {Ref, started} ->
+            case proc_lib:start_monitor(?MODULE, init, [Config]) of
+                {{ok, Pid}, Mon} ->
                     erlang:demonitor(Mon, [flush]),
                     {ok, Pid};
-                {'DOWN', Mon, process, Pid, Why} ->
+                {{error, Why}, Mon} -> % it died before it acknowledged
+                    erlang:demonitor(Mon, [flush]),
                     {error, {top_failed, Why}}
             end;
         {error, _} = Error ->
@@ -147,10 +146,11 @@ call(Other, _) ->
 %%% ---------------------------------------------------------------------
 
 %% @private
-init(Parent, Ref, #{owner := Owner, interval_ms := Interval} = Config) ->
+-spec init(map()) -> ok.
+init(#{owner := Owner, interval_ms := Interval} = Config) ->
     OwnerMon = erlang:monitor(process, Owner),
     _ = erlang:send_after(Interval, self(), {?MODULE, bootstrap}),
-    Parent ! {Ref, started},
+    proc_lib:init_ack({ok, self()}),
     loop(new_window(Config#{owner_mon => OwnerMon, bootstrapped => false, ticking => false},
                     full_pass(Owner), [])).
 
@@ -174,7 +174,8 @@ loop(#{owner_mon := OwnerMon} = State) ->
             From ! {Tag, Report},
             loop(Next);
         {?MODULE, stop, From, Tag} ->
-            From ! {Tag, ok};
+            From ! {Tag, ok},
+            ok;
         {'DOWN', OwnerMon, process, _, _} ->
             ok;
         _Other ->
