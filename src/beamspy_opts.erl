@@ -9,6 +9,7 @@
          live_targets/1, nif_options/2, write_options/1]).
 -export([outputs/3, output_kind/2]).
 -export([option_table/0, default/1]).
+-export([output_option/2, formats_option/2, file_format/2, text_option/1]).
 
 -type target() :: fun(() -> term())
                 | {fun(), [term()]}
@@ -226,22 +227,8 @@ opt_pair({K, V}) -> {K, V};
 opt_pair(K) when is_atom(K) -> {K, true};
 opt_pair(Other) -> throw({error, {bad_options, Other}}).
 
-check({output, V}, Acc) ->
-    case text(V) of
-        {ok, B} when B =/= <<>> ->
-            Out = unicode:characters_to_list(B),
-            case output_kind(Out, ?EXTENSIONS) of
-                ok -> Acc#{output => Out};
-                {unknown_extension, Ext} -> throw({error, {bad_output_extension, Out, Ext}})
-            end;
-        _ -> bad(output, V, "a directory or a file name (a non-empty string without NUL)")
-    end;
-check({formats, V}, Acc) when is_list(V), V =/= [] ->
-    case [F || F <- V, not lists:member(F, ?FORMATS)] of
-        [] -> Acc#{formats => lists:usort(V)};
-        _ -> bad(formats, V, "a non-empty list of " ++ lists:join(", ", [atom_to_list(F) || F <- ?FORMATS]))
-    end;
-check({formats, V}, _) -> bad(formats, V, "a non-empty list of formats");
+check({output, V}, Acc) -> Acc#{output => output_option(V, ?EXTENSIONS)};
+check({formats, V}, Acc) -> Acc#{formats => formats_option(V, ?FORMATS)};
 %% capture/3's merge takes both (per call and merged) besides true and false.
 check({merge, both}, Acc) -> Acc#{merge => both};
 check({K, V}, Acc) when K =:= children; K =:= sleep; K =:= gc; K =:= quiet;
@@ -364,6 +351,62 @@ check_combined(#{output := Out, formats := Formats} = Opts, Given) ->
             {error, {formats_with_file_output, Out, F, Formats}};
         _ -> {ok, Opts}
     end.
+
+%% @doc The `output' option checked against a table of extensions (this
+%% module's, or another front end's such as {@link beamspy_sequence}): the
+%% name as a string, or a throw of `{error, Reason}'.
+%%
+%% ```
+%% "/tmp/x.svg" = beamspy_opts:output_option(<<"/tmp/x.svg">>, beamspy_opts:extensions()).
+%% '''
+-spec output_option(term(), [{string(), atom()}]) -> string().
+output_option(V, Extensions) ->
+    case text(V) of
+        {ok, B} when B =/= <<>> ->
+            Out = unicode:characters_to_list(B),
+            case output_kind(Out, Extensions) of
+                ok -> Out;
+                {unknown_extension, Ext} -> throw({error, {bad_output_extension, Out, Ext}})
+            end;
+        _ -> bad(output, V, "a directory or a file name (a non-empty string without NUL)")
+    end.
+
+%% @doc The `formats' option checked against the formats at hand: the
+%% formats sorted, or a throw of `{error, Reason}'.
+%%
+%% ```
+%% [folded, svg] = beamspy_opts:formats_option([svg, folded], beamspy_opts:formats()).
+%% '''
+-spec formats_option(term(), [atom()]) -> [atom()].
+formats_option(V, Formats) when is_list(V), V =/= [] ->
+    case [F || F <- V, not lists:member(F, Formats)] of
+        [] -> lists:usort(V);
+        _ -> bad(formats, V, formats_expected(Formats))
+    end;
+formats_option(V, Formats) ->
+    bad(formats, V, formats_expected(Formats)).
+
+formats_expected(Formats) ->
+    lists:flatten(["a non-empty list of ", lists:join(", ", [atom_to_list(F) || F <- Formats])]).
+
+%% @doc The format an output file names by its extension, from a table of
+%% extensions, or `none' (a directory).
+%%
+%% ```
+%% {ok, svg} = beamspy_opts:file_format("x.SVG", beamspy_opts:extensions()).
+%% '''
+-spec file_format(string(), [{string(), atom()}]) -> {ok, atom()} | none.
+file_format(Out, Extensions) ->
+    format_of(Out, Extensions).
+
+%% @doc A text option (a string or binary, valid Unicode, no NUL) as UTF-8.
+%%
+%% ```
+%% {ok, <<"Flame">>} = beamspy_opts:text_option("Flame").
+%% '''
+-spec text_option(term()) -> {ok, binary()} | error.
+text_option(V) ->
+    text(V).
 
 %% @doc What the NIF session needs from the options, given the outputs.
 -spec nif_options(options(), [{beamspy:format(), string()}]) -> map().
