@@ -32,7 +32,7 @@
 %%%   `[folded]'. Given with a file output, it must be that file's one
 %%%   format (else refused).</li>
 %%% <li>`children' — also trace processes spawned by the call, each under its
-%%%   own pid. Default `true'.</li>
+%%%   own pid. Default `true' for `apply', `false' for a live session.</li>
 %%% <li>`sleep' — charge time spent scheduled out to a `SLEEP' leaf. Default
 %%%   `true'.</li>
 %%% <li>`gc' — charge garbage collection to a `GC' leaf. Default `false'.</li>

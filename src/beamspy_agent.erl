@@ -5,7 +5,8 @@
 %%% a live recording (`record'), a function capture (`capture'), stack
 %%% sampling (`sample') or the figures of `top'. The tool then polls the job
 %%% (progress), and finally asks for the result, which comes back as bytes:
-%%% a `.bspy' profile or folded stacks, rendered on the tool's side.
+%%% a `.bspy' profile or a sampler's raw stacks, spelled and rendered on
+%%% the tool's side.
 %%%
 %%% A job never outlives the tool that started it. It watches the tool's
 %%% node (`monitor_node/2': a killed tool or a closed connection is seen at
@@ -99,9 +100,10 @@ poll(Job) ->
 arm(Job) ->
     call(Job, arm, 10000).
 
-%% @doc Ends the job and returns its result: `#{format => bspy | folded,
-%% data => binary(), truncated => false | atom()}' (empty data and format
-%% `none' for top). When a limit stopped a recording early (`truncated' is
+%% @doc Ends the job and returns its result: `#{format => bspy | stacks,
+%% data => binary(), truncated => false | atom()}' (`stacks': the
+%% sampler's stacks, frames unspelled, as `term_to_binary/1'; empty data
+%% and format `none' for top). When a limit stopped a recording early (`truncated' is
 %% the limit's name), the result also says when and how much:
 %% `stopped_after_ms', `events', `memory' (bytes) and `limit' (the limit's
 %% value, or `undefined'). A capture's result also has `calls' (how many
@@ -545,8 +547,10 @@ end_job(#{job := #{seq := C, mfa := MFA}}) ->
     end;
 end_job(#{job := #{sampler := Pid}}) ->
     case beamspy_sampler:stop(Pid) of
-        {ok, #{folded := Folded} = Info} ->
-            {ok, (maps:without([folded], Info))#{format => folded, data => Folded, truncated => false}};
+        {ok, #{stacks := Stacks} = Info} ->
+            %% Raw frames: the tool spells them, as it spells every mode's.
+            {ok, (maps:without([stacks], Info))#{format => stacks, data => term_to_binary(Stacks),
+                                                 truncated => false}};
         {error, _} = Error ->
             Error
     end;

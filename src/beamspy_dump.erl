@@ -3,9 +3,12 @@
 %%%
 %%% The command-line tool loads this module into a running node (with
 %%% `code:load_binary/3') and calls {@link snapshot/1} with rpc, so it
-%%% depends on kernel, stdlib and {@link beamspy_sampler:frame_name/1} only,
-%%% and needs no application to be started. Every text in the result is a
-%%% UTF-8 binary, every number an integer.
+%%% depends on kernel, stdlib and {@link beamspy_opts:default/1} (its
+%%% defaults) only, and needs no application to be started. Every text in the result is a UTF-8 binary, every number an
+%%% integer. Functions are not spelled here: they are raw `{M, F, A}'
+%%% tuples (in `initial_call', `current', the stack and the reasons), which
+%%% the tool spells with its one speller (in Erlang, {@link
+%%% beamspy_tracer:frame_name/2}), as it spells every mode's frames.
 %%%
 %%% A snapshot looks at each process twice, `interval_ms' apart (cheap
 %%% looks: queue length, memory, reductions, status, current function), to
@@ -22,8 +25,8 @@
 %%% back afterwards. A stack keeps at most 2000 frames (then
 %%% `stack_complete' is false).
 %%%
-%%% The stuck score adds up these parts, each with a reason (a text in
-%%% `reasons'):
+%%% The stuck score adds up these parts, each with a reason (in `reasons':
+%%% a list of texts and `{M, F, A}' frames that read as one sentence):
 %%% <ul>
 %%% <li>a message queue: its length, plus ten times its growth;</li>
 %%% <li>waiting with messages queued (a receive that matches none): 500;</li>
@@ -53,7 +56,7 @@
 %%% Memory: two small tuples a process for the looks, and for the processes
 %%% reported their stacks (at most 2000 frames each, so `max_processes'
 %%% bounds the result), plus one cache entry per distinct return address
-%%% and function seen (bounded by the code loaded). One backtrace text is
+%%% seen (bounded by the code loaded). One backtrace text is
 %%% held at a time.
 %%%
 %%% Time: each look costs every process a signal round trip (reading
@@ -68,7 +71,7 @@
 
 -export([snapshot/1, parse_backtrace/2]).
 
--define(DEFAULT_INTERVAL_MS, 200).
+-define(DEFAULT_INTERVAL_MS, beamspy_opts:default(dump_interval_ms)).
 -define(DEFAULT_MAX_PROCESSES, 100000).
 -define(MAX_FRAMES, 2000).
 -define(LOCATION_DEPTH, 64).
@@ -93,18 +96,24 @@
                   interval_ms => non_neg_integer(),
                   max_processes => pos_integer()}.
 -type process_dump() ::
-        #{pid := binary(), name := binary(), initial_call := binary(), current := binary(),
+        #{pid := binary(), name := binary(), initial_call := frame(), current := frame(),
           status := binary(), message_queue_len := non_neg_integer(),
           queue_growth := integer(), memory := non_neg_integer(), memory_growth := integer(),
           reductions := non_neg_integer(), reductions_delta := integer(),
-          idle_ms := non_neg_integer(), stack := [binary()], stack_complete := boolean(),
-          stuck_score := non_neg_integer(), reasons := [binary()],
+          idle_ms := non_neg_integer(), stack := [{frame(), Where :: binary()}],
+          stack_complete := boolean(),
+          stuck_score := non_neg_integer(), reasons := [reason()],
           state := binary(), waits_for := [wait_target()], wait_note := binary()}.
+%% `{M, F, A}', or the text of a frame that cannot be read back as one
+%% (`undefined' for the current function of a process that is exiting).
+-type frame() :: mfa() | binary() | undefined.
+%% A sentence: its texts as they are, its frames to be spelled.
+-type reason() :: [binary() | frame()].
 -type wait_target() :: #{pid := binary(), name := binary(), node := binary()}.
 -type dump() :: #{node := binary(), taken_at_us := integer(), interval_ms := non_neg_integer(),
                   process_count := non_neg_integer(), omitted := non_neg_integer(),
                   processes := [process_dump()]}.
--export_type([opts/0, dump/0, process_dump/0, wait_target/0]).
+-export_type([opts/0, dump/0, process_dump/0, wait_target/0, frame/0, reason/0]).
 
 %%% ---------------------------------------------------------------------
 %%% API
@@ -121,8 +130,8 @@
 %%
 %% ```
 %% {ok, #{processes := [#{pid := <<"<0.95.0>">>, name := <<"my_server">>,
-%%                        reasons := [<<"message queue 10000 (+120 in 200 ms)">> | _],
-%%                        stack := [<<"my_server:wait/1 (my_server.erl:40)">> | _]} | _]}} =
+%%                        reasons := [[<<"message queue 10000 (+120 in 200 ms)">>] | _],
+%%                        stack := [{{my_server, wait, 1}, <<"my_server.erl:40">>} | _]} | _]}} =
 %%     beamspy_dump:snapshot(#{interval_ms => 200}).
 %% '''
 -spec snapshot(opts()) -> {ok, dump()} | {error, term()}.
@@ -246,7 +255,7 @@ with_location_depth(Fun) ->
 -define(DETAIL_ITEMS, [registered_name, initial_call, dictionary, backtrace, current_stacktrace]).
 
 %% Names is a cache shared by every process of the snapshot: return
-%% address text => frame, {M, F, A} => its spelling. Processes share most
+%% address text => frame. Processes share most
 %% of their frames, and the cache is bounded by the code loaded.
 describe_all([], _, _, Acc) ->
     Acc;
@@ -260,20 +269,17 @@ describe(Pid, {Q1, M1, R1, _, _} = L1, {Q2, M2, R2, S2, C2} = L2, Interval, Name
     case erlang:process_info(Pid, ?DETAIL_ITEMS) of
         [{registered_name, Name}, {initial_call, Initial}, {dictionary, Dict},
          {backtrace, Backtrace}, {current_stacktrace, Trace}] ->
-            {Frames, Complete, Names1} = stack(Backtrace, Trace, C2, Names0),
+            {Frames, Complete, Names} = stack(Backtrace, Trace, C2, Names0),
             {Score, Reasons} = assess(L1, L2, length(Frames), Frames, Interval),
             State = state(L1, L2),
             {WaitsFor, WaitNote} = waits_for(Pid, State, C2, Backtrace),
-            {InitialText, Names2} = cached_name(proc_lib_initial_call(Dict, Initial), Names1),
-            {CurrentText, Names3} = cached_name(C2, Names2),
-            {StackText, Names} = lists:mapfoldl(fun frame_text/2, Names3, Frames),
             {#{pid => list_to_binary(pid_to_list(Pid)),
                name => case Name of
                            [] -> <<>>;
                            _ -> atom_to_binary(Name, utf8)
                        end,
-               initial_call => InitialText,
-               current => CurrentText,
+               initial_call => proc_lib_initial_call(Dict, Initial),
+               current => C2,
                status => atom_to_binary(S2, utf8),
                message_queue_len => Q2,
                queue_growth => Q2 - Q1,
@@ -282,7 +288,7 @@ describe(Pid, {Q1, M1, R1, _, _} = L1, {Q2, M2, R2, S2, C2} = L2, Interval, Name
                reductions => R2,
                reductions_delta => R2 - R1,
                idle_ms => idle_ms(S2, R2 - R1, Interval),
-               stack => StackText,
+               stack => [{Frame, location_text(Location)} || {Frame, Location} <- Frames],
                stack_complete => Complete,
                stuck_score => Score,
                reasons => Reasons,
@@ -304,19 +310,6 @@ proc_lib_initial_call(Dict, Initial) ->
 %% waiting process one reduction).
 idle_ms(waiting, Reductions, Interval) when Reductions =< ?LOOK_REDUCTIONS -> Interval;
 idle_ms(_, _, _) -> 0.
-
-cached_name(Frame, Names) ->
-    case Names of
-        #{Frame := Text} -> {Text, Names};
-        #{} ->
-            Text = mfa_text(Frame),
-            {Text, Names#{Frame => Text}}
-    end.
-
-mfa_text({M, F, A}) when is_atom(M), is_atom(F), is_integer(A) ->
-    beamspy_sampler:frame_name({M, F, A});
-mfa_text(Other) ->
-    unicode:characters_to_binary(io_lib:format("~tw", [Other])).
 
 %%% ---------------------------------------------------------------------
 %%% Stacks
@@ -355,16 +348,6 @@ with_locations([{MFA, Address} | Rest], [{M, F, A, Location} | Trace], _, Acc)
     with_locations(Rest, Trace, {Address, Location}, [{MFA, Location} | Acc]);
 with_locations(Frames, _, _, Acc) ->
     lists:reverse(Acc, [{MFA, []} || {MFA, _} <- Frames]).
-
-frame_text({Frame, Location}, Names0) ->
-    {Name, Names} = case Frame of
-                        Raw when is_binary(Raw) -> {Raw, Names0};
-                        _ -> cached_name(Frame, Names0)
-                    end,
-    case location_text(Location) of
-        <<>> -> {Name, Names};
-        Where -> {<<Name/binary, " (", Where/binary, ")">>, Names}
-    end.
 
 location_text(Location) ->
     File = case lists:keyfind(file, 1, Location) of
@@ -446,7 +429,7 @@ frame_of_address(Address) ->
            end,
     case parse_mfa(Name) of
         {ok, MFA} -> MFA;
-        error -> beamspy_sampler:sanitize(unicode:characters_to_binary(characters(Name)))
+        error -> unicode:characters_to_binary(characters(Name))
     end.
 
 parse_mfa(Text) ->
@@ -650,15 +633,15 @@ assess({Q1, M1, R1, S1, C1}, {Q2, M2, R2, S2, C2}, Depth, Frames, Interval) ->
 queue_part(Q1, Q2, Interval) when Q2 > 0 ->
     Growth = Q2 - Q1,
     {Q2 + ?QUEUE_GROWTH_WEIGHT * max(Growth, 0),
-     [text("message queue ~w (~s~w in ~w ms)", [Q2, sign(Growth), Growth, Interval])]};
+     [[text("message queue ~w (~s~w in ~w ms)", [Q2, sign(Growth), Growth, Interval])]]};
 queue_part(_, _, _) ->
     {0, []}.
 
 %% Waiting with messages in the queue: the receive matches none of them.
 unmatched_receive_part(waiting, Q, Current) when Q > 0 ->
     {?SCORE_UNMATCHED_RECEIVE,
-     [text("waiting in a receive in ~ts that matches none of its ~w messages",
-           [mfa_text(Current), Q])]};
+     [[<<"waiting in a receive in ">>, Current,
+       text(" that matches none of its ~w messages", [Q])]]};
 unmatched_receive_part(_, _, _) ->
     {0, []}.
 
@@ -673,8 +656,8 @@ waiting_part(S1, C1, waiting, C2, Q2, Depth, Frames) ->
             {0, []};
         other when Steady, Q2 =:= 0, is_integer(Depth), Depth > ?SHALLOW_FRAMES ->
             {?SCORE_DEEP_RECEIVE,
-             [text("waiting in a receive in ~ts, ~w frames deep (not a server loop)",
-                   [mfa_text(C2), Depth])]};
+             [[<<"waiting in a receive in ">>, C2,
+               text(", ~w frames deep (not a server loop)", [Depth])]]};
         other ->
             {0, []}
     end;
@@ -685,9 +668,9 @@ reply_reason(Current, Frames) ->
     Callers = [F || {{M, _, _} = F, _} <- Frames, not lists:member(M, call_modules())],
     case Callers of
         [Caller | _] ->
-            text("waiting for a reply in ~ts (called from ~ts)", [mfa_text(Current), mfa_text(Caller)]);
+            [<<"waiting for a reply in ">>, Current, <<" (called from ">>, Caller, <<")">>];
         [] ->
-            text("waiting for a reply in ~ts", [mfa_text(Current)])
+            [<<"waiting for a reply in ">>, Current]
     end.
 
 call_modules() ->
@@ -724,7 +707,7 @@ wait_kind(_) -> other.
 
 memory_part(Growth, Interval) when Growth >= ?MEMORY_GROWTH_REPORTED ->
     {Growth div ?MEMORY_GROWTH_BYTES_PER_POINT,
-     [text("memory +~ts in ~w ms", [bytes_text(Growth), Interval])]};
+     [[text("memory +~ts in ~w ms", [bytes_text(Growth), Interval])]]};
 memory_part(_, _) ->
     {0, []}.
 
@@ -732,7 +715,7 @@ memory_part(_, _) ->
 busy_part(Status, Reductions, Current, Interval)
   when Status =/= waiting, Reductions >= ?BUSY_REDUCTIONS_REPORTED ->
     {min(Reductions div ?BUSY_REDUCTIONS_PER_POINT, ?SCORE_BUSY_CAP),
-     [text("busy: ~w reductions in ~w ms, now in ~ts", [Reductions, Interval, mfa_text(Current)])]};
+     [[text("busy: ~w reductions in ~w ms, now in ", [Reductions, Interval]), Current]]};
 busy_part(_, _, _, _) ->
     {0, []}.
 

@@ -8,6 +8,8 @@
 -export([target/1, options/1, options/2, outputs/2, defaults/0, defaults/1, formats/0, extensions/0,
          live_targets/1, nif_options/2, write_options/1]).
 -export([outputs/3, output_kind/2]).
+-export([option_table/0, default/1]).
+-export([output_option/2, formats_option/2, file_format/2, text_option/1]).
 
 -type target() :: fun(() -> term())
                 | {fun(), [term()]}
@@ -34,12 +36,16 @@
                      palette := hot | beam,
                      drop_sleep := boolean(),
                      collapse_recursion := boolean(),
-                     merge := boolean(),
+                     merge := boolean() | both,
+                     timeout => infinity | pos_integer(),
                      include => unicode:chardata(),
                      exclude => unicode:chardata(),
+                     ignore := [pid()],
+                     until_halt := boolean(),
                      telemetry => [[atom(), ...], ...],
                      max_spans => pos_integer(),
                      telemetry_metadata => [term()],
+                     return => [beamspy:format()],
                      output_given := boolean()}.
 -type live_target() :: pid() | atom() | [pid() | atom()].
 %% Live targets once checked: `all' existing processes or a list of pids and
@@ -51,7 +57,7 @@
 -define(FORMATS, [folded, svg, html, speedscope, chrome, perf, bspy, callgrind]).
 %% Formats that show time order: asking for one keeps a timeline.
 -define(TIMELINE_FORMATS, [speedscope, chrome, bspy]).
--define(DEFAULT_TIMELINE_SPANS, 1000000).
+-define(DEFAULT_TIMELINE_SPANS, default(timeline_calls)).
 %% The process table is allocated up front (32 bytes per process), outside
 %% max_memory: keep it at most 32 MiB.
 -define(MAX_PROCESSES, 1048576).
@@ -64,29 +70,65 @@
                      {".perf.txt", perf}, {".folded", folded}, {".svg", svg},
                      {".html", html}, {".bspy", bspy}, {".callgrind", callgrind}]).
 
+%% @doc The one table of defaults: every option of the API (`api') and every
+%% default of the command-line tool's jobs (`tool'), with its default for a
+%% call (`apply'), where they differ for a live session (`live') and from
+%% Elixir (`elixir'), and what it is, in a line. {@link defaults/0}, {@link
+%% defaults/1}, {@link default/1} and the tool's jobs on a node take their
+%% values from it; the README, the docs of `beamspy' and `BeamSpy' and the
+%% help of `bin/beamspy' are checked against it by the tests
+%% (test/erlang/beamspy_defaults_tests.erl).
+%%
+%% ```
+%% {max_memory, api, #{apply := 268435456}, _} = lists:keyfind(max_memory, 1, beamspy_opts:option_table()).
+%% '''
+-spec option_table() -> [{atom(), api | tool, #{apply := term(), live => term(), elixir => term()},
+                          string()}].
+option_table() ->
+    [{output, api, #{apply => "."}, "a directory (one file per format) or a file"},
+     {formats, api, #{apply => [folded]}, "the formats written to a directory output"},
+     {children, api, #{apply => true, live => false}, "also trace the processes a target spawns"},
+     {sleep, api, #{apply => true}, "charge scheduled-out time to a SLEEP leaf"},
+     {gc, api, #{apply => false}, "charge garbage collection to a GC leaf"},
+     {max_memory, api, #{apply => 256 * 1024 * 1024}, "bytes the recording may use"},
+     {max_processes, api, #{apply => 10000}, "processes recorded at most"},
+     {max_events, api, #{apply => infinity}, "events recorded at most"},
+     {max_duration, api, #{apply => infinity, live => 60000}, "milliseconds of recording at most"},
+     {names, api, #{apply => erlang, elixir => elixir}, "frame spelling: mod:fun/1 or Mod.fun/1"},
+     {quiet, api, #{apply => false}, "do not print where the files were written"},
+     {open, api, #{apply => false}, "open the HTML or SVG written in the browser"},
+     {timeline, api, #{apply => auto}, "keep calls in time order: auto, true, false or a count"},
+     {inverted, api, #{apply => false}, "icicle graph (root at the top)"},
+     {flamechart, api, #{apply => false}, "SVG with x as time"},
+     {palette, api, #{apply => hot}, "SVG and HTML colours: hot or beam"},
+     {drop_sleep, api, #{apply => false}, "leave SLEEP frames out of the outputs"},
+     {collapse_recursion, api, #{apply => false}, "fold direct recursion into one frame"},
+     {merge, api, #{apply => false}, "one tree for all processes"},
+     {ignore, api, #{apply => []}, "local pids never recorded (the tool's own job processes)"},
+     {until_halt, api, #{apply => false}, "a halting traced process writes the files first"},
+     {timeline_calls, tool, #{apply => 1000000}, "calls a timeline keeps (timeline => true, --timeline)"},
+     {record_duration_ms, tool, #{apply => 10000}, "how long `beamspy record' records"},
+     {sample_interval_ms, tool, #{apply => 10}, "time between two samples of `record --mode sample'"},
+     {dump_interval_ms, tool, #{apply => 200}, "time between the two looks of `beamspy dump'"},
+     {top_interval_ms, tool, #{apply => 100}, "time between two samples of `beamspy top'"},
+     {top_refresh_ms, tool, #{apply => 1000}, "time between two screens of `beamspy top'"},
+     {top_limit, tool, #{apply => 20}, "processes `beamspy top' lists"}].
+
+%% @doc The default of one entry of {@link option_table/0} (for a call).
+%%
+%% ```
+%% 10 = beamspy_opts:default(sample_interval_ms).
+%% '''
+-spec default(atom()) -> term().
+default(Key) ->
+    {Key, _, #{apply := Value}, _} = lists:keyfind(Key, 1, option_table()),
+    Value.
+
 %% @doc The default value of every option.
 -spec defaults() -> options().
 defaults() ->
-    #{output => ".",
-      formats => [folded],
-      children => true,
-      sleep => true,
-      gc => false,
-      max_memory => 256 * 1024 * 1024,
-      max_processes => 10000,
-      max_events => infinity,
-      max_duration => infinity,
-      names => erlang,
-      quiet => false,
-      open => false,
-      timeline => auto,
-      inverted => false,
-      flamechart => false,
-      palette => hot,
-      drop_sleep => false,
-      collapse_recursion => false,
-      merge => false,
-      output_given => false}.
+    maps:from_list([{Key, Value} || {Key, api, #{apply := Value}, _} <- option_table()] ++
+                       [{output_given, false}]).
 
 %% @doc The defaults of a call (`apply') or of a live session (`start',
 %% `trace'): a live session is bounded by default in time (60 s) and, as
@@ -96,7 +138,9 @@ defaults() ->
 %% recordings short after a few seconds of a busy node.
 -spec defaults(apply | live) -> options().
 defaults(apply) -> defaults();
-defaults(live) -> (defaults())#{children => false, max_duration => 60000}.
+defaults(live) ->
+    maps:merge(defaults(),
+               maps:from_list([{Key, Value} || {Key, api, #{live := Value}, _} <- option_table()])).
 
 %% @doc Every output format beamspy writes.
 -spec formats() -> [beamspy:format()].
@@ -234,22 +278,8 @@ opt_pair({K, V}) -> {K, V};
 opt_pair(K) when is_atom(K) -> {K, true};
 opt_pair(Other) -> throw({error, {bad_options, Other}}).
 
-check({output, V}, Acc) ->
-    case text(V) of
-        {ok, B} when B =/= <<>> ->
-            Out = unicode:characters_to_list(B),
-            case output_kind(Out, ?EXTENSIONS) of
-                ok -> Acc#{output => Out};
-                {unknown_extension, Ext} -> throw({error, {bad_output_extension, Out, Ext}})
-            end;
-        _ -> bad(output, V, "a directory or a file name (a non-empty string without NUL)")
-    end;
-check({formats, V}, Acc) when is_list(V), V =/= [] ->
-    case [F || F <- V, not lists:member(F, ?FORMATS)] of
-        [] -> Acc#{formats => lists:usort(V)};
-        _ -> bad(formats, V, "a non-empty list of " ++ lists:join(", ", [atom_to_list(F) || F <- ?FORMATS]))
-    end;
-check({formats, V}, _) -> bad(formats, V, "a non-empty list of formats");
+check({output, V}, Acc) -> Acc#{output => output_option(V, ?EXTENSIONS)};
+check({formats, V}, Acc) -> Acc#{formats => formats_option(V, ?FORMATS)};
 %% capture/3's merge takes both (per call and merged) besides true and false.
 check({merge, both}, Acc) -> Acc#{merge => both};
 check({K, V}, Acc) when K =:= children; K =:= sleep; K =:= gc; K =:= quiet; K =:= open;
@@ -397,6 +427,62 @@ check_combined(#{output := Out, formats := Formats} = Opts, Given) ->
             {error, {formats_with_file_output, Out, F, Formats}};
         _ -> {ok, Opts}
     end.
+
+%% @doc The `output' option checked against a table of extensions (this
+%% module's, or another front end's such as {@link beamspy_sequence}): the
+%% name as a string, or a throw of `{error, Reason}'.
+%%
+%% ```
+%% "/tmp/x.svg" = beamspy_opts:output_option(<<"/tmp/x.svg">>, beamspy_opts:extensions()).
+%% '''
+-spec output_option(term(), [{string(), atom()}]) -> string().
+output_option(V, Extensions) ->
+    case text(V) of
+        {ok, B} when B =/= <<>> ->
+            Out = unicode:characters_to_list(B),
+            case output_kind(Out, Extensions) of
+                ok -> Out;
+                {unknown_extension, Ext} -> throw({error, {bad_output_extension, Out, Ext}})
+            end;
+        _ -> bad(output, V, "a directory or a file name (a non-empty string without NUL)")
+    end.
+
+%% @doc The `formats' option checked against the formats at hand: the
+%% formats sorted, or a throw of `{error, Reason}'.
+%%
+%% ```
+%% [folded, svg] = beamspy_opts:formats_option([svg, folded], beamspy_opts:formats()).
+%% '''
+-spec formats_option(term(), [atom()]) -> [atom()].
+formats_option(V, Formats) when is_list(V), V =/= [] ->
+    case [F || F <- V, not lists:member(F, Formats)] of
+        [] -> lists:usort(V);
+        _ -> bad(formats, V, formats_expected(Formats))
+    end;
+formats_option(V, Formats) ->
+    bad(formats, V, formats_expected(Formats)).
+
+formats_expected(Formats) ->
+    lists:flatten(["a non-empty list of ", lists:join(", ", [atom_to_list(F) || F <- Formats])]).
+
+%% @doc The format an output file names by its extension, from a table of
+%% extensions, or `none' (a directory).
+%%
+%% ```
+%% {ok, svg} = beamspy_opts:file_format("x.SVG", beamspy_opts:extensions()).
+%% '''
+-spec file_format(string(), [{string(), atom()}]) -> {ok, atom()} | none.
+file_format(Out, Extensions) ->
+    format_of(Out, Extensions).
+
+%% @doc A text option (a string or binary, valid Unicode, no NUL) as UTF-8.
+%%
+%% ```
+%% {ok, <<"Flame">>} = beamspy_opts:text_option("Flame").
+%% '''
+-spec text_option(term()) -> {ok, binary()} | error.
+text_option(V) ->
+    text(V).
 
 %% @doc What the NIF session needs from the options, given the outputs.
 -spec nif_options(options(), [{beamspy:format(), string()}]) -> map().

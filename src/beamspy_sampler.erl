@@ -3,8 +3,9 @@
 %%%
 %%% The command-line tool loads this module into a running node (with
 %%% `code:load_binary/3') and drives it with rpc, so it depends on kernel,
-%%% stdlib and {@link beamspy_session:labels/1} only, and needs no
-%%% application to be started.
+%%% stdlib, {@link beamspy_session:labels/1} and {@link
+%%% beamspy_opts:default/1} (its defaults) only, and needs no application
+%%% to be started.
 %%%
 %%% A sampler is one process. Every `interval_ms' it takes a round: for each
 %%% target process it reads `status' and `current_stacktrace' and counts the
@@ -33,26 +34,27 @@
 %%% a frame (the default cap of 100,000 stacks: 50 to 100 MB at most). Samples of further stacks
 %%% are counted under one `[other stacks]' line per process. Besides that
 %%% the sampler keeps one label per sampled process and one entry per
-%%% distinct function. The folded text is built only on {@link stop/1}.
+%%% distinct function. The list of stacks is built only on {@link stop/1}.
 %%%
-%%% {@link frame_name/1} and {@link sanitize/1} are also used by {@link
-%%% beamspy_dump} and {@link beamspy_top}, so that every mode spells frames
-%%% alike.
+%%% Frames are not spelled here: {@link stop/1} returns them raw (`{M, F,
+%%% A}' tuples, and texts for the root, `SLEEP' and `[other stacks]'), and
+%%% the command-line tool spells them with the engine's one speller (in
+%%% Erlang, {@link beamspy_tracer:frame_name/2}), as every mode does.
 %%%
 %%% ```
 %%% {ok, S} = beamspy_sampler:start(#{owner => self(), targets => [my_server]}),
 %%% timer:sleep(5000),
-%%% {ok, #{folded := Folded}} = beamspy_sampler:stop(S),
-%%% file:write_file("/tmp/sampled.folded", Folded).
+%%% {ok, #{stacks := Stacks}} = beamspy_sampler:stop(S),
+%%% [{<<"<0.90.0> my_server">>, [{proc_lib, init_p_do_apply, 3} | _], _} | _] = Stacks.
 %%% '''
 -module(beamspy_sampler).
 
--export([start/1, info/1, stop/1, frame_name/1, sanitize/1]).
+-export([start/1, info/1, stop/1]).
 
-%% The sampler process's entry point (spawned by start/1).
--export([init/3]).
+%% The sampler process's entry point (started by start/1 with proc_lib).
+-export([init/1]).
 
--define(DEFAULT_INTERVAL_MS, 10).
+-define(DEFAULT_INTERVAL_MS, beamspy_opts:default(sample_interval_ms)).
 -define(DEFAULT_MAX_STACKS, 100000).
 -define(DEFAULT_MAX_DURATION_MS, 60000).
 -define(SAMPLING_DEPTH, 64).
@@ -68,10 +70,12 @@
 -type info() :: #{samples := non_neg_integer(), rounds := non_neg_integer(),
                   processes := non_neg_integer(), stacks := non_neg_integer(),
                   memory := non_neg_integer(), elapsed_ms := non_neg_integer()}.
--type result() :: #{folded := binary(), samples := non_neg_integer(),
+-type frame() :: mfa() | binary().
+-type stack() :: {Root :: binary(), [frame()], Count :: pos_integer()}.
+-type result() :: #{stacks := [stack()], samples := non_neg_integer(),
                     rounds := non_neg_integer(), processes := non_neg_integer(),
                     elapsed_ms := non_neg_integer(), interval_ms := pos_integer()}.
--export_type([opts/0, info/0, result/0]).
+-export_type([opts/0, info/0, result/0, frame/0, stack/0]).
 
 %%% ---------------------------------------------------------------------
 %%% API
@@ -118,46 +122,21 @@ info(Sampler) ->
     call(Sampler, info).
 
 %% @doc Stops sampling, restores `backtrace_depth', and returns the samples
-%% as folded-stacks text: one line `Root;m:f/a;...;m:f/a Count\n' per
-%% distinct stack, root first, where Root is the process label as {@link
-%% beamspy_session:labels/1} spells it. The sampler exits.
+%% as `stacks': one `{Root, Frames, Count}' per distinct stack, Frames root
+%% first, where Root is the process label as {@link
+%% beamspy_session:labels/1} spells it and each frame is raw: an `{M, F, A}',
+%% or the text `<<"SLEEP">>' (the last frame of a waiting process) or
+%% `<<"[other stacks]">>'. {@link beamspy_tracer:frame_name/2} spells them
+%% as every output does. The sampler exits.
 %%
 %% ```
-%% {ok, #{folded := <<"<0.90.0> my_server;proc_lib:init_p_do_apply/3;"
-%%                    "gen_server:loop/7;SLEEP 498\n">>}} = beamspy_sampler:stop(S).
+%% {ok, #{stacks := [{<<"<0.90.0> my_server">>,
+%%                    [{proc_lib, init_p_do_apply, 3}, {gen_server, loop, 7}, <<"SLEEP">>],
+%%                    498}]}} = beamspy_sampler:stop(S).
 %% '''
 -spec stop(pid()) -> {ok, result()} | {error, term()}.
 stop(Sampler) ->
     call(Sampler, stop).
-
-%% @doc The folded-stacks spelling of a frame: `mod:fun/arity', atoms quoted
-%% the Erlang way where needed, then {@link sanitize/1}d. This is how the
-%% beamspy NIF spells frames (with `names => erlang').
-%%
-%% ```
-%% <<"gen_server:loop/7">> = beamspy_sampler:frame_name({gen_server, loop, 7}),
-%% <<"m:'-f/0-fun-0-'/1">> = beamspy_sampler:frame_name({m, '-f/0-fun-0-', 1}).
-%% '''
--spec frame_name({module(), atom(), arity() | list()}) -> binary().
-frame_name({M, F, Args}) when is_list(Args) ->
-    frame_name({M, F, length(Args)});
-frame_name({M, F, A}) when is_atom(M), is_atom(F), is_integer(A) ->
-    sanitize(<<(atom_text(M))/binary, $:, (atom_text(F))/binary, $/,
-               (integer_to_binary(A))/binary>>).
-
-%% @doc Makes text safe as one frame of a folded-stacks line, as the
-%% beamspy NIF does: `;' becomes `:', control characters become `?', a
-%% trailing blank and the blank before a trailing number become `_' (folded
-%% readers would take them for the count column).
-%%
-%% ```
-%% <<"a:b?c">> = beamspy_sampler:sanitize(<<"a;b\nc">>),
-%% <<"worker_12">> = beamspy_sampler:sanitize(<<"worker 12">>).
-%% '''
--spec sanitize(binary()) -> binary().
-sanitize(Text) when is_binary(Text) ->
-    Clean = << <<(clean_char(C))>> || <<C>> <= Text >>,
-    hide_trailing_count(hide_trailing_blank(Clean)).
 
 %%% ---------------------------------------------------------------------
 %%% Options
@@ -199,13 +178,12 @@ valid_option(_, _) -> false.
 %%% ---------------------------------------------------------------------
 
 start_sampler(Config) ->
-    Ref = make_ref(),
-    {Pid, Mon} = spawn_monitor(?MODULE, init, [self(), Ref, Config]),
-    receive
-        {Ref, started} ->
+    case proc_lib:start_monitor(?MODULE, init, [Config]) of
+        {{ok, Pid}, Mon} ->
             erlang:demonitor(Mon, [flush]),
             {ok, Pid};
-        {'DOWN', Mon, process, Pid, Why} ->
+        {{error, Why}, Mon} -> % it died before it acknowledged
+            erlang:demonitor(Mon, [flush]),
             {error, {sampler_failed, Why}}
     end.
 
@@ -219,12 +197,13 @@ call(Other, _) ->
 %%% ---------------------------------------------------------------------
 
 %% @private
-init(Parent, Ref, #{owner := Owner, max_duration_ms := MaxDuration} = Config) ->
+-spec init(map()) -> ok.
+init(#{owner := Owner, max_duration_ms := MaxDuration} = Config) ->
     OwnerMon = erlang:monitor(process, Owner),
     PreviousDepth = erlang:system_flag(backtrace_depth, ?SAMPLING_DEPTH),
     self() ! {?MODULE, round},
     _ = erlang:send_after(MaxDuration, self(), {?MODULE, max_duration}),
-    Parent ! {Ref, started},
+    proc_lib:init_ack({ok, self()}),
     State = Config#{owner_mon => OwnerMon,
                     previous_depth => PreviousDepth,
                     sampling => true,
@@ -361,88 +340,25 @@ info_map(#{samples := Samples, rounds := Rounds, labels := Labels,
 
 result(#{samples := Samples, rounds := Rounds, labels := Labels,
          interval_ms := Interval} = State) ->
-    #{folded => folded(State),
+    #{stacks => stacks(State),
       samples => Samples,
       rounds => Rounds,
       processes => map_size(Labels),
       elapsed_ms => elapsed_ms(State),
       interval_ms => Interval}.
 
-%% One line a stack, sorted so that equal runs give equal text.
-folded(#{stack_counts := Counts, labels := Labels, frame_ids := Ids}) ->
-    Names = list_to_tuple([frame_name(MFA)
-                           || {MFA, _} <- lists:keysort(2, maps:to_list(Ids))]),
-    Roots = maps:map(fun(_, Label) -> sanitize(Label) end, Labels),
-    Lines = [folded_line(Key, Count, Roots, Names) || {Key, Count} <- maps:to_list(Counts)],
-    iolist_to_binary(lists:sort(Lines)).
+%% One {Root, Frames, Count} a stack, sorted so that equal runs give equal
+%% terms. Frames stay raw: whoever shows them spells them.
+stacks(#{stack_counts := Counts, labels := Labels, frame_ids := Ids}) ->
+    MFAs = list_to_tuple([MFA || {MFA, _} <- lists:keysort(2, maps:to_list(Ids))]),
+    lists:sort([stack(Key, Count, Labels, MFAs) || {Key, Count} <- maps:to_list(Counts)]).
 
-folded_line({Pid, other}, Count, Roots, _Names) ->
-    line([maps:get(Pid, Roots), ?OTHER_STACKS_FRAME], Count);
-folded_line({Pid, Sleep, FrameIds}, Count, Roots, Names) ->
-    Frames = [element(Id + 1, Names) || Id <- tuple_to_list(FrameIds)],
+stack({Pid, other}, Count, Labels, _MFAs) ->
+    {maps:get(Pid, Labels), [?OTHER_STACKS_FRAME], Count};
+stack({Pid, Sleep, FrameIds}, Count, Labels, MFAs) ->
+    Frames = [element(Id + 1, MFAs) || Id <- tuple_to_list(FrameIds)],
     Leaf = case Sleep of
                true -> [?SLEEP_FRAME];
                false -> []
            end,
-    line([maps:get(Pid, Roots) | Frames ++ Leaf], Count).
-
-line(Frames, Count) ->
-    iolist_to_binary([lists:join($;, Frames), $\s, integer_to_binary(Count), $\n]).
-
-%%% Frame spelling (mirrors c_src/engine/frame_name.c)
-
-atom_text(A) ->
-    Text = atom_to_binary(A, utf8),
-    case needs_quotes(Text) of
-        true -> <<$', (escape_quotes(Text))/binary, $'>>;
-        false -> Text
-    end.
-
-needs_quotes(<<First, Rest/binary>>) when First >= $a, First =< $z ->
-    not lists:all(fun plain_char/1, binary_to_list(Rest)) orelse reserved_word(<<First, Rest/binary>>);
-needs_quotes(_) ->
-    true.
-
-plain_char(C) ->
-    (C >= $a andalso C =< $z) orelse (C >= $A andalso C =< $Z) orelse
-        (C >= $0 andalso C =< $9) orelse C =:= $_ orelse C =:= $@.
-
-reserved_word(Text) ->
-    lists:member(Text, [<<"after">>, <<"and">>, <<"andalso">>, <<"band">>, <<"begin">>,
-                        <<"bnot">>, <<"bor">>, <<"bsl">>, <<"bsr">>, <<"bxor">>, <<"case">>,
-                        <<"catch">>, <<"cond">>, <<"div">>, <<"end">>, <<"fun">>, <<"if">>,
-                        <<"let">>, <<"not">>, <<"of">>, <<"or">>, <<"orelse">>,
-                        <<"receive">>, <<"rem">>, <<"try">>, <<"when">>, <<"xor">>,
-                        <<"maybe">>, <<"else">>]).
-
-escape_quotes(Text) ->
-    << <<(case C of
-              $' -> <<"\\'">>;
-              $\\ -> <<"\\\\">>;
-              _ -> <<C>>
-          end)/binary>> || <<C>> <= Text >>.
-
-clean_char($;) -> $:;
-clean_char(C) when C < 16#20; C =:= 16#7F -> $?;
-clean_char(C) -> C.
-
-hide_trailing_blank(<<>>) ->
-    <<>>;
-hide_trailing_blank(Text) ->
-    case binary:last(Text) of
-        C when C =:= $\s; C =:= $\t -> <<(binary:part(Text, 0, byte_size(Text) - 1))/binary, $_>>;
-        _ -> Text
-    end.
-
-%% "f 12" or "f 1.5" at the end would be read back as a count column.
-hide_trailing_count(Text) ->
-    case binary:match(Text, <<" ">>) =:= nomatch orelse
-        re:run(Text, <<" [0-9]+(\\.[0-9]*)?$">>, [{capture, first, index}]) of
-        true ->
-            Text;
-        {match, [{At, _}]} ->
-            <<Before:At/binary, _, After/binary>> = Text,
-            <<Before/binary, $_, After/binary>>;
-        nomatch ->
-            Text
-    end.
+    {maps:get(Pid, Labels), Frames ++ Leaf, Count}.

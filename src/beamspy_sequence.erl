@@ -96,22 +96,9 @@ pair({K, V}) -> {K, V};
 pair(K) when is_atom(K) -> {K, true};
 pair(Other) -> throw({error, {bad_options, Other}}).
 
-check_opt({output, V}, Acc) ->
-    case text(V) of
-        {ok, B} when B =/= <<>> ->
-            Out = unicode:characters_to_list(B),
-            case beamspy_opts:output_kind(Out, ?EXTENSIONS) of
-                ok -> Acc#{output => Out};
-                {unknown_extension, Ext} -> throw({error, {bad_output_extension, Out, Ext}})
-            end;
-        _ -> bad(output, V, "a directory or a file name (a non-empty string without NUL)")
-    end;
-check_opt({formats, V}, Acc) when is_list(V), V =/= [] ->
-    case [F || F <- V, not lists:member(F, ?FORMATS)] of
-        [] -> Acc#{formats => lists:usort(V)};
-        _ -> bad(formats, V, "a non-empty list of mermaid, svg, chrome, json")
-    end;
-check_opt({formats, V}, _) -> bad(formats, V, "a non-empty list of mermaid, svg, chrome, json");
+%% output and formats: beamspy_opts's checks, with this module's extensions.
+check_opt({output, V}, Acc) -> Acc#{output => beamspy_opts:output_option(V, ?EXTENSIONS)};
+check_opt({formats, V}, Acc) -> Acc#{formats => beamspy_opts:formats_option(V, ?FORMATS)};
 check_opt({K, V}, Acc) when (K =:= quiet orelse K =:= keep_noise), is_boolean(V) -> Acc#{K => V};
 check_opt({nodes, V}, Acc) when V =:= connected; V =:= local -> Acc#{nodes => V};
 check_opt({nodes, V}, Acc) when is_list(V) ->
@@ -125,12 +112,12 @@ check_opt({max_participants, V}, Acc) when is_integer(V), V > 0, V =< 1000 -> Ac
 check_opt({settle, V}, Acc) when is_integer(V), V >= 0, V =< 60000 -> Acc#{settle => V};
 check_opt({timeout, V}, Acc) when is_integer(V), V > 0, V =< 600000 -> Acc#{timeout => V};
 check_opt({title, V}, Acc) ->
-    case text(V) of
+    case beamspy_opts:text_option(V) of
         {ok, T} when byte_size(T) =< 511 -> Acc#{title => T};
         _ -> bad(title, V, "a string of at most 511 bytes without NUL")
     end;
 check_opt({K, V}, Acc) when K =:= include; K =:= exclude ->
-    case text(V) of
+    case beamspy_opts:text_option(V) of
         {ok, T} when byte_size(T) =< ?MAX_PATTERN_BYTES ->
             case beamspy_tracer:check_pattern(T) of
                 ok -> Acc#{K => T};
@@ -148,9 +135,8 @@ check_opt({nodes, V}, _) -> bad(nodes, V, "connected, local or a list of node na
 check_opt({K, V}, _) -> throw({error, {unknown_option, K, V}}).
 
 combined(#{output := Out, formats := Formats} = Opts, Given) ->
-    Lower = string:lowercase(Out),
-    case [F || {Ext, F} <- ?EXTENSIONS, lists:suffix(Ext, Lower)] of
-        [F | _] when Formats =/= [F] ->
+    case beamspy_opts:file_format(Out, ?EXTENSIONS) of
+        {ok, F} when Formats =/= [F] ->
             case maps:is_key(formats, Given) of
                 true -> {error, {formats_with_file_output, Out, F, Formats}};
                 false -> {ok, Opts#{formats => [F]}}
@@ -160,17 +146,6 @@ combined(#{output := Out, formats := Formats} = Opts, Given) ->
 
 bad(K, V, Expected) -> throw({error, {bad_option, K, V, Expected}}).
 
-text(V) when is_binary(V); is_list(V) ->
-    try unicode:characters_to_binary(V) of
-        B when is_binary(B) ->
-            case binary:match(B, <<0>>) of
-                nomatch -> {ok, B};
-                _ -> error
-            end;
-        _ -> error
-    catch error:badarg -> error
-    end;
-text(_) -> error.
 
 label(Fun) ->
     {module, M} = erlang:fun_info(Fun, module),

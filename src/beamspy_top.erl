@@ -4,8 +4,10 @@
 %%%
 %%% The command-line tool loads this module into a running node (with
 %%% `code:load_binary/3') and drives it with rpc, so it depends on kernel,
-%%% stdlib and {@link beamspy_sampler:frame_name/1} only, and needs no
-%%% application to be started. Every text in a report is a UTF-8 binary.
+%%% stdlib and {@link beamspy_opts:default/1} (its defaults) only, and needs
+%%% no application to be started. Every text in
+%%% a report is a UTF-8 binary; functions are raw `{M, F, A}' tuples, which
+%%% the tool spells (one speller for every mode).
 %%%
 %%% Cost stays bounded on a node with many processes:
 %%% <ul>
@@ -30,22 +32,23 @@
 
 -export([start/1, report/1, stop/1]).
 
-%% The top process's entry point (spawned by start/1).
--export([init/3]).
+%% The top process's entry point (started by start/1 with proc_lib).
+-export([init/1]).
 
--define(DEFAULT_INTERVAL_MS, 100).
--define(DEFAULT_LIMIT, 20).
+-define(DEFAULT_INTERVAL_MS, beamspy_opts:default(top_interval_ms)).
+-define(DEFAULT_LIMIT, beamspy_opts:default(top_limit)).
 -define(FUNCTIONS_PER_PROCESS, 3).
 -define(FUNCTIONS_PER_REPORT, 20).
 
 -type opts() :: #{owner := pid(), interval_ms => pos_integer(), limit => pos_integer()}.
 -type process_row() :: #{pid := binary(), name := binary(), reductions := non_neg_integer(),
                          message_queue_len := non_neg_integer(), memory := non_neg_integer(),
-                         current := binary(), functions := [{binary(), pos_integer()}]}.
+                         current := mfa() | undefined,
+                         functions := [{mfa() | undefined, pos_integer()}]}.
 -type report() :: #{window_ms := non_neg_integer(), process_count := non_neg_integer(),
                     run_queue := non_neg_integer(), total_reductions := non_neg_integer(),
                     samples := non_neg_integer(), processes := [process_row()],
-                    functions := [{binary(), pos_integer()}]}.
+                    functions := [{mfa() | undefined, pos_integer()}]}.
 -export_type([opts/0, report/0, process_row/0]).
 
 %%% ---------------------------------------------------------------------
@@ -63,13 +66,12 @@
 start(Opts) when is_map(Opts) ->
     case check_opts(Opts) of
         {ok, Config} ->
-            Ref = make_ref(),
-            {Pid, Mon} = spawn_monitor(?MODULE, init, [self(), Ref, Config]),
-            receive
-                {Ref, started} ->
+            case proc_lib:start_monitor(?MODULE, init, [Config]) of
+                {{ok, Pid}, Mon} ->
                     erlang:demonitor(Mon, [flush]),
                     {ok, Pid};
-                {'DOWN', Mon, process, Pid, Why} ->
+                {{error, Why}, Mon} -> % it died before it acknowledged
+                    erlang:demonitor(Mon, [flush]),
                     {error, {top_failed, Why}}
             end;
         {error, _} = Error ->
@@ -82,12 +84,14 @@ start(Other) ->
 %% `limit' processes that did the most reductions in it, busiest first,
 %% each with its three most sampled functions, and the hottest functions
 %% over the samples that found a process running, not waiting (at most
-%% 20); `samples' counts those. A new window starts.
+%% 20); `samples' counts those. A new window starts. Functions are raw
+%% `{M, F, A}' (the tool spells them, see {@link
+%% beamspy_tracer:frame_name/2}).
 %%
 %% ```
 %% {ok, #{window_ms := 1000, processes := [#{pid := <<"<0.95.0>">>,
 %%                                           reductions := 200000,
-%%                                           functions := [{<<"m:loop/1">>, 9}]} | _]}} =
+%%                                           functions := [{{m, loop, 1}, 9}]} | _]}} =
 %%     beamspy_top:report(Top).
 %% '''
 -spec report(pid()) -> {ok, report()} | {error, term()}.
@@ -142,10 +146,11 @@ call(Other, _) ->
 %%% ---------------------------------------------------------------------
 
 %% @private
-init(Parent, Ref, #{owner := Owner, interval_ms := Interval} = Config) ->
+-spec init(map()) -> ok.
+init(#{owner := Owner, interval_ms := Interval} = Config) ->
     OwnerMon = erlang:monitor(process, Owner),
     _ = erlang:send_after(Interval, self(), {?MODULE, bootstrap}),
-    Parent ! {Ref, started},
+    proc_lib:init_ack({ok, self()}),
     loop(new_window(Config#{owner_mon => OwnerMon, bootstrapped => false, ticking => false},
                     full_pass(Owner), [])).
 
@@ -169,7 +174,8 @@ loop(#{owner_mon := OwnerMon} = State) ->
             From ! {Tag, Report},
             loop(Next);
         {?MODULE, stop, From, Tag} ->
-            From ! {Tag, ok};
+            From ! {Tag, ok},
+            ok;
         {'DOWN', OwnerMon, process, _, _} ->
             ok;
         _Other ->
@@ -268,20 +274,15 @@ rows([{Delta, Pid} | Rest], Left, PF, Acc) ->
                     reductions => Delta,
                     message_queue_len => Q,
                     memory => M,
-                    current => mfa_text(C),
+                    current => C,
                     functions => hottest(maps:get(Pid, PF, #{}), ?FUNCTIONS_PER_PROCESS)},
             rows(Rest, Left - 1, PF, [Row | Acc]);
         undefined ->
             rows(Rest, Left, PF, Acc)
     end.
 
-%% The N most sampled functions, most first (ties by name).
+%% The N most sampled functions, most first (ties by {M, F, A}).
 hottest(Counts, N) ->
-    Named = [{mfa_text(MFA), Count} || {MFA, Count} <- maps:to_list(Counts)],
-    Sorted = lists:sort(fun({Name1, C1}, {Name2, C2}) -> {C1, Name2} >= {C2, Name1} end, Named),
+    Sorted = lists:sort(fun({MFA1, C1}, {MFA2, C2}) -> {C1, MFA2} >= {C2, MFA1} end,
+                        maps:to_list(Counts)),
     lists:sublist(Sorted, N).
-
-mfa_text({M, F, A}) when is_atom(M), is_atom(F), is_integer(A) ->
-    beamspy_sampler:frame_name({M, F, A});
-mfa_text(Other) ->
-    unicode:characters_to_binary(io_lib:format("~tw", [Other])).

@@ -15,7 +15,7 @@
 -export([profile_render/3]).
 -export([seq_write/3]).
 -export([span_event/3, span_event/4, span_exit/2, span_info/1]).
--export([check_pattern/1]).
+-export([check_pattern/1, frame_name/2]).
 -export([nif_file/0]).
 
 -on_load(init/0).
@@ -26,7 +26,7 @@
 -nifs([enabled/3, trace/5, session_new/1, session_seed/3, session_stop/1, session_stop/2,
        session_capturing/2, session_prepare_halt/3,
        session_pids/1, session_info/1, session_profile/2, session_write/4, session_encode/3, profile_render/3,
-       check_pattern/1,
+       check_pattern/1, frame_name/2,
        seq_write/3, span_event/3, span_event/4, span_exit/2, span_info/1]).
 
 init() ->
@@ -56,6 +56,21 @@ installed_priv_dir() ->
         Dir ->
             Dir
     end.
+
+%% @doc The one spelling of a frame, the engine's (every output, every
+%% mode): `{M, F, Arity}' (or `{M, F, Args}') in `erlang' (`mod:fun/1',
+%% atoms quoted as the shell would) or `elixir' (`Mod.fun/1',
+%% `:lists.sort/1'); a text (binary or iolist: a process label, `SLEEP') is
+%% only made safe for a folded line (`;' becomes `:', control characters
+%% `?', a trailing blank or count `_').
+%%
+%% ```
+%% <<"m:'receive'/0">> = beamspy_tracer:frame_name({m, 'receive', 0}, erlang),
+%% <<"Foo.bar/2">> = beamspy_tracer:frame_name({'Elixir.Foo', bar, [a, b]}, elixir),
+%% <<"worker_12">> = beamspy_tracer:frame_name(<<"worker 12">>, erlang).
+%% '''
+-spec frame_name({module(), atom(), arity() | list()} | iodata(), erlang | elixir) -> binary().
+frame_name(_Frame, _Style) -> erlang:nif_error(not_loaded).
 
 %% @doc erl_tracer callback: `trace' while the session records, else
 %% `remove' (for `trace_status') or `discard'.

@@ -157,11 +157,10 @@ static void print_text_process(FILE *out, const bs_eterm *p, int elixir)
     fprintf(out, "%s%s%s\n", bs_term_text(p, "pid"), name[0] ? " " : "", bs_dump_name(name, elixir, frame, sizeof frame));
     const bs_eterm *reasons = bs_eterm_map_get(p, "reasons");
     for (size_t i = 0; i < bs_eterm_size(reasons); i++) {
-        const char *r = bs_eterm_text(bs_eterm_item(reasons, i));
-        fprintf(out, "  ! %s\n", bs_dump_text(r ? r : "?", elixir, frame, sizeof frame));
+        fprintf(out, "  ! %s\n", bs_dump_reason(bs_eterm_item(reasons, i), elixir, frame, sizeof frame));
     }
     long long mg = bs_term_int(p, "memory_growth");
-    fprintf(out, "  initial call %s, ", bs_dump_text(bs_term_text(p, "initial_call"), elixir, frame, sizeof frame));
+    fprintf(out, "  initial call %s, ", bs_dump_frame(bs_eterm_map_get(p, "initial_call"), elixir, frame, sizeof frame));
     fprintf(out, "status %s, message queue %lld", bs_term_text(p, "status"), bs_term_int(p, "message_queue_len"));
     if (bs_term_int(p, "queue_growth"))
         fprintf(out, " (%+lld)", bs_term_int(p, "queue_growth"));
@@ -196,8 +195,22 @@ static void print_text(FILE *out, const bs_eterm *d, unsigned long long limit, i
 }
 
 /* A term of the dump as JSON: maps with atom keys become objects, lists
- * arrays, binaries strings, integers numbers, true/false booleans; with
- * elixir, texts and names in Elixir spelling. */
+ * arrays, binaries strings, integers numbers, true/false booleans; frames
+ * (initial_call, current, stack) and reasons are spelled into strings,
+ * with elixir in Elixir, as names are. */
+static void print_json_texts(FILE *out, const bs_eterm *list,
+                             const char *(*spell)(const bs_eterm *, int, char *, size_t), int elixir)
+{
+    char text[2048];
+    fputc('[', out);
+    for (size_t i = 0; i < bs_eterm_size(list); i++) {
+        if (i)
+            fputc(',', out);
+        bs_json_write_string(out, spell(bs_eterm_item(list, i), elixir, text, sizeof text));
+    }
+    fputc(']', out);
+}
+
 static void print_json_term(FILE *out, const bs_eterm *t, int elixir)
 {
     char text[2048];
@@ -215,7 +228,7 @@ static void print_json_term(FILE *out, const bs_eterm *t, int elixir)
         break;
     case BS_ET_BINARY:
     case BS_ET_STRING:
-        bs_json_write_string(out, bs_dump_text(bs_eterm_text(t), elixir, text, sizeof text));
+        bs_json_write_string(out, bs_eterm_text(t));
         break;
     case BS_ET_LIST:
     case BS_ET_TUPLE:
@@ -238,6 +251,10 @@ static void print_json_term(FILE *out, const bs_eterm *t, int elixir)
             fputc(':', out);
             if (key && strcmp(key, "name") == 0 && bs_eterm_text(v))
                 bs_json_write_string(out, bs_dump_name(bs_eterm_text(v), elixir, text, sizeof text));
+            else if (key && (strcmp(key, "initial_call") == 0 || strcmp(key, "current") == 0))
+                bs_json_write_string(out, bs_dump_frame(v, elixir, text, sizeof text));
+            else if (key && (strcmp(key, "stack") == 0 || strcmp(key, "reasons") == 0))
+                print_json_texts(out, v, strcmp(key, "stack") == 0 ? bs_dump_frame : bs_dump_reason, elixir);
             else
                 print_json_term(out, v, elixir);
         }

@@ -20,18 +20,21 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "dump_names.h"
 #include "job.h"
 #include "remote.h"
+#include "term_frame.h"
 
 #define CMD "top"
 
-enum { OPT_ONCE = BS_OPT_REMOTE_FIRST_OWN, OPT_INTERVAL, OPT_REFRESH, OPT_LIMIT, OPT_COUNT };
+enum { OPT_ONCE = BS_OPT_REMOTE_FIRST_OWN, OPT_INTERVAL, OPT_REFRESH, OPT_LIMIT, OPT_COUNT, OPT_ELIXIR };
 
 typedef struct top_args {
     bs_remote_opts remote;
     bs_job_spec job;
     unsigned long long refresh_ms;
     unsigned long long screens; /* 0: until Ctrl-C */
+    bs_name_style style;        /* how functions and names are spelled */
 } top_args;
 
 void bs_cmd_top_usage(FILE *out)
@@ -54,6 +57,7 @@ void bs_cmd_top_usage(FILE *out)
           "  --refresh T         time between screens (default 1s)\n"
           "  --interval T        sampling period on the node (default 100ms)\n"
           "  --limit N           processes listed (default 20)\n"
+          "  --elixir            Elixir names (MyApp.Server, Mod.fun/2)\n"
           "  -h, --help          this text\n"
           "\n"
           "On a terminal the screen is redrawn in place; otherwise (a pipe, a file)\n"
@@ -75,6 +79,7 @@ static int parse_args(int argc, char **argv, top_args *a)
         {"refresh", required_argument, NULL, OPT_REFRESH},
         {"interval", required_argument, NULL, OPT_INTERVAL},
         {"limit", required_argument, NULL, OPT_LIMIT},
+        {"elixir", no_argument, NULL, OPT_ELIXIR},
         {"help", no_argument, NULL, 'h'},
         BS_REMOTE_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
@@ -91,6 +96,9 @@ static int parse_args(int argc, char **argv, top_args *a)
             return BS_EXIT_OK;
         case OPT_ONCE:
             a->screens = 1;
+            break;
+        case OPT_ELIXIR:
+            a->style = BS_NAMES_ELIXIR;
             break;
         case OPT_COUNT:
         case OPT_LIMIT:
@@ -137,18 +145,19 @@ static void on_quit(int sig)
     quit_requested = 1;
 }
 
-/* "fun/1 80%, other/2 20%" of a [{Name, Samples}] list, shares of total. */
-static void functions_text(const bs_eterm *list, long long total, char *buf, size_t size)
+/* "fun/1 80%, other/2 20%" of a [{MFA, Samples}] list, shares of total. */
+static void functions_text(const bs_eterm *list, long long total, bs_name_style style, char *buf, size_t size)
 {
+    char name[512];
     size_t used = 0;
     buf[0] = '\0';
     for (size_t i = 0; i < bs_eterm_size(list) && used + 1 < size; i++) {
         const bs_eterm *pair = bs_eterm_item(list, i);
         int ok = 0;
         long long n = bs_eterm_int(bs_eterm_item(pair, 1), &ok);
-        const char *name = bs_eterm_text(bs_eterm_item(pair, 0));
-        if (!name || !ok)
+        if (!ok)
             continue;
+        bs_term_frame(bs_eterm_item(pair, 0), style, name, sizeof name);
         int w = snprintf(buf + used, size - used, "%s%s %lld%%", used ? ", " : "", name,
                          total > 0 ? n * 100 / total : 0);
         if (w < 0)
@@ -169,9 +178,10 @@ static void put_cut(FILE *out, const char *s, int width)
         fprintf(out, "%s\n", s);
 }
 
-static void draw(FILE *out, const char *node, const bs_eterm *report, int on_terminal, int width)
+static void draw(FILE *out, const char *node, const bs_eterm *report, bs_name_style style, int on_terminal,
+                 int width)
 {
-    char line[4096], mem[32], funcs[2048];
+    char line[4096], mem[32], funcs[2048], name[512], reg[256];
     long long window = bs_term_int(report, "window_ms");
     double per_s = window > 0 ? 1000.0 / (double)window : 1.0;
     time_t now = time(NULL);
@@ -198,11 +208,12 @@ static void draw(FILE *out, const char *node, const bs_eterm *report, int on_ter
             int ok;
             total += bs_eterm_int(bs_eterm_item(bs_eterm_item(fl, k), 1), &ok);
         }
-        functions_text(fl, total, funcs, sizeof funcs);
+        functions_text(fl, total, style, funcs, sizeof funcs);
         if (!funcs[0])
-            snprintf(funcs, sizeof funcs, "%s", bs_term_text(p, "current"));
+            bs_term_frame(bs_eterm_map_get(p, "current"), style, funcs, sizeof funcs);
         bs_human_bytes(bs_term_int(p, "memory"), 1, mem, sizeof mem);
-        snprintf(line, sizeof line, "%-14s %-24.24s %12.0f %7lld %8s  %s", bs_term_text(p, "pid"), bs_term_text(p, "name"),
+        snprintf(line, sizeof line, "%-14s %-24.24s %12.0f %7lld %8s  %s", bs_term_text(p, "pid"),
+                 bs_dump_name(bs_term_text(p, "name"), style == BS_NAMES_ELIXIR, reg, sizeof reg),
                  (double)bs_term_int(p, "reductions") * per_s, bs_term_int(p, "message_queue_len"), mem, funcs);
         put_cut(out, line, width);
     }
@@ -214,9 +225,8 @@ static void draw(FILE *out, const char *node, const bs_eterm *report, int on_ter
             const bs_eterm *pair = bs_eterm_item(hot, i);
             int ok = 0;
             long long n = bs_eterm_int(bs_eterm_item(pair, 1), &ok);
-            const char *name = bs_eterm_text(bs_eterm_item(pair, 0));
             snprintf(line, sizeof line, "%5.1f%%  %s", samples > 0 ? 100.0 * (double)n / (double)samples : 0.0,
-                     name ? name : "?");
+                     bs_term_frame(bs_eterm_item(pair, 0), style, name, sizeof name));
             put_cut(out, line, width);
         }
     }
@@ -271,7 +281,7 @@ static int top(top_args *a)
         const bs_eterm *report = bs_eterm_map_get(p, "report");
         if (bs_eterm_kind_of(report) != BS_ET_MAP)
             continue; /* the node had no figures for this window */
-        draw(stdout, r.node.name, report, on_terminal, on_terminal ? terminal_width() : 0);
+        draw(stdout, r.node.name, report, a->style, on_terminal, on_terminal ? terminal_width() : 0);
         shown++;
     }
     if (job.started)

@@ -1,82 +1,48 @@
-/* dump_names.c — Erlang or Elixir spelling of dump frames and names (see
- * dump_names.h). The node spells frames the Erlang way: atoms quoted where
- * needed, with \' and \\ escaped inside quotes. */
+/* dump_names.c — Erlang or Elixir spelling of the frames, reasons and names
+ * of a dump (see dump_names.h). Frames arrive raw and are spelled once, by
+ * the engine (bs_term_frame), never parsed back from text. */
 #include "dump_names.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "../engine/frame_name.h"
+#include "term_frame.h"
 
-/* Reads one atom (quoted or plain, up to a char in `stops`) into out.
- * Returns the position after it, or NULL. */
-static const char *read_atom(const char *s, const char *stops, char *out, size_t cap, size_t *len)
+static bs_name_style style_of(int elixir)
 {
-    size_t n = 0;
-    if (*s == '\'') {
-        for (s++; *s && *s != '\''; s++) {
-            if (*s == '\\' && (s[1] == '\'' || s[1] == '\\'))
-                s++;
-            if (n + 1 >= cap)
-                return NULL;
-            out[n++] = *s;
-        }
-        if (*s != '\'')
-            return NULL;
-        s++;
-    } else {
-        for (; *s && !strchr(stops, *s); s++) {
-            if (n + 1 >= cap || *s == ' ')
-                return NULL;
-            out[n++] = *s;
-        }
-    }
-    out[n] = '\0';
-    *len = n;
-    return n ? s : NULL;
+    return elixir ? BS_NAMES_ELIXIR : BS_NAMES_ERLANG;
 }
 
-/* An Erlang-spelled "mod:fun/N" at s, then a character in "\0 ),;": its
- * Elixir spelling into out (length in *n); the position after it, or NULL. */
-static const char *elixir_mfa(const char *s, char *out, size_t cap, size_t *n)
+const char *bs_dump_frame(const bs_eterm *entry, int elixir, char *buf, size_t cap)
 {
-    char mod[512], fun[512];
-    size_t mlen, flen;
-    if (*s != '\'' && !(*s >= 'a' && *s <= 'z'))
-        return NULL;
-    s = read_atom(s, ":", mod, sizeof mod, &mlen);
-    if (!s || *s != ':')
-        return NULL;
-    s = read_atom(s + 1, "/", fun, sizeof fun, &flen);
-    if (!s || *s != '/' || s[1] < '0' || s[1] > '9')
-        return NULL;
-    unsigned arity = 0;
-    for (s++; *s >= '0' && *s <= '9' && arity < 1000; s++)
-        arity = arity * 10 + (unsigned)(*s - '0');
-    if (*s && !strchr(" ),;", *s))
-        return NULL;
-    *n = bs_format_mfa(out, cap, BS_NAMES_ELIXIR, mod, mlen, fun, flen, arity);
-    return s;
+    const bs_eterm *where = bs_eterm_item(entry, 1);
+    if (bs_eterm_kind_of(entry) != BS_ET_TUPLE || bs_eterm_size(entry) != 2 ||
+        bs_eterm_kind_of(where) != BS_ET_BINARY)
+        return bs_term_frame(entry, style_of(elixir), buf, cap);
+    bs_term_frame(bs_eterm_item(entry, 0), style_of(elixir), buf, cap);
+    size_t n = strlen(buf);
+    if (bs_eterm_text_len(where) > 0 && n + 4 < cap)
+        snprintf(buf + n, cap - n, " (%.*s)", (int)bs_eterm_text_len(where), bs_eterm_text(where));
+    return buf;
 }
 
-const char *bs_dump_text(const char *erl, int elixir, char *buf, size_t cap)
+const char *bs_dump_reason(const bs_eterm *reason, int elixir, char *buf, size_t cap)
 {
-    if (!elixir)
-        return erl;
     size_t o = 0;
-    char mfa[1100];
-    for (const char *s = erl; *s && o + 1 < cap;) {
-        size_t n;
-        const char *after = (s == erl || s[-1] == ' ' || s[-1] == '(') ? elixir_mfa(s, mfa, sizeof mfa, &n) : NULL;
-        if (after && o + n + 1 < cap) {
-            memcpy(buf + o, mfa, n);
-            o += n;
-            s = after;
-        } else {
-            buf[o++] = *s++;
-        }
+    buf[0] = '\0';
+    if (bs_eterm_kind_of(reason) != BS_ET_LIST)
+        return bs_term_frame(reason, style_of(elixir), buf, cap);
+    for (size_t i = 0; i < bs_eterm_size(reason) && o + 1 < cap; i++) {
+        const bs_eterm *part = bs_eterm_item(reason, i);
+        char frame[1024];
+        const char *text = bs_eterm_kind_of(part) == BS_ET_BINARY
+                               ? bs_eterm_text(part)
+                               : bs_term_frame(part, style_of(elixir), frame, sizeof frame);
+        int w = snprintf(buf + o, cap - o, "%s", text);
+        if (w < 0)
+            break;
+        o = o + (size_t)w < cap ? o + (size_t)w : cap - 1;
     }
-    buf[o] = '\0';
     return buf;
 }
 

@@ -1,17 +1,22 @@
-/* dump_names.h — how `beamspy dump` spells what the node sent as Erlang
- * text: frames ("mod:fun/2 (file.erl:12)") and registered names, in
- * Erlang (unchanged) or, with --elixir, in Elixir ("Mod.fun/2 (...)",
- * "MyApp.Server", ":code_server"), through the engine's one speller
- * (bs_format_mfa). */
+/* dump_names.h — how `beamspy dump` (and top) spell what the node sent:
+ * frames come raw ({M, F, A} terms, see term_frame.h) and are spelled by
+ * the engine's one speller in Erlang or, with --elixir, Elixir; registered
+ * names are atoms' texts, shown as they are or in Elixir ("MyApp.Server",
+ * ":code_server"). */
 #ifndef BS_DUMP_NAMES_H
 #define BS_DUMP_NAMES_H
 
 #include <stddef.h>
 
-/* A text of the node (a frame, a reason) in the chosen spelling: erl
- * itself in Erlang; with elixir, a copy in buf (cap >= 16, cut at cap) in
- * which every "mod:fun/N" that starts a word is respelled. */
-const char *bs_dump_text(const char *erl, int elixir, char *buf, size_t cap);
+#include "../dist/eterm.h"
+
+/* A stack entry {Frame, Where} ("mod:fun/2 (file.erl:12)", Where left out
+ * when empty), or a bare frame, into buf (cap >= 16); returns buf. */
+const char *bs_dump_frame(const bs_eterm *entry, int elixir, char *buf, size_t cap);
+
+/* A reason, a list of texts (as they are) and frames (spelled), joined into
+ * buf (cap >= 16, cut at cap); returns buf. */
+const char *bs_dump_reason(const bs_eterm *reason, int elixir, char *buf, size_t cap);
 
 /* A registered name: as it is, or in Elixir "Mod.Name" for an
  * "Elixir.Mod.Name" atom and ":name" for any other. */

@@ -49,7 +49,7 @@ static const char *full_label(char *buf, size_t cap, const bs_wg_proc *p, const 
 
 static const char *current(const bs_wg_proc *p, const bs_dump_style *st, char *buf, size_t cap)
 {
-    return bs_dump_text(bs_term_text(p->dump, "current"), st->elixir, buf, cap);
+    return bs_dump_frame(bs_eterm_map_get(p->dump, "current"), st->elixir, buf, cap);
 }
 
 static const char *outside_why(const bs_wg_target *t, char *buf, size_t cap)
@@ -113,22 +113,23 @@ void bs_dump_print_stack(FILE *out, const bs_eterm *process, int indent, int eli
     char frame[2048];
     const bs_eterm *stack = bs_eterm_map_get(process, "stack");
     for (size_t i = 0; i < bs_eterm_size(stack); i++) {
-        const char *f = bs_eterm_text(bs_eterm_item(stack, i));
-        fprintf(out, "%*s%s\n", indent, "", bs_dump_text(f ? f : "?", elixir, frame, sizeof frame));
+        fprintf(out, "%*s%s\n", indent, "", bs_dump_frame(bs_eterm_item(stack, i), elixir, frame, sizeof frame));
     }
     if (bs_eterm_size(stack) == 0)
-        fprintf(out, "%*s(no stack: %s)\n", indent, "", bs_term_text(process, "current"));
+        fprintf(out, "%*s(no stack: %s)\n", indent, "",
+                bs_dump_frame(bs_eterm_map_get(process, "current"), elixir, frame, sizeof frame));
     if (bs_eterm_is_atom(bs_eterm_map_get(process, "stack_complete"), "false"))
         fprintf(out, "%*s... (deeper frames not shown)\n", indent, "");
 }
 
-static const char *reply_reason(const bs_wg_proc *p)
+/* The reason that says for what reply p waits, or NULL. */
+static const bs_eterm *reply_reason(const bs_wg_proc *p)
 {
     const bs_eterm *reasons = bs_eterm_map_get(p->dump, "reasons");
     for (size_t i = 0; i < bs_eterm_size(reasons); i++) {
-        const char *r = bs_eterm_text(bs_eterm_item(reasons, i));
+        const char *r = bs_eterm_text(bs_eterm_item(bs_eterm_item(reasons, i), 0));
         if (r && strncmp(r, "waiting for a reply", 19) == 0)
-            return r;
+            return bs_eterm_item(reasons, i);
     }
     return NULL;
 }
@@ -192,10 +193,10 @@ static void print_deadlock(FILE *out, const bs_wait_graph *g, size_t d, const bs
     for (size_t i = 0; i < dl->length; i++) {
         const bs_wg_proc *p = &g->procs[g->cycle_members[dl->first + i]];
         const bs_wg_proc *q = &g->procs[g->cycle_members[dl->first + (i + 1) % dl->length]];
-        const char *r = reply_reason(p);
+        const bs_eterm *r = reply_reason(p);
         char rt[2048];
         fprintf(out, "  %s waits for %s%s%s\n", full_label(l, sizeof l, p, st),
-                proc_label(n, sizeof n, q, st), r ? ": " : "", r ? bs_dump_text(r, st->elixir, rt, sizeof rt) : "");
+                proc_label(n, sizeof n, q, st), r ? ": " : "", r ? bs_dump_reason(r, st->elixir, rt, sizeof rt) : "");
         bs_dump_print_stack(out, p->dump, 6, st->elixir);
     }
     if (dl->behind)

@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "../dist/call_args.h"
 #include "../formats/readers.h"
 #include "cli.h"
+#include "term_frame.h"
 
 /* A recording is stopped by the node itself this long after the planned
  * end, should the tool be held up (the lease usually ends it sooner). */
@@ -357,15 +359,54 @@ int bs_job_poll(bs_job *j)
 }
 
 /* Reads the bytes of a .bspy or folded result into out. */
+/* The folded text of term_to_binary([{Root, [Frame], Count}]) in the job's
+ * spelling, into a new buffer *text (free it). Returns 0, or -1 said. */
+static int spell_stacks(const bs_job *j, const void *data, size_t len, char **text, size_t *text_len)
+{
+    bs_eterm_tree *t = NULL;
+    int index = 0;
+    char err[200];
+    if (len > (size_t)INT_MAX ||
+        bs_eterm_decode_versioned(data, (int)len, &index, &t, err, sizeof err) < 0) {
+        bs_cli_error("%s: the samples came back unreadable: %s", j->remote->node.name,
+                     len > (size_t)INT_MAX ? "too large" : err);
+        return -1;
+    }
+    FILE *out = open_memstream(text, text_len);
+    int rc = out ? bs_term_stacks_folded(out, bs_eterm_root(t), j->spec->elixir ? BS_NAMES_ELIXIR : BS_NAMES_ERLANG,
+                                         err, sizeof err)
+                 : (snprintf(err, sizeof err, "out of memory"), -1);
+    if (out && fclose(out) != 0 && rc == 0)
+        rc = (snprintf(err, sizeof err, "out of memory"), -1);
+    bs_eterm_free(t);
+    if (rc < 0) {
+        bs_cli_error("%s: the samples came back unreadable: %s", j->remote->node.name, err);
+        if (out) {
+            free(*text);
+            *text = NULL;
+        }
+    }
+    return rc;
+}
+
 static int read_result(const bs_job *j, const char *format, const void *data, size_t len, bs_profile *out)
 {
     if (len == 0) {
         bs_cli_error("%s: nothing was recorded", j->remote->node.name);
         return BS_EXIT_FAILURE;
     }
-    FILE *in = fmemopen((void *)data, len, "rb");
+    char *folded = NULL;
+    if (strcmp(format, "stacks") == 0) { /* a sampler's raw stacks: spelled here */
+        size_t folded_len = 0;
+        if (spell_stacks(j, data, len, &folded, &folded_len) < 0)
+            return BS_EXIT_FAILURE;
+        data = folded;
+        len = folded_len;
+    }
+    FILE *in = len ? fmemopen((void *)data, len, "rb") : NULL;
     if (!in) {
-        bs_cli_error("out of memory");
+        bs_cli_error(len ? "out of memory" : "%s: nothing was recorded", j->remote->node.name);
+        free(folded);
         return BS_EXIT_FAILURE;
     }
     bs_read_error err;
@@ -373,6 +414,7 @@ static int read_result(const bs_job *j, const char *format, const void *data, si
     int rc = strcmp(format, "bspy") == 0 ? bs_read_bspy(in, j->remote->node.name, out, &err)
                                          : bs_read_folded(in, j->remote->node.name, out, &err);
     fclose(in);
+    free(folded);
     if (rc != 0) {
         bs_cli_error("%s: the recording came back unreadable: %s", j->remote->node.name, err.msg);
         return BS_EXIT_FAILURE;

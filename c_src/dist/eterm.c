@@ -3,6 +3,7 @@
  * syntax. eterm.h has the caps, what each kind keeps, and why the decoder
  * checks every byte a libei call will read before making the call. */
 #include "eterm.h"
+#include "../engine/frame_name.h"
 
 #include <ei.h>
 #include <inttypes.h>
@@ -1053,28 +1054,14 @@ static void put_quoted(sink *s, const unsigned char *p, size_t n, char quote)
     put(s, &quote, 1);
 }
 
-static int is_reserved_word(const char *p, size_t n)
-{
-    static const char *const words[] = {"after", "and", "andalso", "band", "begin", "bnot", "bor", "bsl", "bsr",
-                                        "bxor", "case", "catch", "cond", "div", "else", "end", "fun", "if", "let",
-                                        "maybe", "not", "of", "or", "orelse", "receive", "rem", "try", "when", "xor"};
-    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
-        if (strlen(words[i]) == n && memcmp(words[i], p, n) == 0)
-            return 1;
-    return 0;
-}
-
+/* Quoted exactly when the engine's speller would quote it (frame_name.h):
+ * one rule for atoms in every printed text. */
 static void put_atom(sink *s, const char *name, size_t n)
 {
-    const unsigned char *p = (const unsigned char *)name;
-    int bare = n > 0 && p[0] >= 'a' && p[0] <= 'z' && !is_reserved_word(name, n);
-    for (size_t i = 1; bare && i < n; i++)
-        bare = (p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') || (p[i] >= '0' && p[i] <= '9') ||
-               p[i] == '_' || p[i] == '@';
-    if (bare)
-        put_run(s, name, n);
+    if (bs_atom_needs_quotes(name, n))
+        put_quoted(s, (const unsigned char *)name, n, '\'');
     else
-        put_quoted(s, p, n, '\'');
+        put_run(s, name, n);
 }
 
 /* Erlang's own float syntax (io_lib_format:fwrite_g): the fewest digits

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "name_nif.h"
 #include "nif_atoms.h"
 #include "span_nif.h"
 
@@ -16,46 +17,14 @@ typedef struct namer_ctx {
     bs_name_style style;
 } namer_ctx;
 
-/* Atom text as UTF-8. OTP 25's enif_get_atom only speaks latin-1; atoms with
- * characters beyond it fall back to the printed form without quotes. */
-static size_t atom_text(ErlNifEnv *env, ERL_NIF_TERM atom, char *buf, size_t cap)
-{
-    char latin1[512];
-    int n = enif_get_atom(env, atom, latin1, sizeof latin1, ERL_NIF_LATIN1);
-    if (n > 0) {
-        size_t o = 0;
-        for (int i = 0; i < n - 1 && o + 2 < cap; i++) {
-            unsigned char c = (unsigned char)latin1[i];
-            if (c < 0x80) {
-                buf[o++] = (char)c;
-            } else {
-                buf[o++] = (char)(0xC0 | (c >> 6));
-                buf[o++] = (char)(0x80 | (c & 0x3F));
-            }
-        }
-        buf[o] = '\0';
-        return o;
-    }
-    int m = enif_snprintf(buf, cap, "%T", atom);
-    if (m <= 0)
-        return 0;
-    size_t len = (size_t)m < cap ? (size_t)m : cap - 1;
-    if (len >= 2 && buf[0] == '\'' && buf[len - 1] == '\'') {
-        memmove(buf, buf + 1, len - 2);
-        len -= 2;
-        buf[len] = '\0';
-    }
-    return len;
-}
-
 static int name_key(void *vctx, const bs_key *k, char *buf, size_t cap)
 {
     namer_ctx *ctx = vctx;
     if (bs_key_is_span(k)) /* a telemetry span: its name is an atom, [my_app.repo.query] */
-        return (int)atom_text(ctx->env, (ERL_NIF_TERM)k->function, buf, cap);
+        return (int)bs_nif_atom_text(ctx->env, (ERL_NIF_TERM)k->function, buf, cap);
     char mod[1024], fun[1024];
-    size_t ml = atom_text(ctx->env, (ERL_NIF_TERM)k->module, mod, sizeof mod);
-    size_t fl = atom_text(ctx->env, (ERL_NIF_TERM)k->function, fun, sizeof fun);
+    size_t ml = bs_nif_atom_text(ctx->env, (ERL_NIF_TERM)k->module, mod, sizeof mod);
+    size_t fl = bs_nif_atom_text(ctx->env, (ERL_NIF_TERM)k->function, fun, sizeof fun);
     return (int)bs_format_mfa(buf, cap, ctx->style, mod, ml, fun, fl, k->arity);
 }
 

@@ -25,7 +25,7 @@ mkdir -p "$build/logs"
 rm -f "$build"/logs/*.log "$build"/logs/*.counts "$build"/logs/valgrind*.out
 
 sources=(c_src/engine/*.c c_src/formats/*.c c_src/readers/*.c c_src/nif/pid_table.c c_src/dist/eterm.c
-    c_src/cli/wait_graph.c)
+    c_src/cli/wait_graph.c c_src/cli/term_frame.c c_src/cli/dump_names.c)
 tests=()
 for f in test/c/test_*.c; do
     tests+=("$(basename "$f" .c)")

@@ -7,11 +7,14 @@
 %%% <li>`server' — a server whose handle/1 the `caller' process calls in a
 %%%   loop (the function capture target);</li>
 %%% <li>`stuck' — waits in wait_for_go/0 for a message that never comes,
-%%%   with 10,000 other messages in its queue.</li>
+%%%   with 10,000 other messages in its queue;</li>
+%%% <li>`quoted' — waits in 'receive'/0, a function whose name is a reserved
+%%%   word (Erlang quotes it, Elixir does not): every mode must spell it
+%%%   alike.</li>
 %%% </ul>
 -module(bs_dist_wl).
 
--export([start/0, spin/1, work/1, handle/1, server/0, caller/0, wait_for_go/0]).
+-export([start/0, spin/1, work/1, handle/1, server/0, caller/0, wait_for_go/0, 'receive'/0]).
 
 %% @doc Starts the workload processes; returns ok.
 -spec start() -> ok.
@@ -22,7 +25,13 @@ start() ->
     Stuck = spawn(fun wait_for_go/0),
     register(stuck, Stuck),
     [Stuck ! {not_go, I} || I <- lists:seq(1, 10000)],
+    register(quoted, spawn(fun ?MODULE:'receive'/0)),
     ok.
+
+%% @doc Waits for stop, in a function named by a reserved word.
+-spec 'receive'() -> ok.
+'receive'() ->
+    receive stop -> ok end.
 
 %% @doc The busy loop.
 -spec spin(non_neg_integer()) -> no_return().

@@ -12,7 +12,8 @@
 # Works from any directory. Needs tmux (deps.sh installs it) and python3.
 # ONLY=deadlocks runs the wait-for graph tests of dump alone (deadlocks.sh),
 # ONLY=seq the checks of `beamspy seq' alone (seq_checks.sh), ONLY=memory
-# that jobs write no profile file on the node (no_files_checks.sh).
+# that jobs write no profile file on the node (no_files_checks.sh), ONLY=names
+# the spelling of frames in every mode alone (names.sh).
 set -u
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -184,6 +185,12 @@ if [ "${ONLY:-}" = deadlocks ]; then
     finish
 fi
 
+# ONLY=names: one speller of frames for every mode (names.sh) alone.
+if [ "${ONLY:-}" = names ]; then
+    . "$here/names.sh"
+    finish
+fi
+
 echo "--- record"
 bs record --node "$n1" --name busy --duration 1s -o "$out/name.folded" -o "$out/name.svg" -o "$out/name.bspy" \
     2>"$out/name.err"
@@ -222,6 +229,8 @@ check "record --mode sample: nothing left on the node" clean n1
 
 echo "--- no profile files on the node"
 . "$here/no_files_checks.sh"
+
+. "$here/names.sh"
 
 echo "--- several nodes"
 bs record --node "$n1" --node "$n2" --name busy --duration 1s -o "$out/two.folded" 2>/dev/null

@@ -340,13 +340,31 @@ whole_node() ->
 %%% Helpers
 %%% ---------------------------------------------------------------------
 
-%% beamspy_dump:snapshot/1 that must succeed and be well formed.
+%% beamspy_dump:snapshot/1 that must succeed and be well formed, its
+%% frames and reasons then spelled as the tool spells them.
 snapshot(Opts) ->
     {ok, Dump} = beamspy_dump:snapshot(Opts),
     ok = check_dump(Dump),
-    Dump.
+    Dump#{processes := [spelled(P) || P <- maps:get(processes, Dump)]}.
 
 processes(#{processes := Ps}) -> Ps.
+
+%% A process with its frames and reasons spelled by the engine's speller
+%% (the dump sends them raw).
+spelled(#{initial_call := I, current := C, stack := S, reasons := R} = P) ->
+    P#{initial_call := name(I), current := name(C),
+       stack := [case W of
+                     <<>> -> name(F);
+                     _ -> <<(name(F))/binary, " (", W/binary, ")">>
+                 end || {F, W} <- S],
+       reasons := [iolist_to_binary([case Part of
+                                         B when is_binary(B) -> B;
+                                         _ -> name(Part)
+                                     end || Part <- Parts]) || Parts <- R]}.
+
+name({_, _, _} = MFA) -> beamspy_tracer:frame_name(MFA, erlang);
+name(Text) when is_binary(Text) -> beamspy_tracer:frame_name(Text, erlang);
+name(Other) -> iolist_to_binary(io_lib:format("~tw", [Other])).
 
 pid_text(Pid) -> list_to_binary(pid_to_list(Pid)).
 
@@ -403,7 +421,8 @@ check_process(P, Interval) ->
      end || T <- maps:get(waits_for, P)],
     ?assert(maps:get(waits_for, P) =:= [] orelse maps:get(state, P) =:= <<"call">>),
     ?assertMatch(<<"<", _/binary>>, maps:get(pid, P)),
-    [text(maps:get(K, P)) || K <- [pid, name, initial_call, current, status]],
+    [text(maps:get(K, P)) || K <- [pid, name, status]],
+    [frame(maps:get(K, P)) || K <- [initial_call, current]],
     ?assert(lists:member(maps:get(status, P),
                          [<<"waiting">>, <<"running">>, <<"runnable">>, <<"exiting">>,
                           <<"garbage_collecting">>, <<"suspended">>])),
@@ -413,15 +432,30 @@ check_process(P, Interval) ->
     ?assert(lists:member(maps:get(idle_ms, P), [0, Interval])),
     Stack = maps:get(stack, P),
     ?assert(is_list(Stack)),
-    [text(F) || F <- Stack],
+    [begin frame(F), text(W) end || {F, W} <- Stack],
+    ?assertEqual(length(Stack), length([E || {_, _} = E <- Stack])),
     ?assert(length(Stack) =< 2000),
     ?assert(is_boolean(maps:get(stack_complete, P))),
     Reasons = maps:get(reasons, P),
     ?assert(is_list(Reasons)),
-    [text(R) || R <- Reasons],
+    [begin
+         ?assert(is_list(R) andalso R =/= []),
+         [case Part of
+              B when is_binary(B) -> text(B);
+              _ -> frame(Part)
+          end || Part <- R]
+     end || R <- Reasons],
     %% Every reason adds to the score, and every point has a reason.
     ?assertEqual(maps:get(stuck_score, P) > 0, Reasons =/= []),
     ok.
+
+%% A raw frame: {M, F, A}, a text that cannot be read as one, or undefined.
+frame({M, F, A}) ->
+    ?assert(is_atom(M) andalso is_atom(F) andalso is_integer(A) andalso A >= 0);
+frame(undefined) ->
+    ok;
+frame(T) ->
+    text(T).
 
 text(T) ->
     ?assert(is_binary(T)),

@@ -1,6 +1,6 @@
 %%% beamspy_sampler: statistical sampling of stacks (`record --mode
 %%% sample'). A busy process is seen in its function, an idle one in SLEEP;
-%%% the folded text parses; backtrace_depth is raised while sampling and put
+%%% the raw stacks spell and add up; backtrace_depth is raised while sampling and put
 %%% back on stop, on the owner's death and after max_duration_ms; the
 %%% max_stacks cap holds.
 -module(beamspy_sampler_tests).
@@ -14,7 +14,7 @@ sampler_test_() ->
     {foreach, fun() -> {module, ?WL} = code:ensure_loaded(?WL) end, fun(_) -> ok end,
      [{"a busy process is sampled in its recursive function", {timeout, 60, fun busy/0}},
       {"an idle process's samples end in SLEEP", {timeout, 60, fun idle/0}},
-      {"targets => all: the folded text parses and adds up", {timeout, 60, fun all_parses/0}},
+      {"targets => all: the stacks spell and add up", {timeout, 60, fun all_parses/0}},
       {"roots are labelled like beamspy_session:labels/1", {timeout, 60, fun labels/0}},
       {"stop restores backtrace_depth (64 while sampling)", {timeout, 60, fun depth_on_stop/0}},
       {"the owner's death stops the sampler and restores backtrace_depth",
@@ -25,7 +25,7 @@ sampler_test_() ->
        {timeout, 60, fun max_stacks/0}},
       {"a target that dies is no longer sampled", {timeout, 60, fun target_dies/0}},
       {"bad options and unknown names are refused", fun bad_options/0},
-      {"frame names: quoted like Erlang, sanitized like the NIF", fun frame_names/0}]}.
+      {"frame names: the engine's speller, quoted like Erlang, sanitized", fun frame_names/0}]}.
 
 %%% ---------------------------------------------------------------------
 %%% Tests
@@ -36,8 +36,8 @@ busy() ->
     try
         {ok, S} = beamspy_sampler:start(#{owner => self(), targets => [Busy], interval_ms => 2}),
         wait_rounds(S, 50),
-        {ok, #{folded := Folded, samples := Samples}} = beamspy_sampler:stop(S),
-        Lines = parse(Folded),
+        {ok, #{stacks := Stacks, samples := Samples}} = beamspy_sampler:stop(S),
+        Lines = parse(Stacks),
         ?assertEqual(Samples, lists:sum([C || {_, C} <- Lines])),
         Root = label(Busy),
         ?assert(lists:all(fun({[R | _], _}) -> R =:= Root end, Lines)),
@@ -56,11 +56,11 @@ idle() ->
     try
         {ok, S} = beamspy_sampler:start(#{owner => self(), targets => [Idle], interval_ms => 1}),
         wait_rounds(S, 10),
-        {ok, #{folded := Folded, samples := Samples, rounds := Rounds, processes := 1}} =
+        {ok, #{stacks := Stacks, samples := Samples, rounds := Rounds, processes := 1}} =
             beamspy_sampler:stop(S),
         ?assertEqual(Samples, Rounds),
         ?assertEqual([{[label(Idle), <<"bs_stuck_wl:idle/0">>, <<"SLEEP">>], Samples}],
-                     parse(Folded))
+                     parse(Stacks))
     after
         ?WL:stop(Idle)
     end.
@@ -75,8 +75,8 @@ all_parses() ->
         check_info(Info),
         {ok, Result} = beamspy_sampler:stop(S),
         check_result(Result),
-        #{folded := Folded, samples := Samples, processes := Processes} = Result,
-        Lines = parse(Folded),
+        #{stacks := Stacks, samples := Samples, processes := Processes} = Result,
+        Lines = parse(Stacks),
         ?assertEqual(Samples, lists:sum([C || {_, C} <- Lines])),
         Roots = lists:usort([R || {[R | _], _} <- Lines]),
         ?assertEqual(Processes, length(Roots)),
@@ -99,8 +99,8 @@ labels() ->
         {ok, S} = beamspy_sampler:start(#{owner => self(),
                                           targets => [bs_sampler_named, Server]}),
         wait_rounds(S, 3),
-        {ok, #{folded := Folded}} = beamspy_sampler:stop(S),
-        Roots = lists:usort([R || {[R | _], _} <- parse(Folded)]),
+        {ok, #{stacks := Stacks}} = beamspy_sampler:stop(S),
+        Roots = lists:usort([R || {[R | _], _} <- parse(Stacks)]),
         #{Named := NamedLabel, Server := ServerLabel} = beamspy_session:labels([Named, Server]),
         ?assertEqual(lists:sort([NamedLabel, ServerLabel]), Roots),
         ?assertEqual(iolist_to_binary([pid_to_list(Named), " bs_sampler_named"]), NamedLabel),
@@ -157,9 +157,9 @@ max_duration() ->
         ?assertEqual(13, erlang:system_flag(backtrace_depth, 13)),
         {ok, #{rounds := Rounds}} = beamspy_sampler:info(S),
         ?assert(Rounds > 0),
-        {ok, #{folded := Folded, rounds := Rounds, samples := Samples}} = beamspy_sampler:stop(S),
+        {ok, #{stacks := Stacks, rounds := Rounds, samples := Samples}} = beamspy_sampler:stop(S),
         ?assertEqual([{[label(Idle), <<"bs_stuck_wl:idle/0">>, <<"SLEEP">>], Samples}],
-                     parse(Folded))
+                     parse(Stacks))
     after
         ?WL:stop(Idle),
         erlang:system_flag(backtrace_depth, Before)
@@ -172,8 +172,8 @@ max_stacks() ->
         {ok, S} = beamspy_sampler:start(#{owner => self(), targets => Idle, max_stacks => 2}),
         wait_rounds(S, 3),
         {ok, #{stacks := 2}} = beamspy_sampler:info(S),
-        {ok, #{folded := Folded, samples := Samples}} = beamspy_sampler:stop(S),
-        Lines = parse(Folded),
+        {ok, #{stacks := Stacks, samples := Samples}} = beamspy_sampler:stop(S),
+        Lines = parse(Stacks),
         ?assertEqual(Samples, lists:sum([C || {_, C} <- Lines])),
         {Other, Kept} = lists:partition(fun({[_, F | _], _}) -> F =:= <<"[other stacks]">> end,
                                         Lines),
@@ -194,9 +194,9 @@ target_dies() ->
         ?WL:stop(Idle),
         {ok, #{rounds := R0}} = beamspy_sampler:info(S),
         wait_rounds(S, R0 + 3),
-        {ok, #{folded := Folded, samples := Samples, rounds := Rounds}} = beamspy_sampler:stop(S),
-        [{_, IdleCount}] = [L || {[R | _], _} = L <- parse(Folded), R =:= label_text(Idle)],
-        [{_, OtherCount}] = [L || {[R | _], _} = L <- parse(Folded), R =:= label(Other)],
+        {ok, #{stacks := Stacks, samples := Samples, rounds := Rounds}} = beamspy_sampler:stop(S),
+        [{_, IdleCount}] = [L || {[R | _], _} = L <- parse(Stacks), R =:= label_text(Idle)],
+        [{_, OtherCount}] = [L || {[R | _], _} = L <- parse(Stacks), R =:= label(Other)],
         ?assertEqual(Rounds, OtherCount),
         ?assert(IdleCount =< R0),
         ?assertEqual(Samples, IdleCount + OtherCount)
@@ -220,17 +220,23 @@ bad_options() ->
     ?assertEqual({error, {bad_sampler, x}}, beamspy_sampler:stop(x)).
 
 frame_names() ->
-    ?assertEqual(<<"gen_server:loop/7">>, beamspy_sampler:frame_name({gen_server, loop, 7})),
-    ?assertEqual(<<"m:'-f/0-fun-0-'/1">>, beamspy_sampler:frame_name({m, '-f/0-fun-0-', 1})),
-    ?assertEqual(<<"'Elixir.Foo':bar/2">>, beamspy_sampler:frame_name({'Elixir.Foo', bar, [a, b]})),
-    ?assertEqual(<<"m:'receive'/0">>, beamspy_sampler:frame_name({m, 'receive', 0})),
-    ?assertEqual(<<"m:'a:b?c\\\\d\\'e'/0">>, beamspy_sampler:frame_name({m, 'a;b\nc\\d\'e', 0})),
-    ?assertEqual(<<"bs_stuck_wl:'héllo ŝ'/1"/utf8>>,
-                 beamspy_sampler:frame_name({bs_stuck_wl, 'héllo ŝ', 1})),
-    ?assertEqual(<<"worker_12">>, beamspy_sampler:sanitize(<<"worker 12">>)),
-    ?assertEqual(<<"f_1.5">>, beamspy_sampler:sanitize(<<"f 1.5">>)),
-    ?assertEqual(<<"a_">>, beamspy_sampler:sanitize(<<"a ">>)),
-    ?assertEqual(<<"<0.1.0> x">>, beamspy_sampler:sanitize(<<"<0.1.0> x">>)).
+    %% The sampler sends frames raw; the engine's one speller (the tool's,
+    %% offered to Erlang by beamspy_tracer:frame_name/2) spells them.
+    Name = fun(F) -> beamspy_tracer:frame_name(F, erlang) end,
+    ?assertEqual(<<"gen_server:loop/7">>, Name({gen_server, loop, 7})),
+    ?assertEqual(<<"m:'-f/0-fun-0-'/1">>, Name({m, '-f/0-fun-0-', 1})),
+    ?assertEqual(<<"'Elixir.Foo':bar/2">>, Name({'Elixir.Foo', bar, [a, b]})),
+    ?assertEqual(<<"m:'receive'/0">>, Name({m, 'receive', 0})),
+    ?assertEqual(<<"m:'a:b?c\\\\d\\'e'/0">>, Name({m, 'a;b\nc\\d\'e', 0})),
+    ?assertEqual(<<"bs_stuck_wl:'héllo ŝ'/1"/utf8>>, Name({bs_stuck_wl, 'héllo ŝ', 1})),
+    ?assertEqual(<<"Foo.bar/2">>, beamspy_tracer:frame_name({'Elixir.Foo', bar, 2}, elixir)),
+    ?assertEqual(<<":m.receive/0">>, beamspy_tracer:frame_name({m, 'receive', 0}, elixir)),
+    ?assertEqual(<<"worker_12">>, Name(<<"worker 12">>)),
+    ?assertEqual(<<"f_1.5">>, Name(<<"f 1.5">>)),
+    ?assertEqual(<<"a_">>, Name(<<"a ">>)),
+    ?assertEqual(<<"<0.1.0> x">>, Name(<<"<0.1.0> x">>)),
+    ?assertError(badarg, beamspy_tracer:frame_name({m, f, 256}, erlang)),
+    ?assertError(badarg, beamspy_tracer:frame_name({m, f, 1}, perl)).
 
 %%% ---------------------------------------------------------------------
 %%% Helpers
@@ -249,20 +255,17 @@ label(Pid) ->
 label_text(Pid) ->
     list_to_binary(pid_to_list(Pid)).
 
-%% Folded text as [{Frames, Count}]: every line "root;f;f COUNT" (a process
-%% that has not run yet has no frame but its root), frames not empty.
-parse(Folded) ->
-    ?assert(is_binary(Folded)),
-    ?assertEqual(Folded, unicode:characters_to_binary(Folded)),
-    Lines = binary:split(Folded, <<"\n">>, [global]),
-    ?assertEqual(<<>>, lists:last(Lines)),
+%% Raw stacks as [{Frames, Count}], root first, every frame spelled by the
+%% engine's speller (as the tool spells them): frames {M, F, A} or texts.
+parse(Stacks) ->
+    ?assert(is_list(Stacks)),
+    ?assertEqual(Stacks, lists:sort(Stacks)),
     [begin
-         {match, [Stack, Count]} = re:run(L, <<"^(.+) ([0-9]+)$">>,
-                                          [{capture, all_but_first, binary}, unicode]),
-         Frames = binary:split(Stack, <<";">>, [global]),
-         [?assertNotEqual(<<>>, F) || F <- Frames],
-         {Frames, binary_to_integer(Count)}
-     end || L <- lists:droplast(Lines)].
+         ?assert(is_binary(Root)),
+         [?assert(is_binary(F) orelse (is_tuple(F) andalso tuple_size(F) =:= 3)) || F <- Frames],
+         ?assert(is_integer(Count) andalso Count > 0),
+         {[beamspy_tracer:frame_name(F, erlang) || F <- [Root | Frames]], Count}
+     end || {Root, Frames, Count} <- Stacks].
 
 check_info(Info) ->
     ?assertEqual(lists:sort([samples, rounds, processes, stacks, memory, elapsed_ms]),
@@ -271,7 +274,7 @@ check_info(Info) ->
     ?assert(maps:get(memory, Info) > 0).
 
 check_result(Result) ->
-    ?assertEqual(lists:sort([folded, samples, rounds, processes, elapsed_ms, interval_ms]),
+    ?assertEqual(lists:sort([stacks, samples, rounds, processes, elapsed_ms, interval_ms]),
                  lists:sort(maps:keys(Result))),
-    ?assert(is_binary(maps:get(folded, Result))),
-    [?assert(is_integer(V) andalso V >= 0) || V <- maps:values(maps:remove(folded, Result))].
+    ?assert(is_list(maps:get(stacks, Result))),
+    [?assert(is_integer(V) andalso V >= 0) || V <- maps:values(maps:remove(stacks, Result))].

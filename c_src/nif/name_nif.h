@@ -1,0 +1,18 @@
+/* name_nif.h — the engine's frame speller for Erlang callers (the NIF
+ * function beamspy_tracer:frame_name/2) and atom texts for the NIF. */
+#ifndef BS_NAME_NIF_H
+#define BS_NAME_NIF_H
+
+#include <stddef.h>
+
+#include <erl_nif.h>
+
+/* Atom text as UTF-8 into buf (NUL-terminated); returns its length. */
+size_t bs_nif_atom_text(ErlNifEnv *env, ERL_NIF_TERM atom, char *buf, size_t cap);
+
+/* frame_name(Frame, Style) -> binary(): Frame is {M, F, Arity} or {M, F,
+ * Args} (spelled by bs_format_mfa in Style, erlang or elixir) or text (a
+ * binary or iolist, made safe by bs_sanitize_name); badarg otherwise. */
+ERL_NIF_TERM bs_nif_frame_name(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
+
+#endif

@@ -1,0 +1,185 @@
+%%% One table of defaults (beamspy_opts:option_table/0): the code takes its
+%%% defaults from it, and every place that writes a default down (the
+%%% README's option table, the option docs of src/beamspy.erl and
+%%% lib/beam_spy.ex, the help of bin/beamspy) is read here and compared
+%%% with it; a default written differently anywhere fails. Under a second.
+-module(beamspy_defaults_tests).
+
+-include_lib("eunit/include/eunit.hrl").
+
+%% Where the command-line help states an entry of the table: command,
+%% option, entry.
+-define(CLI, [{record, "--duration", record_duration_ms},
+              {record, "--interval", sample_interval_ms},
+              {record, "--timeline", timeline_calls},
+              {record, "--max-memory", max_memory},
+              {record, "--max-processes", max_processes},
+              {run, "--timeline", timeline_calls},
+              {run, "--max-memory", max_memory},
+              {run, "--max-processes", max_processes},
+              {dump, "--interval", dump_interval_ms},
+              {top, "--interval", top_interval_ms},
+              {top, "--refresh", top_refresh_ms},
+              {top, "--limit", top_limit}]).
+
+defaults_test_() ->
+    [{"the code's defaults are the table's", fun code/0},
+     {"the README's option table says the table's defaults", fun readme/0},
+     {"beamspy's option docs say the table's defaults", fun erlang_docs/0},
+     {"BeamSpy's option docs say the table's defaults", fun elixir_docs/0},
+     {"bin/beamspy help says the table's defaults", fun cli_help/0}].
+
+%%% ---------------------------------------------------------------------
+%%% Tests
+%%% ---------------------------------------------------------------------
+
+code() ->
+    Table = beamspy_opts:option_table(),
+    ?assertEqual(length(Table), length(lists:ukeysort(1, Table))),
+    Api = [K || {K, api, _, _} <- Table],
+    ?assertEqual(lists:sort([output_given | Api]), lists:sort(maps:keys(beamspy_opts:defaults()))),
+    [?assertEqual(maps:get(apply, D), maps:get(K, beamspy_opts:defaults(apply))) || {K, api, D, _} <- Table],
+    [?assertEqual(maps:get(live, D, maps:get(apply, D)), maps:get(K, beamspy_opts:defaults(live)))
+     || {K, api, D, _} <- Table],
+    [?assert(is_list(Doc) andalso Doc =/= [] andalso not lists:member($\n, Doc)) || {_, _, _, Doc} <- Table],
+    %% The jobs the tool runs on a node take theirs from it too.
+    {ok, S} = beamspy_sampler:start(#{owner => self(), targets => [self()]}),
+    {ok, #{interval_ms := SampleInterval}} = beamspy_sampler:stop(S),
+    ?assertEqual(beamspy_opts:default(sample_interval_ms), SampleInterval),
+    {ok, #{interval_ms := DumpInterval}} = beamspy_dump:snapshot(#{pids => [self()]}),
+    ?assertEqual(beamspy_opts:default(dump_interval_ms), DumpInterval),
+    {ok, #{timeline := Calls}} = beamspy_opts:options(#{timeline => true}),
+    ?assertEqual(beamspy_opts:default(timeline_calls), Calls).
+
+%% | `key` | default | meaning |: every option of the API has its row.
+readme() ->
+    Rows = [{list_to_atom(K), string:trim(D)}
+            || L <- lines(file("README.md")),
+               {match, [K, D]} <- [re:run(L, "^\\| `([a-z_]+)` \\|([^|]*)\\|", [{capture, all_but_first, list}, unicode])]],
+    [?assertEqual({K, text(readme, D)}, {K, proplists:get_value(K, Rows)})
+     || {K, api, D, _} <- beamspy_opts:option_table()].
+
+%% <li>`key' — ... Default X.</li> in the module doc of beamspy.
+erlang_docs() ->
+    Doc = unwrap([string:trim(L, leading, "% ") || L <- lines(file("src/beamspy.erl")),
+                                                   lists:prefix("%%%", L)]),
+    Found = [{list_to_atom(K), sentence(D)}
+             || {match, [K, D]} <- [re:run(Item, "^`([a-z_]+)' .*? Default:? (.*)$", [{capture, all_but_first, list}, unicode])
+                                    || Item <- string:split(Doc, "<li>", all)]],
+    check_found(erlang, Found).
+
+%% * `:key` — ... Default X. in the moduledoc of BeamSpy (run/2's options).
+elixir_docs() ->
+    Doc = unwrap([string:trim(L) || L <- lines(file("lib/beam_spy.ex"))]),
+    Found = [{list_to_atom(K), sentence(D)}
+             || {match, [K, D]} <- [re:run(Item, "^`:([a-z_]+)` .*? Default:? (.*)$", [{capture, all_but_first, list}, unicode])
+                                    || Item <- string:split(Doc, "* ", all)]],
+    check_found(elixir, Found).
+
+cli_help() ->
+    Cli = filename:join(root(), "bin/beamspy"),
+    [begin
+         Help = os:cmd(Cli ++ " help " ++ atom_to_list(Cmd)),
+         ?assertEqual({Cmd, Option, text(cli, maps:get(apply, defaults_of(Key)), Key)},
+                      {Cmd, Option, cli_default(Help, Option)})
+     end || {Cmd, Option, Key} <- ?CLI].
+
+%%% ---------------------------------------------------------------------
+%%% How each place writes a default
+%%% ---------------------------------------------------------------------
+
+%% Every option a doc gives a default for is in the table with that
+%% default; and the doc gives some.
+check_found(Style, Found) ->
+    ?assert(length(Found) >= 5),
+    [?assertEqual({K, text(Style, defaults_of(K))}, {K, D}) || {K, D} <- Found].
+
+defaults_of(Key) ->
+    case lists:keyfind(Key, 1, beamspy_opts:option_table()) of
+        {Key, _, D, _} -> D;
+        false -> error({not_in_the_table, Key})
+    end.
+
+text(readme, #{apply := A} = D) ->
+    Live = case D of
+               #{live := L} -> " (`apply`), " ++ value(readme, L) ++ " (live sessions)";
+               #{} -> ""
+           end,
+    Elixir = case D of
+                 #{elixir := E} -> " (" ++ value(readme, E) ++ " from `BeamSpy`)";
+                 #{} -> ""
+             end,
+    value(readme, A) ++ Live ++ Elixir;
+text(erlang, #{apply := A} = D) ->
+    case D of
+        #{live := L} -> value(erlang, A) ++ " for `apply', " ++ value(erlang, L) ++ " for a live session";
+        #{} -> value(erlang, A)
+    end;
+text(elixir, #{apply := A} = D) ->
+    value(elixir, maps:get(elixir, D, A)).
+
+text(cli, Value, Key) ->
+    case lists:suffix("_ms", atom_to_list(Key)) of
+        true when Value rem 1000 =:= 0 -> integer_to_list(Value div 1000) ++ "s";
+        true -> integer_to_list(Value) ++ "ms";
+        false when Key =:= max_memory -> integer_to_list(Value div (1024 * 1024)) ++ "M";
+        false -> integer_to_list(Value)
+    end.
+
+value(readme, ".") -> "current directory";
+value(_, ".") -> "the current directory";
+value(_, 268435456) -> "256 MiB";
+value(_, N) when is_integer(N) -> integer_to_list(N);
+value(readme, A) when is_atom(A) -> "`" ++ atom_to_list(A) ++ "`";
+value(erlang, A) when is_atom(A) -> "`" ++ atom_to_list(A) ++ "'";
+value(elixir, B) when is_boolean(B) -> "`" ++ atom_to_list(B) ++ "`";
+value(elixir, A) when is_atom(A) -> "`:" ++ atom_to_list(A) ++ "`";
+value(readme, L) when is_list(L) -> "`" ++ lists:flatten(io_lib:format("~w", [L])) ++ "`";
+value(erlang, L) when is_list(L) -> "`" ++ lists:flatten(io_lib:format("~w", [L])) ++ "'";
+value(elixir, L) when is_list(L) -> lists:flatten(["`[", lists:join(", ", [":" ++ atom_to_list(A) || A <- L]), "]`"]).
+
+%% The help block of Option (its line and the indented lines under it):
+%% "(default X)" or "(default X; ...)"; or a note "(Option: default X".
+cli_default(Help, Option) ->
+    Lines = lines(Help),
+    Block = case lists:dropwhile(fun(L) -> not is_option_line(L, Option) end, Lines) of
+                [First | Rest] ->
+                    [First | lists:takewhile(fun(L) -> lists:prefix("                 ", L) end, Rest)];
+                [] ->
+                    []
+            end,
+    case re:run(unwrap(Block), "\\(default ([^;)]*)", [{capture, all_but_first, list}, unicode]) of
+        {match, [D]} ->
+            D;
+        nomatch ->
+            case re:run(Help, "\\(" ++ Option ++ ": default ([^;)]*)", [{capture, all_but_first, list}, unicode]) of
+                {match, [D]} -> D;
+                nomatch -> {no_default_in_help, Option}
+            end
+    end.
+
+is_option_line(Line, Option) ->
+    re:run(Line, "^  (-[a-z], )?" ++ Option ++ "( |$)", [{capture, none}]) =:= match.
+
+%%% ---------------------------------------------------------------------
+%%% Helpers
+%%% ---------------------------------------------------------------------
+
+root() ->
+    filename:dirname(filename:dirname(code:which(beamspy))).
+
+file(Name) ->
+    {ok, Bin} = file:read_file(filename:join(root(), Name)),
+    unicode:characters_to_list(Bin).
+
+lines(Text) ->
+    string:split(Text, "\n", all).
+
+unwrap(Lines) ->
+    lists:flatten(lists:join(" ", [string:trim(L) || L <- Lines])).
+
+%% The text up to the end of its first sentence (". " or ".</li>" or the
+%% last "."), without it.
+sentence(Text) ->
+    [First | _] = string:split(re:replace(Text, "\\.(</li>| |$).*", "", [{return, list}, unicode]), "\n"),
+    string:trim(First).

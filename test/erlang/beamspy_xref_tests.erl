@@ -1,0 +1,39 @@
+%%% xref over beamspy's modules (ebin/beamspy*.beam; BeamSpy is Elixir's
+%%% and is checked by the Elixir layer): no call to a function that does
+%%% not exist, no call to a deprecated one, no unused local function. The
+%%% one allowance: the `trace' module (OTP 27's trace sessions, used by
+%%% beamspy_backend only when the node has it) on an OTP that lacks it.
+%%% About 2 s.
+-module(beamspy_xref_tests).
+
+-include_lib("eunit/include/eunit.hrl").
+
+xref_test_() ->
+    {setup, fun start/0, fun stop/1,
+     fun(S) ->
+             [{"no undefined function calls", ?_assertEqual([], undefined_calls(S))},
+              {"no deprecated function calls", ?_assertEqual({ok, []}, xref:analyze(S, deprecated_function_calls))},
+              {"no unused local functions", ?_assertEqual({ok, []}, xref:analyze(S, locals_not_used))}]
+     end}.
+
+start() ->
+    {ok, S} = xref:start(beamspy_xref_tests, [{xref_mode, functions}]),
+    ok = xref:set_default(S, [{warnings, false}, {verbose, false}]),
+    ok = xref:set_library_path(S, code_path),
+    Beams = filelib:wildcard(filename:join(ebin(), "beamspy*.beam")),
+    ?assert(length(Beams) >= 10),
+    [{ok, _} = xref:add_module(S, B) || B <- Beams],
+    S.
+
+stop(S) ->
+    xref:stop(S).
+
+undefined_calls(S) ->
+    {ok, Calls} = xref:analyze(S, undefined_function_calls),
+    [Call || {_, {M, _, _}} = Call <- Calls, not allowed(M)].
+
+allowed(trace) -> code:which(trace) =:= non_existing;
+allowed(_) -> false.
+
+ebin() ->
+    filename:dirname(code:which(beamspy)).
