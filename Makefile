@@ -16,18 +16,21 @@ CFLAGS     ?= -O2 -g
 ALL_CFLAGS := $(CSTD) $(WARN) $(CFLAGS)
 
 ENGINE_SRC  := $(wildcard c_src/engine/*.c)
-FORMATS_SRC := $(wildcard c_src/formats/*.c)
+# Writers of output formats; readers of input formats (folded, .bspy, dbg trace
+# files: the readers need ei and the term decoder of c_src/dist); what both use
+# (atomic files, CRC-32, JSON strings, the .bspy constants) in c_src/common.
+# The NIF links the writers and never the readers; bin/beamspy links both.
+WRITERS_SRC := $(wildcard c_src/writers/*.c)
+COMMON_SRC  := $(wildcard c_src/common/*.c)
 NIF_SRC     := $(wildcard c_src/nif/*.c)
 CLI_SRC     := $(wildcard c_src/cli/*.c)
-# Readers of trace files (they need ei and the term decoder of c_src/dist):
-# linked into the command-line tool, never into the NIF.
 READERS_SRC := $(wildcard c_src/readers/*.c)
 DIST_SRC    := $(wildcard c_src/dist/*.c)
 C_HEADERS   := $(wildcard c_src/*/*.h)
 # JavaScript/CSS the writers put into their output, kept as their own files and
 # embedded as C string constants (scripts/embed_text.sh): x.js -> x.js.h.
 # The generated headers are committed, so builds that skip make still work.
-ASSETS      := $(wildcard c_src/formats/assets/*.js c_src/formats/assets/*.css)
+ASSETS      := $(wildcard c_src/writers/assets/*.js c_src/writers/assets/*.css)
 ASSET_HDRS  := $(addsuffix .h,$(ASSETS))
 
 ERL_SRC     := $(wildcard src/*.erl)
@@ -68,16 +71,18 @@ ebin/.elixir-stamp: $(EX_SRC) $(ERL_BEAMS) ebin/.docs-stamp | ebin
 
 assets: $(ASSET_HDRS)
 
-c_src/formats/assets/%.h: c_src/formats/assets/% scripts/embed_text.sh
+c_src/writers/assets/%.h: c_src/writers/assets/% scripts/embed_text.sh
 	scripts/embed_text.sh $< $@
 
 nif: $(NIF_SO)
 
-$(NIF_SO): $(ENGINE_SRC) $(FORMATS_SRC) $(NIF_SRC) $(C_HEADERS) $(ASSET_HDRS) | priv
+$(NIF_SO): $(ENGINE_SRC) $(WRITERS_SRC) $(COMMON_SRC) $(NIF_SRC) $(C_HEADERS) $(ASSET_HDRS) | priv
 	$(CC) $(ALL_CFLAGS) -fPIC -shared -fvisibility=hidden -I$(ERTS_INC) \
-	    -o $@ $(ENGINE_SRC) $(FORMATS_SRC) $(NIF_SRC)
+	    -o $@ $(ENGINE_SRC) $(WRITERS_SRC) $(COMMON_SRC) $(NIF_SRC)
 	@# A missing bs_ function would only show when the VM loads the NIF.
 	@if nm -u $@ | grep -q ' bs_'; then nm -u $@ | grep ' bs_'; rm -f $@; exit 1; fi
+	@# The NIF never reads a file: no reader may be linked into it.
+	@if nm $@ | grep -E ' (bs_read_|bs_dbg_|bs_stack_cache_|bs_tree_build_)'; then rm -f $@; exit 1; fi
 
 cli: $(CLI_BIN)
 
@@ -91,8 +96,8 @@ $(PAYLOAD_C): $(ERL_ONLY_BEAMS) ebin/.docs-stamp $(NIF_SO) scripts/embed_payload
 	@mkdir -p $(dir $@)
 	scripts/embed_payload.sh $@ ebin $(NIF_SO)
 
-$(CLI_BIN): $(ENGINE_SRC) $(FORMATS_SRC) $(CLI_SRC) $(READERS_SRC) $(DIST_SRC) $(PAYLOAD_C) $(C_HEADERS) $(ASSET_HDRS) | bin
-	$(CC) $(ALL_CFLAGS) -pthread -I$(ERTS_INC) -Ic_src/dist -o $@ $(ENGINE_SRC) $(FORMATS_SRC) $(CLI_SRC) \
+$(CLI_BIN): $(ENGINE_SRC) $(WRITERS_SRC) $(COMMON_SRC) $(CLI_SRC) $(READERS_SRC) $(DIST_SRC) $(PAYLOAD_C) $(C_HEADERS) $(ASSET_HDRS) | bin
+	$(CC) $(ALL_CFLAGS) -pthread -I$(ERTS_INC) -Ic_src/dist -o $@ $(ENGINE_SRC) $(WRITERS_SRC) $(COMMON_SRC) $(CLI_SRC) \
 	    $(READERS_SRC) $(DIST_SRC) $(PAYLOAD_C) -L$(EI_LIB) -lei -lpthread
 
 ebin priv bin:

@@ -41,7 +41,7 @@ CLANG=${CLANG:-clang}
 CC=${CC:-gcc}
 build=fuzz/build
 targets=(folded bspy roundtrip eterm dbg seq)
-sources=(c_src/engine/*.c c_src/formats/*.c c_src/readers/*.c c_src/dist/eterm.c)
+sources=(c_src/engine/*.c c_src/writers/*.c c_src/readers/*.c c_src/common/*.c c_src/dist/eterm.c)
 # erl_interface (ei.h, libei.a) for the term decoder, found like the Makefile does.
 erl_root=$(erl -noshell -eval 'io:format("~s", [code:root_dir()]), halt().' 2>/dev/null)
 [ -f "$erl_root/usr/include/ei.h" ] || erl_root=/usr/lib/erlang
@@ -106,7 +106,7 @@ up_to_date() {
     local t newer
     for t in "${targets[@]}"; do
         [ -x "$build/fuzz_$t" ] || return 1
-        newer=$(find c_src/engine c_src/formats c_src/readers c_src/dist fuzz test/c/test_util.h scripts/fuzz.sh \
+        newer=$(find c_src/engine c_src/writers c_src/readers c_src/common c_src/dist fuzz test/c/test_util.h scripts/fuzz.sh \
             -newer "$build/fuzz_$t" -type f -not -path 'fuzz/corpus/*' -not -path "$build/*" | head -n 1)
         [ -z "$newer" ] || return 1
     done

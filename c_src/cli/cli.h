@@ -20,8 +20,8 @@
 #include <stdio.h>
 
 #include "../engine/profile.h"
-#include "../formats/render_opts.h"
-#include "../formats/writers.h"
+#include "../writers/render_opts.h"
+#include "../writers/writers.h"
 
 enum {
     BS_EXIT_OK = 0,

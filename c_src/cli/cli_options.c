@@ -3,7 +3,7 @@
 #include "cli.h"
 
 #include "../engine/filter.h"
-#include "../formats/writers.h"
+#include "../writers/writers.h"
 
 #include <errno.h>
 #include <math.h>

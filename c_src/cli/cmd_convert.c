@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../formats/writers.h"
+#include "../writers/writers.h"
 #include "../readers/dbg_trace.h"
 #include "cli.h"
 #include "remote.h"

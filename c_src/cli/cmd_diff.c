@@ -13,11 +13,11 @@
 #include <string.h>
 
 #include "../engine/filter.h"
-#include "../formats/atomic_file.h"
-#include "../formats/diff_svg.h"
-#include "../formats/writers.h"
+#include "../common/atomic_file.h"
+#include "../writers/diff_svg.h"
+#include "../writers/writers.h"
 #include "cli.h"
-#include "diff_folded.h"
+#include "../writers/diff_folded.h"
 
 #define CMD "diff"
 

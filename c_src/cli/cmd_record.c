@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "../dist/call_args.h"
-#include "../formats/readers.h"
-#include "../formats/writers.h"
+#include "../readers/readers.h"
+#include "../writers/writers.h"
 #include "cli.h"
 #include "job.h"
 #include "remote.h"

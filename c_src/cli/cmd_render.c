@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../formats/writers.h"
+#include "../writers/writers.h"
 #include "cli.h"
 
 #define CMD "render"

@@ -26,7 +26,7 @@
 
 #include "../engine/filter.h"
 #include "../engine/seq_flow.h"
-#include "../formats/seq_writers.h"
+#include "../writers/seq_writers.h"
 #include "cli.h"
 #include "job.h"
 #include "remote.h"

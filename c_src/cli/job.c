@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "../dist/call_args.h"
-#include "../formats/readers.h"
+#include "../readers/readers.h"
 #include "cli.h"
 
 /* A recording is stopped by the node itself this long after the planned

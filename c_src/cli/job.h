@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "../engine/profile.h"
-#include "../formats/render_opts.h"
+#include "../writers/render_opts.h"
 #include "early_stop.h"
 #include "remote.h"
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "../engine/filter.h"
-#include "../formats/writers.h"
+#include "../writers/writers.h"
 #include "nif_atoms.h"
 #include "profile_export.h"
 #include "session.h"

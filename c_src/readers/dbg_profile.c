@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../formats/read_source.h"
+#include "read_source.h"
 #include "dbg_procs.h"
 #include "dbg_stream.h"
 

@@ -24,7 +24,7 @@ build=test/c/build
 mkdir -p "$build/logs"
 rm -f "$build"/logs/*.log "$build"/logs/*.counts "$build"/logs/valgrind*.out
 
-sources=(c_src/engine/*.c c_src/formats/*.c c_src/readers/*.c c_src/nif/pid_table.c c_src/dist/eterm.c
+sources=(c_src/engine/*.c c_src/writers/*.c c_src/readers/*.c c_src/common/*.c c_src/nif/pid_table.c c_src/dist/eterm.c
     c_src/cli/wait_graph.c)
 tests=()
 for f in test/c/test_*.c; do

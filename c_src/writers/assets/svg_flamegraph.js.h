@@ -1,4 +1,4 @@
-/* Generated from c_src/formats/assets/svg_flamegraph.js by scripts/embed_text.sh: do not edit. */
+/* Generated from c_src/writers/assets/svg_flamegraph.js by scripts/embed_text.sh: do not edit. */
 static const char BS_ASSET_svg_flamegraph_js[] =
     "// svg_flamegraph.js - the interactive part of beamspy's SVG flame graphs.\n"
     "//\n"

@@ -1,4 +1,4 @@
-/* Generated from c_src/formats/assets/svg_flamegraph.css by scripts/embed_text.sh: do not edit. */
+/* Generated from c_src/writers/assets/svg_flamegraph.css by scripts/embed_text.sh: do not edit. */
 static const char BS_ASSET_svg_flamegraph_css[] =
     "/* svg_flamegraph.css - the look of beamspy's SVG flame graphs (see svg_document.c). */\n"
     "text { font-family: Verdana, \"DejaVu Sans\", sans-serif; font-size: 12px; fill: rgb(0,0,0); }\n"

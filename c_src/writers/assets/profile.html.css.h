@@ -1,7 +1,7 @@
-/* Generated from c_src/formats/assets/profile.html.css by scripts/embed_text.sh: do not edit. */
+/* Generated from c_src/writers/assets/profile.html.css by scripts/embed_text.sh: do not edit. */
 static const char BS_ASSET_profile_html_css[] =
     "/* profile.html.css \342\200\224 the stylesheet of beamspy's interactive HTML page\n"
-    " * (embedded by c_src/formats/html.c; the script is profile.html.js). */\n"
+    " * (embedded by c_src/writers/html.c; the script is profile.html.js). */\n"
     ":root {\n"
     "  --fg: #1d1d1f; --muted: #666; --line: #ddd; --bg: #fff; --panel: #f6f6f8; --accent: #b0306a;\n"
     "  color-scheme: light;\n"
@@ -75,4 +75,4 @@ static const char BS_ASSET_profile_html_css[] =
     "}\n"
     ".tooltip .tt-name { font-family: ui-monospace, Menlo, Consolas, monospace; font-weight: 600; margin-bottom: 2px; }\n"
     "";
-static const char BS_ASSET_profile_html_css_sha256[] = "VXEt833DVu63r5TABAaNcuHOJgepe2LRIhRY62MS3f8=";
+static const char BS_ASSET_profile_html_css_sha256[] = "01bj8HdDktzOwcJ49G4PyV+fjaAY+dHfrAMvAyWuAbY=";

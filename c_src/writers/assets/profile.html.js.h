@@ -1,8 +1,8 @@
-/* Generated from c_src/formats/assets/profile.html.js by scripts/embed_text.sh: do not edit. */
+/* Generated from c_src/writers/assets/profile.html.js by scripts/embed_text.sh: do not edit. */
 static const char BS_ASSET_profile_html_js[] =
     "/* profile.html.js \342\200\224 the script of beamspy's interactive HTML page.\n"
     " *\n"
-    " * Embedded into every .html profile by c_src/formats/html.c (through the\n"
+    " * Embedded into every .html profile by c_src/writers/html.c (through the\n"
     " * generated header profile.html.js.h). It reads the JSON data block\n"
     " * (#beamspy-data: a frame table and, per process, parallel arrays of parent\n"
     " * distance, frame id, self time and calls), builds the tree of the chosen\n"
@@ -810,4 +810,4 @@ static const char BS_ASSET_profile_html_js[] =
     "  };\n"
     "})();\n"
     "";
-static const char BS_ASSET_profile_html_js_sha256[] = "FoMPxYfXpoy6wkCQ5wzP0mrpkWRAdH9ZivLopOZp57I=";
+static const char BS_ASSET_profile_html_js_sha256[] = "1rW2ejv6F3XSsaUeZdk40DxKgXiaHkNHvxsVahfCZ54=";
