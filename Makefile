@@ -27,11 +27,18 @@ CLI_SRC     := $(wildcard c_src/cli/*.c)
 READERS_SRC := $(wildcard c_src/readers/*.c)
 DIST_SRC    := $(wildcard c_src/dist/*.c)
 C_HEADERS   := $(wildcard c_src/*/*.h)
-# JavaScript/CSS the writers put into their output, kept as their own files and
-# embedded as C string constants (scripts/embed_text.sh): x.js -> x.js.h.
-# The generated headers are committed, so builds that skip make still work.
+# Generated files, one policy: whatever a build generates goes into build/ and
+# is never committed; every way of building runs make (mix.exs and
+# rebar.config run `make nif`, test/otp runs make in its chroot), so nothing
+# builds without them. They are:
+#   build/gen/assets/x.js.h  the JavaScript/CSS the writers put into their
+#       output, kept as their own files in c_src/writers/assets/ and embedded
+#       as C string constants (scripts/embed_text.sh); the writers include
+#       "assets/x.js.h", found through -I$(GEN)
+#   build/cli/payload_data.c  the tool's payload (see below)
+GEN         := build/gen
 ASSETS      := $(wildcard c_src/writers/assets/*.js c_src/writers/assets/*.css)
-ASSET_HDRS  := $(addsuffix .h,$(ASSETS))
+ASSET_HDRS  := $(patsubst c_src/writers/assets/%,$(GEN)/assets/%.h,$(ASSETS))
 
 ERL_SRC     := $(wildcard src/*.erl)
 ERL_BEAMS   := $(patsubst src/%.erl,ebin/%.beam,$(ERL_SRC))
@@ -71,13 +78,14 @@ ebin/.elixir-stamp: $(EX_SRC) $(ERL_BEAMS) ebin/.docs-stamp | ebin
 
 assets: $(ASSET_HDRS)
 
-c_src/writers/assets/%.h: c_src/writers/assets/% scripts/embed_text.sh
-	scripts/embed_text.sh $< $@
+$(GEN)/assets/%.h: c_src/writers/assets/% scripts/embed_text.sh
+	@mkdir -p $(dir $@)
+	@scripts/embed_text.sh $< $@
 
 nif: $(NIF_SO)
 
 $(NIF_SO): $(ENGINE_SRC) $(WRITERS_SRC) $(COMMON_SRC) $(NIF_SRC) $(C_HEADERS) $(ASSET_HDRS) | priv
-	$(CC) $(ALL_CFLAGS) -fPIC -shared -fvisibility=hidden -I$(ERTS_INC) \
+	$(CC) $(ALL_CFLAGS) -fPIC -shared -fvisibility=hidden -I$(GEN) -I$(ERTS_INC) \
 	    -o $@ $(ENGINE_SRC) $(WRITERS_SRC) $(COMMON_SRC) $(NIF_SRC)
 	@# A missing bs_ function would only show when the VM loads the NIF.
 	@if nm -u $@ | grep -q ' bs_'; then nm -u $@ | grep ' bs_'; rm -f $@; exit 1; fi
@@ -97,7 +105,7 @@ $(PAYLOAD_C): $(ERL_ONLY_BEAMS) ebin/.docs-stamp $(NIF_SO) scripts/embed_payload
 	scripts/embed_payload.sh $@ ebin $(NIF_SO)
 
 $(CLI_BIN): $(ENGINE_SRC) $(WRITERS_SRC) $(COMMON_SRC) $(CLI_SRC) $(READERS_SRC) $(DIST_SRC) $(PAYLOAD_C) $(C_HEADERS) $(ASSET_HDRS) | bin
-	$(CC) $(ALL_CFLAGS) -pthread -I$(ERTS_INC) -Ic_src/dist -o $@ $(ENGINE_SRC) $(WRITERS_SRC) $(COMMON_SRC) $(CLI_SRC) \
+	$(CC) $(ALL_CFLAGS) -pthread -I$(GEN) -I$(ERTS_INC) -Ic_src/dist -o $@ $(ENGINE_SRC) $(WRITERS_SRC) $(COMMON_SRC) $(CLI_SRC) \
 	    $(READERS_SRC) $(DIST_SRC) $(PAYLOAD_C) -L$(EI_LIB) -lei -lpthread
 
 ebin priv bin:

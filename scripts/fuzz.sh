@@ -45,7 +45,7 @@ sources=(c_src/engine/*.c c_src/writers/*.c c_src/readers/*.c c_src/common/*.c c
 # erl_interface (ei.h, libei.a) for the term decoder, found like the Makefile does.
 erl_root=$(erl -noshell -eval 'io:format("~s", [code:root_dir()]), halt().' 2>/dev/null)
 [ -f "$erl_root/usr/include/ei.h" ] || erl_root=/usr/lib/erlang
-common=(-std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -g -pthread -Ic_src -Itest/c
+common=(-std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -g -pthread -Ic_src -Ibuild/gen -Itest/c
     -I"$erl_root/usr/include")
 libs=(-L"$erl_root/usr/lib" -lei -lpthread)
 # FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION: the .bspy reader accepts a zero
@@ -55,6 +55,7 @@ libs=(-L"$erl_root/usr/lib" -lei -lpthread)
 fuzz_flags=(-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
     -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION)
 jobs=$(nproc 2>/dev/null || echo 2)
+make -s assets || exit 2 # the generated headers the writers include (build/gen)
 mkdir -p "$build/obj" "$build/crashes" "$build/logs" "$build/seeds/bspy"
 
 # One instrumented object per source, compiled `jobs` at a time.

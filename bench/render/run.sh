@@ -47,7 +47,8 @@ mkdir -p "$BUILD/out"
 cflags=(-std=c11 -D_POSIX_C_SOURCE=200809L -O2 -g -Wall -Wextra -Werror)
 "$CC" "${cflags[@]}" -o "$BUILD/gen_folded" bench/render/gen_folded.c -lm || exit 2
 "$CC" "${cflags[@]}" -o "$BUILD/measure" bench/render/measure.c || exit 2
-"$CC" "${cflags[@]}" -Ic_src -o "$BUILD/render_driver" bench/render/render_driver.c \
+make -s assets || exit 2
+"$CC" "${cflags[@]}" -Ic_src -Ibuild/gen -o "$BUILD/render_driver" bench/render/render_driver.c \
     c_src/engine/*.c c_src/writers/*.c c_src/common/*.c -lpthread || exit 2
 
 if [ "$TOOL" = auto ]; then

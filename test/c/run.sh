@@ -22,6 +22,7 @@ root="$(cd "$here/../.." && pwd)"
 cd "$root" || exit 2
 build=test/c/build
 mkdir -p "$build/logs"
+make -s assets || exit 2 # the generated headers the writers include (build/gen)
 rm -f "$build"/logs/*.log "$build"/logs/*.counts "$build"/logs/valgrind*.out
 
 sources=(c_src/engine/*.c c_src/writers/*.c c_src/readers/*.c c_src/common/*.c c_src/nif/pid_table.c c_src/dist/eterm.c
@@ -33,7 +34,7 @@ done
 # erl_interface (ei.h, libei.a) for the term decoder, found like the Makefile does.
 erl_root=$(erl -noshell -eval 'io:format("~s", [code:root_dir()]), halt().' 2>/dev/null)
 [ -f "$erl_root/usr/include/ei.h" ] || erl_root=/usr/lib/erlang
-common=(-std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -g -pthread -Ic_src -Itest/c
+common=(-std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -g -pthread -Ic_src -Ibuild/gen -Itest/c
     -I"$erl_root/usr/include")
 libs=(-lcmocka -L"$erl_root/usr/lib" -lei -lpthread)
 

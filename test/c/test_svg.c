@@ -31,8 +31,8 @@
 #include <cmocka.h>
 #include <unistd.h>
 
-#include "writers/assets/svg_flamegraph.css.h"
-#include "writers/assets/svg_flamegraph.js.h"
+#include "assets/svg_flamegraph.css.h"
+#include "assets/svg_flamegraph.js.h"
 #include "writers/diff_svg.h"
 #include "writers/palette.h"
 #include "writers/svg_document.h"
@@ -759,7 +759,7 @@ static void test_assets_up_to_date(void **state)
     char *js = slurp("c_src/writers/assets/svg_flamegraph.js");
     char *css = slurp("c_src/writers/assets/svg_flamegraph.css");
     if (strcmp(js, BS_ASSET_svg_flamegraph_js) != 0 || strcmp(css, BS_ASSET_svg_flamegraph_css) != 0)
-        fail_msg("c_src/writers/assets/svg_flamegraph.{js,css}.h are stale: run `make assets`");
+        fail_msg("build/gen/assets/svg_flamegraph.{js,css}.h differ from their sources: run `make assets`");
     free(js);
     free(css);
 }
