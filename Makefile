@@ -162,6 +162,13 @@ build/obj/main/payload_data.o: $(PAYLOAD_C)
 
 $(CLI_BIN): $(CLI_OBJ) | bin
 	$(CC) $(ALL_CFLAGS) -pthread -o $@ $(CLI_OBJ) -L$(EI_LIB) -lei -lpthread
+	@# Here the readers' objects are built too: not one of their symbols may be in the NIF.
+	@$(call no_symbols_of,$(call objs,main,$(READERS_SRC)),$(NIF_SO)) || { rm -f $@; exit 1; }
+
+# no_symbols_of OBJECTS, BINARY: fails, naming them, if BINARY holds a symbol
+# that one of OBJECTS defines.
+no_symbols_of = syms=$$(nm -g --defined-only $(1) | awk 'NF == 3 { print $$3 }'); \
+    if nm $(2) | awk '{ print $$NF }' | grep -Fx -e "$$syms"; then echo "$(2): symbols of $(1)"; false; fi
 
 # --- test, fuzz and bench binaries (their scripts run them) -----------------
 # test/c/run.sh: one binary per test/c/test_*.c and variant, in
