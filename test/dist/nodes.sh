@@ -38,6 +38,16 @@ start_node_with() {
     wait_until 30 is_true "$short" "$ready"
 }
 
+# nothing_left SHORT LEFTOVERS EXPECTED: what the function LEFTOVERS prints
+# for the node is EXPECTED (nothing of beamspy left); else it says what is.
+nothing_left() {
+    local left
+    left=$("$2" "$1")
+    [ "$left" = "$3" ] && return 0
+    echo "    left on $1: $left"
+    return 1
+}
+
 os_pid() { rpc "$1" 'os:getpid().' | tr -d '"'; }
 
 stop_node() {

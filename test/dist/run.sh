@@ -103,13 +103,7 @@ leftovers() {
         tr -d '"'
 }
 
-clean() {
-    local left
-    left=$(leftovers "$1")
-    [ "$left" = "modules=0 traced=0 pattern=false" ] && return 0
-    echo "    left on $1: $left"
-    return 1
-}
+clean() { nothing_left "$1" leftovers "modules=0 traced=0 pattern=false"; }
 
 # wait_clean SHORT SECONDS: until nothing is left, at most SECONDS.
 wait_clean() {
@@ -180,7 +174,7 @@ check "two nodes: n1 is a root frame" grep -q "^$n1;<[0-9.]*> busy;" "$out/two.f
 check "two nodes: n2 is a root frame" grep -q "^$n2;<[0-9.]*> busy;" "$out/two.folded"
 bs record --node "$n1" --node "$n2" --name busy --duration 500ms --per-node -o "$out/per.folded" 2>/dev/null
 check "two nodes --per-node: one file each" [ -s "$out/per.$n1.folded" ] && [ -s "$out/per.$n2.folded" ]
-check "two nodes: nothing left on either" bash -c "$(declare -f rpc leftovers clean); erl_call='$erl_call' cookie='$cookie' tag='$tag'; clean n1 && clean n2"
+check "two nodes: nothing left on either" bash -c "$(declare -f rpc leftovers nothing_left clean); erl_call='$erl_call' cookie='$cookie' tag='$tag'; clean n1 && clean n2"
 
 echo "--- connection errors"
 bs record --node "$n1" --name busy -o "$out/x.folded" --cookie wrongcookie 2>"$out/cookie.err"

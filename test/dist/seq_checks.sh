@@ -13,13 +13,7 @@ seq_leftovers() {
         lists:flatten(io_lib:format("modules=~w tracer=~w pattern=~w",
                                     [length(Mods), seq_trace:get_system_tracer(), Pat])).' | tr -d '"'
 }
-seq_clean() {
-    local left
-    left=$(seq_leftovers "$1")
-    [ "$left" = "modules=0 tracer=false pattern=false" ] && return 0
-    echo "    left on $1: $left"
-    return 1
-}
+seq_clean() { nothing_left "$1" seq_leftovers "modules=0 tracer=false pattern=false"; }
 seq_all_clean() { seq_clean s1 && seq_clean s2 && seq_clean s3; }
 
 # start_seq_node SHORT EXPR: a detached node evaluating EXPR at start (nodes.sh).
