@@ -6,6 +6,8 @@
 ERL        ?= erl
 ERLC       ?= erlc
 CC         ?= gcc
+CLANG      ?= clang
+TEST_GCC   ?= gcc
 ERL_ROOT   := $(shell $(ERL) -noshell -eval 'io:format("~s", [code:root_dir()]), halt().' 2>/dev/null)
 ERTS_INC   := $(ERL_ROOT)/usr/include
 EI_LIB     := $(ERL_ROOT)/usr/lib
@@ -16,19 +18,28 @@ CFLAGS     ?= -O2 -g
 ALL_CFLAGS := $(CSTD) $(WARN) $(CFLAGS)
 
 ENGINE_SRC  := $(wildcard c_src/engine/*.c)
-FORMATS_SRC := $(wildcard c_src/formats/*.c)
+# Writers of output formats; readers of input formats (folded, .bspy, dbg trace
+# files: the readers need ei and the term decoder of c_src/dist); what both use
+# (atomic files, CRC-32, JSON strings, the .bspy constants) in c_src/common.
+# The NIF links the writers and never the readers; bin/beamspy links both.
+WRITERS_SRC := $(wildcard c_src/writers/*.c)
+COMMON_SRC  := $(wildcard c_src/common/*.c)
 NIF_SRC     := $(wildcard c_src/nif/*.c)
 CLI_SRC     := $(wildcard c_src/cli/*.c)
-# Readers of trace files (they need ei and the term decoder of c_src/dist):
-# linked into the command-line tool, never into the NIF.
 READERS_SRC := $(wildcard c_src/readers/*.c)
 DIST_SRC    := $(wildcard c_src/dist/*.c)
-C_HEADERS   := $(wildcard c_src/*/*.h)
-# JavaScript/CSS the writers put into their output, kept as their own files and
-# embedded as C string constants (scripts/embed_text.sh): x.js -> x.js.h.
-# The generated headers are committed, so builds that skip make still work.
-ASSETS      := $(wildcard c_src/formats/assets/*.js c_src/formats/assets/*.css)
-ASSET_HDRS  := $(addsuffix .h,$(ASSETS))
+# Generated files, one policy: whatever a build generates goes into build/ and
+# is never committed; every way of building runs make (mix.exs and
+# rebar.config run `make nif`, test/otp runs make in its chroot), so nothing
+# builds without them. They are:
+#   build/gen/assets/x.js.h  the JavaScript/CSS the writers put into their
+#       output, kept as their own files in c_src/writers/assets/ and embedded
+#       as C string constants (scripts/embed_text.sh); the writers include
+#       "assets/x.js.h", found through -I$(GEN)
+#   build/cli/payload_data.c  the tool's payload (see below)
+GEN         := build/gen
+ASSETS      := $(wildcard c_src/writers/assets/*.js c_src/writers/assets/*.css)
+ASSET_HDRS  := $(patsubst c_src/writers/assets/%,$(GEN)/assets/%.h,$(ASSETS))
 
 ERL_SRC     := $(wildcard src/*.erl)
 ERL_BEAMS   := $(patsubst src/%.erl,ebin/%.beam,$(ERL_SRC))
@@ -37,9 +48,57 @@ EX_SRC      := $(wildcard lib/*.ex lib/mix/tasks/*.ex)
 NIF_SO      := priv/beamspy_nif.so
 CLI_BIN     := bin/beamspy
 
-.PHONY: all deps erlang elixir nif cli assets demo test test-otp stress bench clean fuzz
+.PHONY: all deps erlang elixir nif cli assets demo test test-otp stress bench clean fuzz \
+    test-c-gcc test-c-asan fuzz-bins
 
 all: erlang elixir ebin/beamspy.app nif cli
+
+# --- C objects --------------------------------------------------------------
+# The one definition of every C build (the NIF, the tool, the C tests, the
+# fuzz targets, the bench and browser drivers): scripts ask make for what
+# they run. Each flag set compiles into its own folder,
+# build/obj/<set>/<dir>/<file>.o, with <file>.d listing the headers it
+# included (-MMD -MP), so a change recompiles only the objects it touches:
+#   main  the NIF and bin/beamspy: $(CC) with $(CFLAGS), position independent
+#         (one object serves both)
+#   gcc   test/c's gcc variant (also the one run under valgrind) and the fuzz
+#         seed maker: gcc -O1, -Werror
+#   asan  test/c's clang ASan/UBSan variant
+#   fuzz  scripts/fuzz.sh's libFuzzer targets (clang, instrumented)
+# `make print-VAR` prints a variable (scripts use it for lists, not flags).
+INCLUDES   := -Ic_src -I$(GEN) -I$(ERTS_INC) -Ic_src/dist
+EI_LIBS    := -L$(EI_LIB) -lei -lpthread
+TEST_FLAGS := $(CSTD) -Wall -Wextra -Werror -g -pthread -O1
+SANITIZE   := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+CC_main    := $(CC)
+FLAGS_main := $(ALL_CFLAGS) -fPIC -fvisibility=hidden -pthread
+CC_gcc     := $(TEST_GCC)
+FLAGS_gcc  := $(TEST_FLAGS)
+CC_asan    := $(CLANG)
+FLAGS_asan := $(TEST_FLAGS) $(SANITIZE)
+# FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION: the .bspy reader accepts a zero
+# checksum, so mutated inputs get through whole (and others are still
+# checked), and both readers use tiny buffers, so small inputs cross buffer
+# boundaries.
+CC_fuzz    := $(CLANG)
+FLAGS_fuzz := $(TEST_FLAGS) $(SANITIZE) -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+SETS       := main gcc asan fuzz
+
+# objs SET, SOURCES: the objects of SOURCES in SET.
+objs = $(patsubst c_src/%.c,build/obj/$(1)/%.o,$(2))
+
+define set_rules
+build/obj/$(1)/%.o: c_src/%.c | $$(ASSET_HDRS)
+	@mkdir -p $$(@D)
+	$$(CC_$(1)) $$(FLAGS_$(1)) $$(if $$(filter fuzz,$(1)),-fsanitize=fuzzer-no-link) $$(INCLUDES) -MMD -MP -c $$< -o $$@
+endef
+$(foreach s,$(SETS),$(eval $(call set_rules,$(s))))
+-include $(wildcard build/obj/*/*/*.d build/obj/*/*.d)
+# Objects are kept even when only pattern rules (test and fuzz binaries) need them.
+.SECONDARY:
+
+print-%:
+	@echo '$($*)'
 
 deps:
 	@scripts/deps.sh
@@ -68,16 +127,20 @@ ebin/.elixir-stamp: $(EX_SRC) $(ERL_BEAMS) ebin/.docs-stamp | ebin
 
 assets: $(ASSET_HDRS)
 
-c_src/formats/assets/%.h: c_src/formats/assets/% scripts/embed_text.sh
-	scripts/embed_text.sh $< $@
+$(GEN)/assets/%.h: c_src/writers/assets/% scripts/embed_text.sh
+	@mkdir -p $(dir $@)
+	@scripts/embed_text.sh $< $@
 
 nif: $(NIF_SO)
 
-$(NIF_SO): $(ENGINE_SRC) $(FORMATS_SRC) $(NIF_SRC) $(C_HEADERS) $(ASSET_HDRS) | priv
-	$(CC) $(ALL_CFLAGS) -fPIC -shared -fvisibility=hidden -I$(ERTS_INC) \
-	    -o $@ $(ENGINE_SRC) $(FORMATS_SRC) $(NIF_SRC)
+NIF_OBJ := $(call objs,main,$(ENGINE_SRC) $(WRITERS_SRC) $(COMMON_SRC) $(NIF_SRC))
+
+$(NIF_SO): $(NIF_OBJ) | priv
+	$(CC) $(ALL_CFLAGS) -fPIC -shared -fvisibility=hidden -o $@ $(NIF_OBJ)
 	@# A missing bs_ function would only show when the VM loads the NIF.
 	@if nm -u $@ | grep -q ' bs_'; then nm -u $@ | grep ' bs_'; rm -f $@; exit 1; fi
+	@# The NIF never reads a file: no reader may be linked into it.
+	@if nm $@ | grep -E ' (bs_read_|bs_dbg_|bs_stack_cache_|bs_tree_build_)'; then rm -f $@; exit 1; fi
 
 cli: $(CLI_BIN)
 
@@ -91,9 +154,68 @@ $(PAYLOAD_C): $(ERL_ONLY_BEAMS) ebin/.docs-stamp $(NIF_SO) scripts/embed_payload
 	@mkdir -p $(dir $@)
 	scripts/embed_payload.sh $@ ebin $(NIF_SO)
 
-$(CLI_BIN): $(ENGINE_SRC) $(FORMATS_SRC) $(CLI_SRC) $(READERS_SRC) $(DIST_SRC) $(PAYLOAD_C) $(C_HEADERS) $(ASSET_HDRS) | bin
-	$(CC) $(ALL_CFLAGS) -pthread -I$(ERTS_INC) -Ic_src/dist -o $@ $(ENGINE_SRC) $(FORMATS_SRC) $(CLI_SRC) \
-	    $(READERS_SRC) $(DIST_SRC) $(PAYLOAD_C) -L$(EI_LIB) -lei -lpthread
+CLI_OBJ := $(call objs,main,$(ENGINE_SRC) $(WRITERS_SRC) $(COMMON_SRC) $(CLI_SRC) $(READERS_SRC) \
+    $(DIST_SRC)) build/obj/main/payload_data.o
+
+build/obj/main/payload_data.o: $(PAYLOAD_C)
+	$(CC_main) $(FLAGS_main) $(INCLUDES) -c $< -o $@
+
+$(CLI_BIN): $(CLI_OBJ) | bin
+	$(CC) $(ALL_CFLAGS) -pthread -o $@ $(CLI_OBJ) -L$(EI_LIB) -lei -lpthread
+	@# Here the readers' objects are built too: not one of their symbols may be in the NIF.
+	@$(call no_symbols_of,$(call objs,main,$(READERS_SRC)),$(NIF_SO)) || { rm -f $@; exit 1; }
+
+# no_symbols_of OBJECTS, BINARY: fails, naming them, if BINARY holds a symbol
+# that one of OBJECTS defines.
+no_symbols_of = syms=$$(nm -g --defined-only $(1) | awk 'NF == 3 { print $$3 }'); \
+    if nm $(2) | awk '{ print $$NF }' | grep -Fx -e "$$syms"; then echo "$(2): symbols of $(1)"; false; fi
+
+# --- test, fuzz and bench binaries (their scripts run them) -----------------
+# test/c/run.sh: one binary per test/c/test_*.c and variant, in
+# test/c/build/<set>/ (make test-c-gcc, make test-c-asan).
+TEST_C_SRC := $(ENGINE_SRC) $(WRITERS_SRC) $(READERS_SRC) $(COMMON_SRC) c_src/nif/pid_table.c \
+    c_src/dist/eterm.c c_src/cli/wait_graph.c c_src/cli/term_frame.c c_src/cli/dump_names.c
+TEST_C     := $(patsubst test/c/%.c,%,$(wildcard test/c/test_*.c))
+
+define test_c_rules
+test/c/build/$(1)/%: test/c/%.c $$(call objs,$(1),$$(TEST_C_SRC)) $$(wildcard test/c/*.h)
+	@mkdir -p $$(@D)
+	$$(CC_$(1)) $$(FLAGS_$(1)) $$(INCLUDES) -Itest/c -o $$@ $$< $$(call objs,$(1),$$(TEST_C_SRC)) -lcmocka $$(EI_LIBS)
+test-c-$(1): $$(addprefix test/c/build/$(1)/,$$(TEST_C))
+endef
+$(foreach s,gcc asan,$(eval $(call test_c_rules,$(s))))
+
+# scripts/fuzz.sh: the libFuzzer targets fuzz/fuzz_*.c and the .bspy seed
+# maker (a plain build: it must write real checksums), in fuzz/build/.
+FUZZ_SRC   := $(ENGINE_SRC) $(WRITERS_SRC) $(READERS_SRC) $(COMMON_SRC) c_src/dist/eterm.c
+FUZZ_BINS  := $(patsubst fuzz/%.c,fuzz/build/%,$(wildcard fuzz/fuzz_*.c)) fuzz/build/make_bspy_seed
+
+fuzz/build/fuzz_%: fuzz/fuzz_%.c $(call objs,fuzz,$(FUZZ_SRC)) $(wildcard fuzz/*.h test/c/*.h)
+	@mkdir -p $(@D)
+	$(CC_fuzz) $(FLAGS_fuzz) -fsanitize=fuzzer $(INCLUDES) -Itest/c -o $@ $< $(call objs,fuzz,$(FUZZ_SRC)) $(EI_LIBS)
+
+fuzz/build/make_bspy_seed: fuzz/make_bspy_seed.c $(call objs,gcc,$(FUZZ_SRC)) $(wildcard fuzz/*.h test/c/*.h)
+	@mkdir -p $(@D)
+	$(CC_gcc) $(FLAGS_gcc) $(INCLUDES) -Itest/c -o $@ $< $(call objs,gcc,$(FUZZ_SRC)) $(EI_LIBS)
+
+fuzz-bins: $(FUZZ_BINS)
+
+# Drivers of the writers without the tool: bench/render/run.sh's, and the
+# browser layer's (test/browser/svg.test.js) when the tool has no diff.
+DRIVER_OBJ := $(call objs,main,$(ENGINE_SRC) $(WRITERS_SRC) $(READERS_SRC) $(COMMON_SRC) c_src/dist/eterm.c)
+
+bench/build/render/render_driver: bench/render/render_driver.c $(DRIVER_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(INCLUDES) -o $@ $< $(DRIVER_OBJ) $(EI_LIBS)
+
+build/test/svg_driver: test/browser/svg_driver.c $(DRIVER_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(INCLUDES) -Itest/c -o $@ $< $(DRIVER_OBJ) $(EI_LIBS)
+
+# bench/run.sh's null tracer, built like the NIF.
+bench/build/bench_null_tracer.so: bench/null_tracer/bench_null_tracer.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -fPIC -shared -fvisibility=hidden -I$(ERTS_INC) -o $@ $<
 
 ebin priv bin:
 	mkdir -p $@

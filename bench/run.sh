@@ -10,15 +10,11 @@ ROOT=$(pwd)
 BUILD="$ROOT/bench/build"
 ERL=${ERL:-erl}
 ERLC=${ERLC:-erlc}
-CC=${CC:-gcc}
 
 mkdir -p "$BUILD"
-ERL_ROOT=$("$ERL" -noshell -eval 'io:format("~s", [code:root_dir()]), halt().')
 
-# The null tracer: built like the beamspy NIF (same compiler flags).
-"$CC" -std=c11 -O2 -g -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden \
-    -I"$ERL_ROOT/usr/include" -o "$BUILD/bench_null_tracer.so" \
-    bench/null_tracer/bench_null_tracer.c
+# The null tracer: built like the beamspy NIF (the Makefile's rule).
+make -s bench/build/bench_null_tracer.so
 "$ERLC" -Werror -o "$BUILD" bench/*.erl bench/null_tracer/bench_null_tracer.erl
 
 export ERL_CRASH_DUMP="$BUILD/erl_crash.dump"

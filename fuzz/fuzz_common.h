@@ -13,9 +13,9 @@
 #include <string.h>
 
 #include "engine/profile.h"
-#include "formats/folded.h"
-#include "formats/readers.h"
-#include "formats/writers.h"
+#include "writers/folded.h"
+#include "readers/readers.h"
+#include "writers/writers.h"
 #include "test_util.h"
 
 #define CHECK(cond)                                                                  \

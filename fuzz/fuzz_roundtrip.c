@@ -8,7 +8,7 @@
  * gives the same bytes. A seed is either kind of input (fuzz/corpus/). */
 #include "fuzz_common.h"
 
-#include "formats/bspy.h"
+#include "common/bspy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

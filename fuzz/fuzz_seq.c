@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "engine/seq_flow.h"
-#include "formats/seq_writers.h"
+#include "writers/seq_writers.h"
 #include "json_check.h"
 #include "xml_check.h"
 

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "engine/profile.h"
-#include "formats/readers.h"
-#include "formats/writers.h"
+#include "readers/readers.h"
+#include "writers/writers.h"
 #include "test_util.h"
 
 static int recorded(bs_profile *prof)

@@ -4,7 +4,7 @@
 # string constant, so the asset stays a normal .js/.css file in the tree and
 # the writers need no file at run time.
 #
-#   c_src/formats/assets/flamegraph.js -> static const char BS_ASSET_flamegraph_js[]
+#   c_src/writers/assets/flamegraph.js -> static const char BS_ASSET_flamegraph_js[]
 #
 # The name is BS_ASSET_ followed by the file's base name with every character
 # that is not a letter or digit turned into '_'. The string is the file's

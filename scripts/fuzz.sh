@@ -37,59 +37,17 @@ build | replay) secs=0 ;;
     ;;
 esac
 
-CLANG=${CLANG:-clang}
-CC=${CC:-gcc}
 build=fuzz/build
 targets=(folded bspy roundtrip eterm dbg seq)
-sources=(c_src/engine/*.c c_src/formats/*.c c_src/readers/*.c c_src/dist/eterm.c)
-# erl_interface (ei.h, libei.a) for the term decoder, found like the Makefile does.
-erl_root=$(erl -noshell -eval 'io:format("~s", [code:root_dir()]), halt().' 2>/dev/null)
-[ -f "$erl_root/usr/include/ei.h" ] || erl_root=/usr/lib/erlang
-common=(-std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -g -pthread -Ic_src -Itest/c
-    -I"$erl_root/usr/include")
-libs=(-L"$erl_root/usr/lib" -lei -lpthread)
-# FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION: the .bspy reader accepts a zero
-# checksum, so mutated inputs get through whole (and others are still
-# checked), and both readers use tiny buffers, so small inputs cross buffer
-# boundaries.
-fuzz_flags=(-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
-    -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION)
 jobs=$(nproc 2>/dev/null || echo 2)
-mkdir -p "$build/obj" "$build/crashes" "$build/logs" "$build/seeds/bspy"
+mkdir -p "$build/crashes" "$build/logs" "$build/seeds/bspy"
 
-# One instrumented object per source, compiled `jobs` at a time.
-compile_objects() {
-    local pids=() s o rc=0
-    for s in "${sources[@]}"; do
-        o="$build/obj/$(echo "$s" | tr '/' '_' | sed 's/\.c$/.o/')"
-        "$CLANG" "${common[@]}" "${fuzz_flags[@]}" -fsanitize=fuzzer-no-link -c "$s" -o "$o" \
-            2>"$o.log" &
-        pids+=($!)
-        if [ ${#pids[@]} -ge "$jobs" ]; then
-            wait "${pids[0]}" || rc=1
-            pids=("${pids[@]:1}")
-        fi
-    done
-    for p in "${pids[@]}"; do
-        wait "$p" || rc=1
-    done
-    cat "$build"/obj/*.log >>"$build/logs/build.log"
-    return $rc
-}
-
-# build: the readers and writers once (instrumented), then one binary per
-# target, and the seed maker (plain build: it must write real checksums).
+# build: the targets and the seed maker (the Makefile's fuzz-bins: the
+# readers and writers compiled once, instrumented, in build/obj/fuzz; only
+# what changed is recompiled), then the .bspy seeds.
 build_all() {
     local log="$build/logs/build.log"
-    : >"$log"
-    rm -f "$build"/obj/*.o "$build"/obj/*.log
-    compile_objects || return 1
-    for t in "${targets[@]}"; do
-        "$CLANG" "${common[@]}" "${fuzz_flags[@]}" -fsanitize=fuzzer -o "$build/fuzz_$t" "fuzz/fuzz_$t.c" \
-            "$build"/obj/*.o "${libs[@]}" 2>>"$log" || return 1
-    done
-    "$CC" "${common[@]}" -O1 -o "$build/make_bspy_seed" fuzz/make_bspy_seed.c "${sources[@]}" "${libs[@]}" \
-        2>>"$log" || return 1
+    make -s -j"$jobs" fuzz-bins >"$log" 2>&1 || return 1
     rm -f "$build"/seeds/bspy/*
     for f in fuzz/corpus/folded/*; do
         "$build/make_bspy_seed" "$f" "$build/seeds/bspy/$(basename "$f").bspy" 2>>"$log" || true
@@ -101,15 +59,10 @@ build_all() {
     done
 }
 
-# 1 if every target exists and is newer than every source it is built from.
+# 0 if every target is up to date (make would build nothing).
 up_to_date() {
-    local t newer
-    for t in "${targets[@]}"; do
-        [ -x "$build/fuzz_$t" ] || return 1
-        newer=$(find c_src/engine c_src/formats c_src/readers c_src/dist fuzz test/c/test_util.h scripts/fuzz.sh \
-            -newer "$build/fuzz_$t" -type f -not -path 'fuzz/corpus/*' -not -path "$build/*" | head -n 1)
-        [ -z "$newer" ] || return 1
-    done
+    # shellcheck disable=SC2046 # the list is file names without spaces
+    make -s -q $(make -s print-FUZZ_BINS) 2>/dev/null
 }
 
 if [ "${FUZZ_SKIP_BUILD:-0}" = 1 ] && up_to_date; then

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "formats/readers.h"
-#include "formats/writers.h"
+#include "readers/readers.h"
+#include "writers/writers.h"
 
 static double now_ms(void)
 {

@@ -47,8 +47,7 @@ mkdir -p "$BUILD/out"
 cflags=(-std=c11 -D_POSIX_C_SOURCE=200809L -O2 -g -Wall -Wextra -Werror)
 "$CC" "${cflags[@]}" -o "$BUILD/gen_folded" bench/render/gen_folded.c -lm || exit 2
 "$CC" "${cflags[@]}" -o "$BUILD/measure" bench/render/measure.c || exit 2
-"$CC" "${cflags[@]}" -Ic_src -o "$BUILD/render_driver" bench/render/render_driver.c \
-    c_src/engine/*.c c_src/formats/*.c -lpthread || exit 2
+make -s bench/build/render/render_driver || exit 2 # the Makefile's build of render_driver.c
 
 if [ "$TOOL" = auto ]; then
     if [ -x bin/beamspy ] && bin/beamspy render --help >/dev/null 2>&1; then TOOL=cli; else TOOL=driver; fi

@@ -20,8 +20,8 @@
 #include <stdio.h>
 
 #include "../engine/profile.h"
-#include "../formats/render_opts.h"
-#include "../formats/writers.h"
+#include "../writers/render_opts.h"
+#include "../writers/writers.h"
 
 enum {
     BS_EXIT_OK = 0,
@@ -122,6 +122,13 @@ int bs_cli_format_option(const char *cmd, const char *name, bs_format *format);
 
 /* Appends an -o path to a growing list; returns BS_EXIT_OK or BS_EXIT_FAILURE. */
 int bs_cli_add_output(const char ***outputs, int *n_outputs, const char *path);
+
+/* The output options of the commands that write profiles (render, convert,
+ * diff): -o FILE (repeatable) and, unless format is NULL, -f/--format NAME.
+ * Returns 0 when done, -1 when code is neither, else the exit code (message
+ * printed). */
+int bs_cli_output_option(const char *cmd, int code, const char *arg, const char ***outputs, int *n_outputs,
+                         bs_format *format);
 
 /* The one-line usage error for getopt_long's '?' or ':' result. */
 int bs_cli_getopt_error(const char *cmd, int result, char **argv);

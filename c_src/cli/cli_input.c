@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "../engine/call_tree.h"
-#include "../formats/readers.h"
+#include "../readers/readers.h"
 
 static int report_read_error(const bs_read_error *err)
 {

@@ -3,7 +3,7 @@
 #include "cli.h"
 
 #include "../engine/filter.h"
-#include "../formats/writers.h"
+#include "../writers/writers.h"
 
 #include <errno.h>
 #include <math.h>
@@ -167,6 +167,16 @@ int bs_cli_add_output(const char ***outputs, int *n_outputs, const char *path)
     *outputs = more;
     more[(*n_outputs)++] = path;
     return BS_EXIT_OK;
+}
+
+int bs_cli_output_option(const char *cmd, int code, const char *arg, const char ***outputs, int *n_outputs,
+                         bs_format *format)
+{
+    if (code == 'o')
+        return bs_cli_add_output(outputs, n_outputs, arg);
+    if (code == 'f' && format)
+        return bs_cli_format_option(cmd, arg, format);
+    return -1;
 }
 
 int bs_cli_palette_option(const char *cmd, const char *arg, bs_render_opts *o)

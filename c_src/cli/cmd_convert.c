@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../formats/writers.h"
+#include "../writers/writers.h"
 #include "../readers/dbg_trace.h"
 #include "cli.h"
 #include "remote.h"
@@ -177,19 +177,13 @@ static int parse_args(int argc, char **argv, convert_args *a)
         case 'h':
             bs_cmd_convert_usage(stdout);
             return BS_EXIT_OK;
-        case 'o':
-            if ((rc = bs_cli_add_output(&a->outputs, &a->n_outputs, optarg)) != BS_EXIT_OK)
-                return rc;
-            break;
-        case 'f':
-            if ((rc = bs_cli_format_option(CMD, optarg, &a->format)) != BS_EXIT_OK)
-                return rc;
-            break;
         case '?':
         case ':':
             return bs_cli_getopt_error(CMD, c, argv);
         default:
-            rc = own_option(c, a);
+            rc = bs_cli_output_option(CMD, c, optarg, &a->outputs, &a->n_outputs, &a->format);
+            if (rc < 0)
+                rc = own_option(c, a);
             if (rc < 0)
                 rc = bs_cli_shared_option(CMD, c, optarg, &a->opts);
             if (rc != 0)

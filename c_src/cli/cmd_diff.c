@@ -13,11 +13,11 @@
 #include <string.h>
 
 #include "../engine/filter.h"
-#include "../formats/atomic_file.h"
-#include "../formats/diff_svg.h"
-#include "../formats/writers.h"
+#include "../common/atomic_file.h"
+#include "../writers/diff_svg.h"
+#include "../writers/writers.h"
 #include "cli.h"
-#include "diff_folded.h"
+#include "../writers/diff_folded.h"
 
 #define CMD "diff"
 
@@ -97,10 +97,6 @@ static int parse_args(int argc, char **argv, diff_args *a)
         case 'h':
             bs_cmd_diff_usage(stdout);
             return BS_EXIT_OK;
-        case 'o':
-            if ((rc = bs_cli_add_output(&a->outputs, &a->n_outputs, optarg)) != BS_EXIT_OK)
-                return rc;
-            break;
         case OPT_FOLDED:
             a->force_folded = 1;
             break;
@@ -111,7 +107,9 @@ static int parse_args(int argc, char **argv, diff_args *a)
         case ':':
             return bs_cli_getopt_error(CMD, c, argv);
         default:
-            rc = bs_cli_shared_option(CMD, c, optarg, &a->opts);
+            rc = bs_cli_output_option(CMD, c, optarg, &a->outputs, &a->n_outputs, NULL);
+            if (rc < 0)
+                rc = bs_cli_shared_option(CMD, c, optarg, &a->opts);
             if (rc != 0)
                 return rc < 0 ? bs_cli_getopt_error(CMD, '?', argv) : rc;
         }

@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "../dist/call_args.h"
-#include "../formats/json_escape.h"
+#include "../common/json_escape.h"
 #include "cli.h"
 #include "dump_names.h"
 #include "dump_waits.h"

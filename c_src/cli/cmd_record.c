@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "../dist/call_args.h"
-#include "../formats/readers.h"
-#include "../formats/writers.h"
+#include "../readers/readers.h"
+#include "../writers/writers.h"
 #include "cli.h"
 #include "job.h"
 #include "remote.h"
@@ -37,12 +37,9 @@ enum {
     OPT_PID,
     OPT_NAME,
     OPT_ALL,
-    OPT_FUNCTION,
-    OPT_CALLS,
     OPT_INTERVAL,
     OPT_PER_NODE,
     OPT_CHILDREN,
-    OPT_LEASE,
     OPT_PROGRESS,
     OPT_NO_PROGRESS
 };
@@ -132,16 +129,14 @@ static int parse_args(int argc, char **argv, record_args *a)
         {"pid", required_argument, NULL, OPT_PID},
         {"name", required_argument, NULL, OPT_NAME},
         {"all", no_argument, NULL, OPT_ALL},
-        {"function", required_argument, NULL, OPT_FUNCTION},
-        {"calls", required_argument, NULL, OPT_CALLS},
         {"interval", required_argument, NULL, OPT_INTERVAL},
         {"per-node", no_argument, NULL, OPT_PER_NODE},
         {"children", no_argument, NULL, OPT_CHILDREN},
-        {"lease", required_argument, NULL, OPT_LEASE},
         {"progress", no_argument, NULL, OPT_PROGRESS},
         {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
         {"help", no_argument, NULL, 'h'},
         BS_RECORDING_LONG_OPTIONS,
+        BS_FUNCTION_JOB_LONG_OPTIONS,
         BS_REMOTE_LONG_OPTIONS,
         BS_CLI_SHARED_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
@@ -180,18 +175,6 @@ static int parse_args(int argc, char **argv, record_args *a)
             if ((rc = set_targets_kind(a, BS_TARGET_ALL, "--all")))
                 return rc;
             break;
-        case OPT_FUNCTION:
-            if ((rc = set_targets_kind(a, BS_TARGET_FUNCTION, "--function")))
-                return rc;
-            if (bs_job_parse_mfa(optarg, &a->job) < 0)
-                return bs_cli_usage_error(CMD, "bad --function '%s' (mod:fun/arity, or Elixir Mod.fun/arity)",
-                                          optarg);
-            break;
-        case OPT_CALLS:
-            if (bs_parse_count(optarg, &v) < 0 || v == 0 || v > 100000)
-                return bs_cli_usage_error(CMD, "bad --calls '%s' (1 to 100000)", optarg);
-            a->job.calls = (unsigned)v;
-            break;
         case OPT_INTERVAL:
             if (bs_cli_duration_option(CMD, "--interval", optarg, 1, 60000, "e.g. 5ms, 100ms", &v))
                 return BS_EXIT_USAGE;
@@ -202,11 +185,6 @@ static int parse_args(int argc, char **argv, record_args *a)
             break;
         case OPT_CHILDREN:
             a->job.children = 1;
-            break;
-        case OPT_LEASE:
-            if (bs_cli_duration_option(CMD, "--lease", optarg, 1000, 600000, "1s to 10m", &v))
-                return BS_EXIT_USAGE;
-            a->job.lease_ms = (unsigned)v;
             break;
         case OPT_PROGRESS:
             a->progress = 1;
@@ -221,6 +199,8 @@ static int parse_args(int argc, char **argv, record_args *a)
             rc = bs_remote_option(CMD, c, optarg, &a->remote, BS_REMOTE_MAX_NODES);
             if (rc < 0)
                 rc = bs_job_option(CMD, c, optarg, &a->job, &a->render);
+            if (rc < 0)
+                rc = bs_job_function_option(CMD, c, optarg, &a->job);
             if (rc < 0)
                 rc = bs_cli_shared_option(CMD, c, optarg, &a->render);
             if (rc != 0)

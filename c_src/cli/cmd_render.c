@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../formats/writers.h"
+#include "../writers/writers.h"
 #include "cli.h"
 
 #define CMD "render"
@@ -88,14 +88,6 @@ static int parse_args(int argc, char **argv, render_args *a)
         case 'h':
             bs_cmd_render_usage(stdout);
             return BS_EXIT_OK;
-        case 'o':
-            if ((rc = bs_cli_add_output(&a->outputs, &a->n_outputs, optarg)) != BS_EXIT_OK)
-                return rc;
-            break;
-        case 'f':
-            if ((rc = bs_cli_format_option(CMD, optarg, &a->format)) != BS_EXIT_OK)
-                return rc;
-            break;
         case OPT_FLAMECHART:
             a->opts.flamechart = 1;
             break;
@@ -107,7 +99,9 @@ static int parse_args(int argc, char **argv, render_args *a)
         case ':':
             return bs_cli_getopt_error(CMD, c, argv);
         default:
-            rc = bs_cli_shared_option(CMD, c, optarg, &a->opts);
+            rc = bs_cli_output_option(CMD, c, optarg, &a->outputs, &a->n_outputs, &a->format);
+            if (rc < 0)
+                rc = bs_cli_shared_option(CMD, c, optarg, &a->opts);
             if (rc != 0)
                 return rc < 0 ? bs_cli_getopt_error(CMD, '?', argv) : rc;
         }

@@ -30,8 +30,8 @@
 #include <unistd.h>
 
 #include "../dist/payload.h"
-#include "../formats/readers.h"
-#include "../formats/writers.h"
+#include "../readers/readers.h"
+#include "../writers/writers.h"
 #include "cli.h"
 #include "early_stop.h"
 #include "job.h"

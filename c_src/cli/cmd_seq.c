@@ -26,7 +26,7 @@
 
 #include "../engine/filter.h"
 #include "../engine/seq_flow.h"
-#include "../formats/seq_writers.h"
+#include "../writers/seq_writers.h"
 #include "cli.h"
 #include "job.h"
 #include "remote.h"
@@ -39,10 +39,7 @@
 #define FINISH_TIMEOUT_MS 60000u
 
 enum {
-    OPT_FUNCTION = BS_OPT_REMOTE_FIRST_OWN,
-    OPT_CALLS,
-    OPT_DURATION,
-    OPT_LEASE,
+    OPT_DURATION = BS_OPT_REMOTE_FIRST_OWN,
     OPT_KEEP_NOISE,
     OPT_INCLUDE,
     OPT_EXCLUDE,
@@ -124,10 +121,8 @@ static int parse_args(int argc, char **argv, seq_args *a)
 {
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'},
-        {"function", required_argument, NULL, OPT_FUNCTION},
-        {"calls", required_argument, NULL, OPT_CALLS},
         {"duration", required_argument, NULL, OPT_DURATION},
-        {"lease", required_argument, NULL, OPT_LEASE},
+        BS_FUNCTION_JOB_LONG_OPTIONS,
         {"keep-noise", no_argument, NULL, OPT_KEEP_NOISE},
         {"include", required_argument, NULL, OPT_INCLUDE},
         {"exclude", required_argument, NULL, OPT_EXCLUDE},
@@ -153,26 +148,10 @@ static int parse_args(int argc, char **argv, seq_args *a)
             if ((rc = bs_cli_add_output(&a->outputs, &a->n_outputs, optarg)) != BS_EXIT_OK)
                 return rc;
             break;
-        case OPT_FUNCTION:
-            if (bs_job_parse_mfa(optarg, &a->job) < 0)
-                return bs_cli_usage_error(CMD, "bad --function '%s' (mod:fun/arity, or Elixir Mod.fun/arity)",
-                                          optarg);
-            a->job.target_kind = BS_TARGET_FUNCTION;
-            break;
-        case OPT_CALLS:
-            if ((rc = count_option("--calls", optarg, 100000, &v)))
-                return rc;
-            a->job.calls = (unsigned)v;
-            break;
         case OPT_DURATION:
             if (bs_cli_duration_option(CMD, "--duration", optarg, 1, 86400000ULL, "e.g. 500ms, 10s, 2m",
                                        &a->job.duration_ms))
                 return BS_EXIT_USAGE;
-            break;
-        case OPT_LEASE:
-            if (bs_cli_duration_option(CMD, "--lease", optarg, 1000, 600000, "1s to 10m", &v))
-                return BS_EXIT_USAGE;
-            a->job.lease_ms = (unsigned)v;
             break;
         case OPT_KEEP_NOISE:
             a->seq.keep_noise = 1;
@@ -208,6 +187,8 @@ static int parse_args(int argc, char **argv, seq_args *a)
             return bs_cli_getopt_error(CMD, c, argv);
         default:
             rc = bs_remote_option(CMD, c, optarg, &a->remote, BS_REMOTE_MAX_NODES);
+            if (rc < 0)
+                rc = bs_job_function_option(CMD, c, optarg, &a->job);
             if (rc != 0)
                 return rc < 0 ? bs_cli_getopt_error(CMD, '?', argv) : rc;
         }

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../formats/json_escape.h"
+#include "../common/json_escape.h"
 #include "dump_names.h"
 #include "remote.h"
 

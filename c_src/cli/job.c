@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "../dist/call_args.h"
-#include "../formats/readers.h"
+#include "../readers/readers.h"
 #include "cli.h"
 #include "term_frame.h"
 
@@ -60,6 +60,32 @@ int bs_job_option(const char *cmd, int code, const char *arg, bs_job_spec *s, bs
         return bs_cli_palette_option(cmd, arg, render);
     case BS_OPT_STRICT:
         s->strict = 1;
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+int bs_job_function_option(const char *cmd, int code, const char *arg, bs_job_spec *s)
+{
+    unsigned long long v;
+    switch (code) {
+    case BS_OPT_FUNCTION:
+        if (s->target_kind != BS_TARGET_NONE && s->target_kind != BS_TARGET_FUNCTION)
+            return bs_cli_usage_error(cmd, "--function cannot be combined with the other target given");
+        if (bs_job_parse_mfa(arg, s) < 0)
+            return bs_cli_usage_error(cmd, "bad --function '%s' (mod:fun/arity, or Elixir Mod.fun/arity)", arg);
+        s->target_kind = BS_TARGET_FUNCTION;
+        return 0;
+    case BS_OPT_CALLS:
+        if (bs_parse_count(arg, &v) < 0 || v == 0 || v > 100000)
+            return bs_cli_usage_error(cmd, "bad --calls '%s' (1 to 100000)", arg);
+        s->calls = (unsigned)v;
+        return 0;
+    case BS_OPT_LEASE:
+        if (bs_cli_duration_option(cmd, "--lease", arg, 1000, 600000, "1s to 10m", &v))
+            return BS_EXIT_USAGE;
+        s->lease_ms = (unsigned)v;
         return 0;
     default:
         return -1;

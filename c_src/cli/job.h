@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "../engine/profile.h"
-#include "../formats/render_opts.h"
+#include "../writers/render_opts.h"
 #include "early_stop.h"
 #include "remote.h"
 
@@ -78,6 +78,9 @@ enum {
     BS_OPT_FLAMECHART,
     BS_OPT_PALETTE,
     BS_OPT_STRICT,
+    BS_OPT_FUNCTION,
+    BS_OPT_CALLS,
+    BS_OPT_LEASE,
     BS_OPT_RECORDING_FIRST_OWN
 };
 
@@ -97,6 +100,17 @@ enum {
 /* Applies recording option `code`: 0 done, -1 not a recording option,
  * else the exit code (message printed). */
 int bs_job_option(const char *cmd, int code, const char *arg, bs_job_spec *s, bs_render_opts *render);
+
+/* The options of a job that follows calls of a function, which record and
+ * seq take alike: --function M:F/A, --calls N, --lease T. */
+#define BS_FUNCTION_JOB_LONG_OPTIONS                             \
+    {"function", required_argument, NULL, BS_OPT_FUNCTION},      \
+    {"calls", required_argument, NULL, BS_OPT_CALLS},            \
+    {"lease", required_argument, NULL, BS_OPT_LEASE}
+
+/* Applies --function, --calls or --lease: 0 done, -1 none of them, else the
+ * exit code (message printed). */
+int bs_job_function_option(const char *cmd, int code, const char *arg, bs_job_spec *s);
 
 /* Help lines of the recording options. */
 void bs_job_options_usage(FILE *out);

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "../engine/filter.h"
-#include "../formats/writers.h"
+#include "../writers/writers.h"
 #include "name_nif.h"
 #include "nif_atoms.h"
 #include "profile_export.h"

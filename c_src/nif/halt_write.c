@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "../formats/writers.h"
+#include "../writers/writers.h"
 
 #include "nif_atoms.h"
 #include "write_request.h"

@@ -1,6 +1,6 @@
 /* seq_nif.c — seq_write(Flow, Outputs, Opts): decodes the events of a
  * sequence capture, merges them (engine/seq_flow.c) and writes each output
- * with the format writers (formats/seq_*.c), atomically.
+ * with the format writers (writers/seq_*.c), atomically.
  *
  *   Flow    = #{events => [{send | recv, Prev, Cur, Ts, FromNode, FromPid,
  *                            ToNode, ToPid, Text, Label}],
@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "../engine/seq_flow.h"
-#include "../formats/seq_writers.h"
+#include "../writers/seq_writers.h"
 #include "nif_atoms.h"
 #include "write_request.h"
 

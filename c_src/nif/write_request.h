@@ -10,8 +10,8 @@
 
 #include "../engine/frame_name.h"
 #include "../engine/profile.h"
-#include "../formats/render_opts.h"
-#include "../formats/writers.h"
+#include "../writers/render_opts.h"
+#include "../writers/writers.h"
 
 struct bs_session;
 

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../formats/read_source.h"
+#include "read_source.h"
 #include "dbg_procs.h"
 #include "dbg_stream.h"
 
@@ -62,6 +62,18 @@ static int oom(bs_read_error *err, const char *file)
     return bs_read_fail(err, file, 0, 0, "out of memory");
 }
 
+
+/* The process of ev's pid in b->procs: 1 (its index in *i), 0 when it is
+ * left out (too many processes), -1 when memory ran out. */
+static int proc_of(builder *b, const bs_dbg_event *ev, uint32_t *i)
+{
+    int failed = 0;
+    *i = bs_dbg_procs_get(&b->procs, ev->pid, &failed);
+    if (failed)
+        return -1;
+    return *i != UINT32_MAX;
+}
+
 static int scan(void *ctx, const char *file, const bs_dbg_record *rec, const bs_dbg_event *ev, bs_read_error *err)
 {
     builder *b = ctx;
@@ -89,12 +101,10 @@ static int scan(void *ctx, const char *file, const bs_dbg_record *rec, const bs_
         b->untimed++;
     if (!ev->pid)
         return 0;
-    int failed = 0;
-    uint32_t i = bs_dbg_procs_get(&b->procs, ev->pid, &failed);
-    if (failed)
-        return oom(err, file);
-    if (i == UINT32_MAX)
-        return 0;
+    uint32_t i;
+    int found = proc_of(b, ev, &i);
+    if (found <= 0)
+        return found < 0 ? oom(err, file) : 0;
     if (ev->kind == BS_DBG_EV_RETURN_TO || ev->kind == BS_DBG_EV_RETURN_FROM) {
         b->procs.procs[i].has_returns = 1;
         b->returns++;
@@ -123,6 +133,20 @@ static int start_proc(builder *b, bs_dbg_proc *p, uint64_t t)
         bs_proc_enable_timeline(&p->proc, &b->quota);
     return 0;
 }
+
+static int proc_exit(bs_proc *p, uint64_t t)
+{
+    bs_proc_exit(p, t);
+    return 0;
+}
+
+/* The events that only move a process between states (running, scheduled
+ * out, in GC, gone): one engine call each, at the event's time. */
+static int (*const state_events[])(bs_proc *, uint64_t) = {
+    [BS_DBG_EV_IN] = bs_proc_sched_in,        [BS_DBG_EV_OUT] = bs_proc_sched_out,
+    [BS_DBG_EV_EXIT] = proc_exit,             [BS_DBG_EV_GC_START] = bs_proc_gc_start,
+    [BS_DBG_EV_GC_END] = bs_proc_gc_end,
+};
 
 static void feed(builder *b, bs_dbg_proc *p, const bs_dbg_event *ev, uint64_t t)
 {
@@ -159,27 +183,15 @@ static void feed(builder *b, bs_dbg_proc *p, const bs_dbg_event *ev, uint64_t t)
         k = key_of(b, &ev->mfa);
         bs_proc_return_from(pr, &k, t);
         break;
-    case BS_DBG_EV_IN:
-        bs_proc_sched_in(pr, t);
-        break;
-    case BS_DBG_EV_OUT:
-        bs_proc_sched_out(pr, t);
-        break;
-    case BS_DBG_EV_EXIT:
-        bs_proc_exit(pr, t);
-        break;
-    case BS_DBG_EV_GC_START:
-        bs_proc_gc_start(pr, t);
-        break;
-    case BS_DBG_EV_GC_END:
-        bs_proc_gc_end(pr, t);
-        break;
     case BS_DBG_EV_REGISTER:
         p->name_atom = bs_dbg_atom(&b->procs, ev->name);
         pr->events++;
         break;
     default:
-        pr->events++;
+        if ((size_t)ev->kind < sizeof state_events / sizeof *state_events && state_events[ev->kind])
+            state_events[ev->kind](pr, t);
+        else
+            pr->events++;
         break;
     }
 }
@@ -190,12 +202,10 @@ static int build(void *ctx, const char *file, const bs_dbg_record *rec, const bs
     builder *b = ctx;
     if (!ev || !ev->pid || ev->kind == BS_DBG_EV_UNKNOWN || ev->kind == BS_DBG_EV_SEQ_TRACE)
         return 0;
-    int failed = 0;
-    uint32_t i = bs_dbg_procs_get(&b->procs, ev->pid, &failed);
-    if (failed)
-        return oom(err, file);
-    if (i == UINT32_MAX)
-        return 0;
+    uint32_t i;
+    int found = proc_of(b, ev, &i);
+    if (found <= 0)
+        return found < 0 ? oom(err, file) : 0;
     bs_dbg_proc *p = &b->procs.procs[i];
     uint64_t t;
     if (!b->timed_mode)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../formats/read_source.h"
+#include "read_source.h"
 #include "dbg_trace.h"
 
 void bs_dbg_records_init(bs_dbg_records *r, FILE *fp, const char *name, uint64_t max_term)

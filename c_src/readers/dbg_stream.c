@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../formats/read_source.h"
+#include "read_source.h"
 
 int bs_dbg_each_event(char *const *paths, int n, const bs_dbg_opts *o, bs_dbg_visit visit, void *ctx,
                       bs_read_error *err)

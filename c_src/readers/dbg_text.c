@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../formats/read_source.h"
+#include "read_source.h"
 #include "dbg_procs.h"
 #include "dbg_stream.h"
 

@@ -9,7 +9,7 @@
  * {trace_ts, ..., Timestamp}, {seq_trace, ...}). Tag 1 (ip ports only): the
  * port dropped that many messages; no body.
  *
- * Readers live apart from the writers (c_src/formats): they need ei and
+ * Readers live apart from the writers (c_src/writers): they need ei and
  * c_src/dist/eterm.c (the hostile-input term decoder), which the NIF never
  * links. Everything read is untrusted: a truncated or corrupt file is an
  * error with the file and the byte offset of the bad record, never a crash.
@@ -28,7 +28,7 @@
 
 #include "../engine/frame_name.h"
 #include "../engine/profile.h"
-#include "../formats/readers.h"
+#include "readers.h"
 
 #define BS_DBG_DEFAULT_MAX_TERM (4u * 1024 * 1024)
 #define BS_DBG_DEFAULT_MAX_PROCESSES 100000u

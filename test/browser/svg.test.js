@@ -86,11 +86,9 @@ function writeDiff() {
     execFileSync(cli, ['diff', ...args, '-o', path.join(WORK, 'diff.svg')], { stdio: ['ignore', 'pipe', 'pipe'] });
     return;
   }
-  const exe = path.join(WORK, 'svg_driver');
-  const src = (dir) => fs.readdirSync(path.join(ROOT, dir)).filter((f) => f.endsWith('.c')).map((f) => path.join(ROOT, dir, f));
-  execFileSync('gcc', ['-std=c11', '-D_POSIX_C_SOURCE=200809L', '-O2', '-I', path.join(ROOT, 'c_src'),
-    '-I', path.join(ROOT, 'test/c'), '-o', exe, path.join(ROOT, 'test/browser/svg_driver.c'),
-    ...src('c_src/engine'), ...src('c_src/formats'), '-lpthread'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  // The Makefile builds the driver (build/test/svg_driver) from the same objects as the tool.
+  const exe = path.join(ROOT, 'build/test/svg_driver');
+  execFileSync('make', ['-s', '-C', ROOT, 'build/test/svg_driver'], { stdio: ['ignore', 'pipe', 'inherit'] });
   execFileSync(exe, ['diff', ...args, path.join(WORK, 'diff.svg'), '--us'], { stdio: ['ignore', 'pipe', 'pipe'] });
 }
 

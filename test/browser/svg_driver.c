@@ -17,8 +17,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "formats/diff_svg.h"
-#include "formats/writers.h"
+#include "writers/diff_svg.h"
+#include "writers/writers.h"
 #include "svg_test_util.h"
 
 static double now_ms(void)

@@ -9,6 +9,9 @@
 #   valgrind  the gcc build under valgrind --leak-check=full --error-exitcode=99
 #             (with BS_TEST_SMALL=1: the 100,000-deep and 1,000,000-iteration
 #             cases run at a smaller size there)
+# The Makefile builds the gcc and asan variants (make test-c-gcc,
+# test-c-asan): their sources and flags are defined there, their objects go
+# to build/obj/gcc and build/obj/asan, and only what changed is recompiled.
 # The valgrind variant (the slowest), in two shards, runs beside the other
 # two (the cases are independent processes and nothing in them depends on
 # time); each one's lines are shown once it is done.
@@ -24,18 +27,10 @@ build=test/c/build
 mkdir -p "$build/logs"
 rm -f "$build"/logs/*.log "$build"/logs/*.counts "$build"/logs/valgrind*.out
 
-sources=(c_src/engine/*.c c_src/formats/*.c c_src/readers/*.c c_src/nif/pid_table.c c_src/dist/eterm.c
-    c_src/cli/wait_graph.c c_src/cli/term_frame.c c_src/cli/dump_names.c)
 tests=()
 for f in test/c/test_*.c; do
     tests+=("$(basename "$f" .c)")
 done
-# erl_interface (ei.h, libei.a) for the term decoder, found like the Makefile does.
-erl_root=$(erl -noshell -eval 'io:format("~s", [code:root_dir()]), halt().' 2>/dev/null)
-[ -f "$erl_root/usr/include/ei.h" ] || erl_root=/usr/lib/erlang
-common=(-std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -g -pthread -Ic_src -Itest/c
-    -I"$erl_root/usr/include")
-libs=(-lcmocka -L"$erl_root/usr/lib" -lei -lpthread)
 
 passed=0
 failed=0
@@ -46,27 +41,20 @@ cases_of() {
     grep -o 'cmocka_unit_test([A-Za-z0-9_]*)' "test/c/$1.c" | sed 's/cmocka_unit_test(\(.*\))/\1/'
 }
 
-# build VARIANT CC FLAGS...: objects of the sources once, then one binary per
-# test file. A test file that does not build fails all of its cases.
+# build VARIANT: the Makefile's test binaries of VARIANT (make test-c-gcc,
+# test-c-asan: the objects of that flag set, then one binary per test file,
+# into test/c/build/VARIANT/). A test file that does not build fails all of
+# its cases; so does every one when the sources do not build.
 declare -A built
 build() {
-    local variant=$1 cc=$2
-    shift 2
-    local out="$build/$variant" objs=() ok=1
-    mkdir -p "$out/obj"
-    for s in "${sources[@]}"; do
-        local o="$out/obj/$(echo "$s" | tr '/' '_' | sed 's/\.c$/.o/')"
-        if ! "$cc" "${common[@]}" "$@" -c "$s" -o "$o" 2>>"$build/logs/$variant.build.log"; then
-            ok=0
-        fi
-        objs+=("$o")
+    local variant=$1 t
+    for t in "${tests[@]}"; do
+        rm -f "$build/$variant/$t" # so that what is there after make was built now
     done
+    make -s -k -j"$(nproc 2>/dev/null || echo 2)" "test-c-$variant" >"$build/logs/$variant.build.log" 2>&1
     for t in "${tests[@]}"; do
         built[$variant.$t]=0
-        if [ $ok = 1 ] && "$cc" "${common[@]}" "$@" -o "$out/$t" "test/c/$t.c" "${objs[@]}" "${libs[@]}" \
-            2>>"$build/logs/$variant.build.log"; then
-            built[$variant.$t]=1
-        fi
+        [ -x "$build/$variant/$t" ] && built[$variant.$t]=1
     done
     if [ -s "$build/logs/$variant.build.log" ]; then
         echo "--- $variant: compiler output ($build/logs/$variant.build.log):"
@@ -122,8 +110,8 @@ add_counts() {
     fi
 }
 
-build gcc gcc -O1
-build asan clang -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+build gcc
+build asan
 
 # run_valgrind K: shard K of the valgrind variant's cases (of 2).
 run_valgrind() {

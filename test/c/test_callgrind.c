@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "formats/readers.h"
-#include "formats/writers.h"
+#include "readers/readers.h"
+#include "writers/writers.h"
 #include "test_util.h"
 
 #define OK(x) assert_int_equal((x), 0)

@@ -16,7 +16,7 @@
 #include <ei.h>
 #include <unistd.h>
 
-#include "formats/folded.h"
+#include "writers/folded.h"
 #include "readers/dbg_trace.h"
 #include "test_util.h"
 

@@ -21,8 +21,8 @@
 
 #include <cmocka.h>
 
-#include "formats/json_escape.h"
-#include "formats/writers.h"
+#include "common/json_escape.h"
+#include "writers/writers.h"
 #include "test_util.h"
 
 #define OK(x) assert_int_equal((x), 0)

@@ -19,8 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "formats/atomic_file.h"
-#include "formats/folded.h"
+#include "common/atomic_file.h"
+#include "writers/folded.h"
 #include "nif/pid_table.h"
 #include "test_util.h"
 

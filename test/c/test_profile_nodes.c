@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "engine/profile.h"
-#include "formats/readers.h"
-#include "formats/writers.h"
+#include "readers/readers.h"
+#include "writers/writers.h"
 
 static void read_text(const char *text, bs_profile *p)
 {

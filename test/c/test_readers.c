@@ -1,5 +1,5 @@
 /* test_readers.c — the folded-stacks reader, the .bspy writer and reader,
- * and bs_read_profile_file (formats/readers.h).
+ * and bs_read_profile_file (readers/readers.h).
  *
  * Folded: the grammar (counts, fractions truncated, tabs and runs of
  * blanks, CRLF, BOM, blank lines, last line without LF, flamegraph.pl's
@@ -30,11 +30,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "formats/bspy.h"
-#include "formats/crc32.h"
-#include "formats/folded.h"
-#include "formats/readers.h"
-#include "formats/writers.h"
+#include "common/bspy.h"
+#include "common/crc32.h"
+#include "writers/folded.h"
+#include "readers/readers.h"
+#include "writers/writers.h"
 #include "test_util.h"
 
 #define OK(x) assert_int_equal((x), 0)

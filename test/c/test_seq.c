@@ -21,7 +21,7 @@
 #include <cmocka.h>
 
 #include "engine/seq_flow.h"
-#include "formats/seq_writers.h"
+#include "writers/seq_writers.h"
 #include "json_check.h"
 #include "xml_check.h"
 

@@ -16,7 +16,7 @@
 #include <cmocka.h>
 #include <pthread.h>
 
-#include "formats/folded.h"
+#include "writers/folded.h"
 #include "test_util.h"
 
 static const bs_key TOP = KEY(M_M, F_TOP, 0), A = KEY(M_M, F_A, 0), B = KEY(M_M, F_B, 0),

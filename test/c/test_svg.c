@@ -31,13 +31,13 @@
 #include <cmocka.h>
 #include <unistd.h>
 
-#include "formats/assets/svg_flamegraph.css.h"
-#include "formats/assets/svg_flamegraph.js.h"
-#include "formats/diff_svg.h"
-#include "formats/palette.h"
-#include "formats/svg_document.h"
-#include "formats/writers.h"
-#include "formats/xml_escape.h"
+#include "assets/svg_flamegraph.css.h"
+#include "assets/svg_flamegraph.js.h"
+#include "writers/diff_svg.h"
+#include "writers/palette.h"
+#include "writers/svg_document.h"
+#include "writers/writers.h"
+#include "writers/xml_escape.h"
 #include "svg_test_util.h"
 #include "test_util.h"
 #include "xml_check.h"
@@ -756,10 +756,10 @@ static char *slurp(const char *path)
 static void test_assets_up_to_date(void **state)
 {
     (void)state;
-    char *js = slurp("c_src/formats/assets/svg_flamegraph.js");
-    char *css = slurp("c_src/formats/assets/svg_flamegraph.css");
+    char *js = slurp("c_src/writers/assets/svg_flamegraph.js");
+    char *css = slurp("c_src/writers/assets/svg_flamegraph.css");
     if (strcmp(js, BS_ASSET_svg_flamegraph_js) != 0 || strcmp(css, BS_ASSET_svg_flamegraph_css) != 0)
-        fail_msg("c_src/formats/assets/svg_flamegraph.{js,css}.h are stale: run `make assets`");
+        fail_msg("build/gen/assets/svg_flamegraph.{js,css}.h differ from their sources: run `make assets`");
     free(js);
     free(css);
 }

@@ -27,8 +27,8 @@
 
 #include <cmocka.h>
 
-#include "formats/trace_common.h"
-#include "formats/writers.h"
+#include "writers/trace_common.h"
+#include "writers/writers.h"
 #include "json_check.h"
 #include "test_util.h"
 

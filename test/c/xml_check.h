@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "formats/xml_escape.h"
+#include "writers/xml_escape.h"
 
 typedef struct xc_state {
     const char *s;

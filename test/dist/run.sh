@@ -76,47 +76,13 @@ tag="bsd$$"
 nodes=()
 pids=()
 
+. "$here/nodes.sh"
+trap cleanup_nodes EXIT
+
 # start_node SHORT [erl args...]: a detached node running the workload.
 start_node() {
-    local short=$1 name="${tag}_$1"
-    shift
-    erl -sname "$name" -setcookie "$cookie" -detached -noinput -pa "$build" "$@" \
-        -eval 'bs_dist_wl:start()' || return 1
-    nodes+=("$name")
-    for _ in $(seq 1 100); do
-        if [ "$(rpc "$short" 'erlang:whereis(stuck) =/= undefined.')" = "true" ]; then
-            return 0
-        fi
-        sleep 0.1
-    done
-    return 1
+    start_node_with "$1" 'bs_dist_wl:start()' 'erlang:whereis(stuck) =/= undefined.' "${@:2}"
 }
-
-node_name() { echo "${tag}_$1@$host"; }
-
-# rpc SHORT EXPR: evaluates EXPR on the node, prints the result term.
-rpc() {
-    printf '%s\n' "$2" | "$erl_call" -sname "${tag}_$1" -c "$cookie" -e 2>/dev/null |
-        sed -e 's/^{ok, *//' -e 's/}$//'
-}
-
-os_pid() { rpc "$1" 'os:getpid().' | tr -d '"'; }
-
-stop_node() {
-    local p
-    p=$(os_pid "$1")
-    [ -n "$p" ] && kill -9 "$p" 2>/dev/null
-}
-
-cleanup_nodes() {
-    for n in "${nodes[@]}"; do
-        printf 'erlang:halt().\n' | "$erl_call" -sname "$n" -c "$cookie" -e >/dev/null 2>&1
-    done
-    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-    tmux kill-session -t "${tag}_top" 2>/dev/null
-    tmux kill-session -t "${tag}_rec" 2>/dev/null
-}
-trap cleanup_nodes EXIT
 
 # in_tmux NAME COMMAND: a detached 160x40 tmux session running COMMAND (a
 # server that is just shutting down can refuse: tried again).
@@ -139,21 +105,11 @@ leftovers() {
         tr -d '"'
 }
 
-clean() {
-    local left
-    left=$(leftovers "$1")
-    [ "$left" = "modules=0 traced=0 pattern=false" ] && return 0
-    echo "    left on $1: $left"
-    return 1
-}
+clean() { nothing_left "$1" leftovers "modules=0 traced=0 pattern=false"; }
 
 # wait_clean SHORT SECONDS: until nothing is left, at most SECONDS.
 wait_clean() {
-    for _ in $(seq 1 $(($2 * 10))); do
-        clean "$1" >/dev/null && return 0
-        sleep 0.1
-    done
-    clean "$1"
+    wait_until "$2" clean "$1" >/dev/null || clean "$1"
 }
 
 bs() { "$cli" "$@" --cookie-file "$cookie_file"; }
@@ -238,7 +194,7 @@ check "two nodes: n1 is a root frame" grep -q "^$n1;<[0-9.]*> busy;" "$out/two.f
 check "two nodes: n2 is a root frame" grep -q "^$n2;<[0-9.]*> busy;" "$out/two.folded"
 bs record --node "$n1" --node "$n2" --name busy --duration 500ms --per-node -o "$out/per.folded" 2>/dev/null
 check "two nodes --per-node: one file each" [ -s "$out/per.$n1.folded" ] && [ -s "$out/per.$n2.folded" ]
-check "two nodes: nothing left on either" bash -c "$(declare -f rpc leftovers clean); erl_call='$erl_call' cookie='$cookie' tag='$tag'; clean n1 && clean n2"
+check "two nodes: nothing left on either" bash -c "$(declare -f rpc leftovers nothing_left clean); erl_call='$erl_call' cookie='$cookie' tag='$tag'; clean n1 && clean n2"
 
 echo "--- connection errors"
 bs record --node "$n1" --name busy -o "$out/x.folded" --cookie wrongcookie 2>"$out/cookie.err"

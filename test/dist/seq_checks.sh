@@ -5,15 +5,6 @@
 # calls of bs_seq_dist_wl:request/1 and must give exactly the chain's
 # messages in causal order, leave nothing on any node, also after kill -9.
 
-# seq_wait COMMAND...: until it succeeds, at most 30 s.
-seq_wait() {
-    for _ in $(seq 1 300); do
-        "$@" && return 0
-        sleep 0.1
-    done
-    return 1
-}
-
 # What a seq capture left on a node: "modules=N tracer=T pattern=P".
 seq_leftovers() {
     rpc "$1" '
@@ -22,22 +13,11 @@ seq_leftovers() {
         lists:flatten(io_lib:format("modules=~w tracer=~w pattern=~w",
                                     [length(Mods), seq_trace:get_system_tracer(), Pat])).' | tr -d '"'
 }
-seq_clean() {
-    local left
-    left=$(seq_leftovers "$1")
-    [ "$left" = "modules=0 tracer=false pattern=false" ] && return 0
-    echo "    left on $1: $left"
-    return 1
-}
+seq_clean() { nothing_left "$1" seq_leftovers "modules=0 tracer=false pattern=false"; }
 seq_all_clean() { seq_clean s1 && seq_clean s2 && seq_clean s3; }
 
-# start_seq_node SHORT EXPR: a detached node evaluating EXPR at start.
-start_seq_node() {
-    local name="${tag}_$1"
-    erl -sname "$name" -setcookie "$cookie" -detached -noinput -pa "$build" -eval "$2" || return 1
-    nodes+=("$name")
-    seq_wait bash -c "[ \"\$(printf 'is_pid(whereis(chain)).\n' | '$erl_call' -sname '$name' -c '$cookie' -e 2>/dev/null)\" = '{ok, true}' ]"
-}
+# start_seq_node SHORT EXPR: a detached node evaluating EXPR at start (nodes.sh).
+start_seq_node() { start_node_with "$1" "$2" 'is_pid(whereis(chain)).'; }
 
 echo "--- seq"
 erlc -o "$build" "$here/bs_seq_dist_wl.erl" || fail seq "erlc bs_seq_dist_wl.erl"
@@ -99,8 +79,8 @@ check "seq: nothing of beamspy left after the refusal" seq_all_clean
 "$cli" seq --node "$s1" --node "$s2" --node "$s3" --function bs_seq_dist_wl:request/1 --calls 100000 \
     --duration 60s -o "$out/killed.mmd" --cookie-file "$cookie_file" >/dev/null 2>&1 &
 tool=$!
-seq_wait bash -c "[ \"\$(printf 'is_pid(seq_trace:get_system_tracer()).\n' | '$erl_call' -sname '${tag}_s3' -c '$cookie' -e 2>/dev/null)\" = '{ok, true}' ]"
+wait_until 30 is_true s3 'is_pid(seq_trace:get_system_tracer()).'
 kill -9 "$tool"
 wait "$tool" 2>/dev/null
-check "seq, tool killed with -9: nothing left on any node" seq_wait seq_all_clean
+check "seq, tool killed with -9: nothing left on any node" wait_until 30 seq_all_clean
 check "seq, tool killed with -9: no file" [ ! -e "$out/killed.mmd" ]

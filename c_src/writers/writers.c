@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "../engine/filter.h"
-#include "atomic_file.h"
+#include "../common/atomic_file.h"
 #include "folded.h"
 
 typedef struct format_info {

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_escape.h"
+#include "../common/json_escape.h"
 #include "trace_common.h"
 
 /* One BEAM node is one process of the trace. */

@@ -22,7 +22,7 @@
 
 #include "assets/profile.html.css.h"
 #include "assets/profile.html.js.h"
-#include "json_escape.h"
+#include "../common/json_escape.h"
 
 #define DEFAULT_TITLE "beamspy profile"
 

@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "bspy.h"
+#include "../common/bspy.h"
 #include "read_source.h"
 
 int bs_read_profile_file(const char *path, bs_profile *out, bs_read_error *err)

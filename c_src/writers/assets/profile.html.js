@@ -1,6 +1,6 @@
 /* profile.html.js — the script of beamspy's interactive HTML page.
  *
- * Embedded into every .html profile by c_src/formats/html.c (through the
+ * Embedded into every .html profile by c_src/writers/html.c (through the
  * generated header profile.html.js.h). It reads the JSON data block
  * (#beamspy-data: a frame table and, per process, parallel arrays of parent
  * distance, frame id, self time and calls), builds the tree of the chosen

@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "atomic_file.h"
+#include "../common/atomic_file.h"
 
 typedef struct seq_format_info {
     bs_seq_format format;

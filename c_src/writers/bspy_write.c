@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bspy.h"
-#include "crc32.h"
+#include "../common/bspy.h"
+#include "../common/crc32.h"
 #include "writers.h"
 
 typedef struct bspy_out {

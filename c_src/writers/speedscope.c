@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_escape.h"
+#include "../common/json_escape.h"
 #include "trace_common.h"
 
 #define SCHEMA_URL "https://www.speedscope.app/file-format-schema.json"

@@ -11,7 +11,7 @@
 
 #include <inttypes.h>
 
-#include "json_escape.h"
+#include "../common/json_escape.h"
 
 int bs_write_seq_json(FILE *out, const bs_seq_diagram *d, const bs_seq_opts *o, bs_seq_write_info *info)
 {

@@ -16,8 +16,8 @@
 #include <sys/stat.h>
 
 #include "../engine/frame_name.h"
-#include "bspy.h"
-#include "crc32.h"
+#include "../common/bspy.h"
+#include "../common/crc32.h"
 #include "read_source.h"
 
 #ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION

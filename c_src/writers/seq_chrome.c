@@ -11,7 +11,7 @@
 
 #include <string.h>
 
-#include "json_escape.h"
+#include "../common/json_escape.h"
 
 /* The trace pid of participant i's node: 1 + index of its node. */
 static size_t node_pid(const bs_seq_diagram *d, size_t i)
