@@ -25,7 +25,9 @@
 %%%   nobody is left to read the profile.</li>
 %%% </ul>
 %%% With `max_duration' (the tool's `--duration'), the VM halts (status 0)
-%%% once the profile is written at the end of it. When another limit stops
+%%% once the profile is written at the end of it (counted from when tracing
+%%% is on). If recording cannot start, the VM runs on unrecorded but still
+%%% halts at the end of `max_duration' or when the tool asks or goes away. When another limit stops
 %%% the recording early, the VM goes on unrecorded, and a line
 %%% `Reason ElapsedMs Events MemoryBytes LimitValue' is written to the
 %%% profile's name with `.stopped' added, for the tool to tell the user.
@@ -90,20 +92,38 @@ start(Output, Opts, Control) ->
 %% The process that calls beamspy:start/2 and then stays, so that the
 %% session (which ends with its caller) lasts as long as the VM; it also
 %% listens to the tool (see the module documentation).
+%% The duration (the tool's --duration) is kept here rather than given to
+%% the session as max_duration, which would also bound switching tracing on:
+%% on a loaded machine that can take longer than a short duration, and the
+%% run would then record nothing.
 keeper(Parent, Ref) ->
     receive
         {Ref, start, Output, Opts, Control} ->
+            Duration = maps:get(max_duration, Opts, infinity),
             Start = maps:merge(Opts, #{output => Output, until_halt => true, quiet => true,
-                                       ignore => [self()]}),
+                                       ignore => [self()], max_duration => infinity}),
             case beamspy:start(all, Start) of
                 {ok, Session} ->
                     T0 = erlang:monotonic_time(millisecond),
                     Port = listen(Control),
+                    _ = [erlang:send_after(Duration, self(), duration_over) || is_integer(Duration)],
                     Parent ! {Ref, ok},
                     wait(#{session => Session, output => Output, port => Port, t0 => T0});
                 {error, _} = Error ->
-                    Parent ! {Ref, Error}
+                    Parent ! {Ref, Error},
+                    unrecorded(#{output => Output, port => listen(Control)}, Duration)
             end
+    end.
+
+%% Recording could not start: the VM runs on unrecorded, but the tool is
+%% still obeyed (a stop request or the end of --duration halts the VM, the
+%% tool's end too), so it never waits for a VM that will not end.
+unrecorded(#{port := Port} = S, Duration) ->
+    receive
+        {Port, {data, _}} -> erlang:halt(0);
+        {Port, eof} -> tool_gone(S)
+    after Duration ->
+            erlang:halt(0)
     end.
 
 listen(none) ->
@@ -125,8 +145,9 @@ wait(#{session := Session, port := Port} = S) ->
             erlang:halt(0);
         {Port, eof} ->
             tool_gone(S);
-        {beamspy, Session, {stopped, max_duration, _Files}} ->
-            %% --duration is over and the profile written.
+        duration_over ->
+            %% --duration is over: the profile, then halt.
+            _ = beamspy:stop(Session, #{}),
             erlang:halt(0);
         {beamspy, Session, {stopped, Reason, _Files}} ->
             note_early_stop(Reason, S),

@@ -514,6 +514,14 @@ check "run --duration: the tool did not wait for the VM's own end" [ $(($(date +
 check "run --duration: outputs written, with what ran" grep -q 'file:write_file/2' "$out/dur.folded"
 check "run --duration: the VM is gone" vm_gone
 check "run --duration: the temporary directory is removed" no_run_dirs
+# Recording that cannot start (more processes than --max-processes): the
+# VM runs unrecorded but still ends with --duration, and the tool says why.
+TMPDIR="$runtmp" timeout 60 "$cli" run --duration 1s --max-processes 1 -o "$out/nostart.folded" \
+    -e 'timer:sleep(infinity)' >/dev/null 2>"$out/nostart.err"
+rc=$?
+check "run, recording cannot start: the tool ends with --duration, exit 1" [ $rc -eq 1 ]
+check "run, recording cannot start: stderr says why" grep -q 'max_processes is 1.*nothing is recorded' "$out/nostart.err"
+check "run, recording cannot start: no output, no temporary directory" eval '[ ! -e "$out/nostart.folded" ] && no_run_dirs'
 for sig in INT TERM; do
     run_bg "sig$sig"
     wait_for [ -s "$out/sig$sig.started" ]
