@@ -74,6 +74,7 @@ enum {
     BS_OPT_WIDTH,
     BS_OPT_INVERTED,
     BS_OPT_COUNT_NAME,
+    BS_OPT_OPEN, /* --open, of the commands that write flame graphs */
     BS_OPT_FIRST_OWN /* subcommands number their own options from here */
 };
 
@@ -91,6 +92,12 @@ enum {
     {"width", required_argument, NULL, BS_OPT_WIDTH},               \
     {"inverted", no_argument, NULL, BS_OPT_INVERTED},               \
     {"count-name", required_argument, NULL, BS_OPT_COUNT_NAME}
+
+/* --open's getopt_long entry (render, convert, record, run). */
+#define BS_CLI_OPEN_LONG_OPTION {"open", no_argument, NULL, BS_OPT_OPEN}
+#define BS_CLI_OPEN_USAGE \
+    "  --open              open the HTML (else SVG) written in the browser ($BROWSER,\n" \
+    "                      else xdg-open with a display); without one, say where it is\n"
 
 /* Applies shared option `code` with its argument to o. Returns 0 when done,
  * -1 when code is not a shared option, BS_EXIT_USAGE (message printed) when
@@ -111,10 +118,11 @@ int bs_cli_palette_option(const char *cmd, const char *arg, bs_render_opts *o);
  * one its extension names (BS_FORMAT_UNKNOWN). With insert, a file's name
  * gets ".<insert>" before its extension (prof.svg -> prof.app@host.svg).
  * With announce, "beamspy: wrote PATH" goes to stderr for each file. A file
- * that cannot be written is reported, the others are still written.
+ * that cannot be written is reported, the others are still written. With
+ * open (--open), the HTML or SVG written is then opened (open_page.h).
  * Returns BS_EXIT_OK or BS_EXIT_FAILURE. */
 int bs_cli_write_outputs(const char *const *outputs, int n, int forced_format, const bs_profile *p,
-                         const bs_render_opts *o, const char *insert, int announce);
+                         const bs_render_opts *o, const char *insert, int announce, int open);
 
 /* --format F of the commands that write profiles: *format gets F's format;
  * returns BS_EXIT_OK, or the usage error (exit 2) for a name that is none. */

@@ -1,6 +1,7 @@
 /* cli_options.c — messages, and the options render and diff share (see
  * cli.h): parsing their values and printing their help. */
 #include "cli.h"
+#include "open_page.h"
 
 #include "../engine/filter.h"
 #include "../writers/writers.h"
@@ -206,9 +207,11 @@ static char *path_with(const char *path, const char *insert)
 }
 
 int bs_cli_write_outputs(const char *const *outputs, int n, int forced_format, const bs_profile *p,
-                         const bs_render_opts *o, const char *insert, int announce)
+                         const bs_render_opts *o, const char *insert, int announce, int open)
 {
     int rc = BS_EXIT_OK;
+    const char **written = open ? calloc((size_t)n + 1, sizeof *written) : NULL;
+    int n_written = 0;
     for (int i = 0; i < n; i++) {
         char *path = insert ? path_with(outputs[i], insert) : strdup(outputs[i]);
         if (!path) {
@@ -220,11 +223,24 @@ int bs_cli_write_outputs(const char *const *outputs, int n, int forced_format, c
         if (bs_write_file(path, f, p, o) == 0) {
             if (announce)
                 fprintf(stderr, "beamspy: wrote %s\n", path);
+            if (written) {
+                written[n_written++] = path;
+                continue;
+            }
         } else {
             bs_cli_error("%s: cannot write %s: %s", path, bs_format_name(f), strerror(errno ? errno : EIO));
             rc = BS_EXIT_FAILURE;
         }
         free(path);
+    }
+    if (open) {
+        if (written)
+            bs_cli_open_page(written, n_written);
+        else
+            bs_cli_error("--open: out of memory");
+        for (int i = 0; i < n_written; i++)
+            free((char *)written[i]);
+        free(written);
     }
     return rc;
 }

@@ -42,6 +42,7 @@ typedef struct convert_args {
     char **inputs;
     int n_inputs;
     int text;
+    int open; /* --open */
 } convert_args;
 
 void bs_cmd_convert_usage(FILE *out)
@@ -79,6 +80,7 @@ void bs_cmd_convert_usage(FILE *out)
           "  --max-processes N   processes read at most (default 100000)\n"
           "  --max-memory B      memory for the call trees and timeline (default 1G)\n",
           out);
+    fputs(BS_CLI_OPEN_USAGE, out);
     bs_cli_shared_options_usage(out, "\"Flame Graph\"");
     fputs("  -h, --help          this text\n"
           "\n"
@@ -167,6 +169,7 @@ static int parse_args(int argc, char **argv, convert_args *a)
         {"elixir", no_argument, NULL, OPT_ELIXIR},
         {"help", no_argument, NULL, 'h'},
         BS_CLI_SHARED_LONG_OPTIONS,
+        BS_CLI_OPEN_LONG_OPTION,
         {NULL, 0, NULL, 0},
     };
     opterr = 0;
@@ -174,6 +177,9 @@ static int parse_args(int argc, char **argv, convert_args *a)
     int c, rc;
     while ((c = getopt_long(argc, argv, ":o:f:h", longopts, NULL)) != -1) {
         switch (c) {
+        case BS_OPT_OPEN:
+            a->open = 1;
+            break;
         case 'h':
             bs_cmd_convert_usage(stdout);
             return BS_EXIT_OK;
@@ -260,7 +266,7 @@ static int convert(convert_args *a)
         bs_cli_error("warning: --flamechart needs timestamps; the SVG is drawn as a flame graph");
     if (p.unit == BS_UNIT_COUNT && !a->opts.count_name)
         a->opts.count_name = strstr(p.meta.options, "calls only") ? "calls" : "events";
-    int rc = bs_cli_write_outputs(a->outputs, a->n_outputs, a->format, &p, &a->opts, NULL, 1);
+    int rc = bs_cli_write_outputs(a->outputs, a->n_outputs, a->format, &p, &a->opts, NULL, 1, a->open);
     bs_profile_free(&p);
     return rc;
 }

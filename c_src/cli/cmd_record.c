@@ -52,6 +52,7 @@ typedef struct record_args {
     int n_outputs;
     int per_node;
     int progress; /* -1 auto (a terminal), 0 off, 1 on */
+    int open; /* --open */
 } record_args;
 
 void bs_cmd_record_usage(FILE *out)
@@ -99,6 +100,7 @@ void bs_cmd_record_usage(FILE *out)
           "                      a progress line on standard error (default: when it\n"
           "                      is a terminal)\n",
           out);
+    fputs(BS_CLI_OPEN_USAGE, out);
     bs_cli_shared_options_usage(out, "\"Flame Graph\"");
     fputs("  -h, --help          this text\n"
           "\n"
@@ -139,6 +141,7 @@ static int parse_args(int argc, char **argv, record_args *a)
         BS_FUNCTION_JOB_LONG_OPTIONS,
         BS_REMOTE_LONG_OPTIONS,
         BS_CLI_SHARED_LONG_OPTIONS,
+        BS_CLI_OPEN_LONG_OPTION,
         {NULL, 0, NULL, 0},
     };
     opterr = 0;
@@ -147,6 +150,9 @@ static int parse_args(int argc, char **argv, record_args *a)
     unsigned long long v;
     while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
         switch (c) {
+        case BS_OPT_OPEN:
+            a->open = 1;
+            break;
         case 'h':
             bs_cmd_record_usage(stdout);
             return BS_EXIT_OK;
@@ -237,7 +243,7 @@ static void wait_a_little(long long ms, const sigset_t *waiting_mask)
 
 static int write_profile(const record_args *a, const bs_profile *p, const char *node)
 {
-    return bs_cli_write_outputs(a->outputs, a->n_outputs, BS_FORMAT_UNKNOWN, p, &a->render, node, 1);
+    return bs_cli_write_outputs(a->outputs, a->n_outputs, BS_FORMAT_UNKNOWN, p, &a->render, node, 1, a->open);
 }
 
 /* One line, rewritten in place: elapsed time, events, memory on the node,

@@ -27,6 +27,7 @@ typedef struct render_args {
     int n_outputs;
     char **inputs;
     int n_inputs;
+    int open; /* --open */
 } render_args;
 
 void bs_cmd_render_usage(FILE *out)
@@ -52,6 +53,7 @@ void bs_cmd_render_usage(FILE *out)
           "                      beam: OTP apps, Elixir, user code, SLEEP and GC in\n"
           "                      distinct hues\n",
           out);
+    fputs(BS_CLI_OPEN_USAGE, out);
     bs_cli_shared_options_usage(out, "\"Flame Graph\"");
     fputs("  -h, --help          this text\n"
           "\n"
@@ -78,6 +80,7 @@ static int parse_args(int argc, char **argv, render_args *a)
         {"palette", required_argument, NULL, OPT_PALETTE},
         {"help", no_argument, NULL, 'h'},
         BS_CLI_SHARED_LONG_OPTIONS,
+        BS_CLI_OPEN_LONG_OPTION,
         {NULL, 0, NULL, 0},
     };
     opterr = 0;
@@ -85,6 +88,9 @@ static int parse_args(int argc, char **argv, render_args *a)
     int c, rc;
     while ((c = getopt_long(argc, argv, ":o:f:h", longopts, NULL)) != -1) {
         switch (c) {
+        case BS_OPT_OPEN:
+            a->open = 1;
+            break;
         case 'h':
             bs_cmd_render_usage(stdout);
             return BS_EXIT_OK;
@@ -155,7 +161,7 @@ static int render(const render_args *a)
     if (a->opts.flamechart && !p.has_timeline && writes_svg(a))
         bs_cli_error("warning: --flamechart needs a profile recorded with a timeline; "
                      "the SVG is drawn as a flame graph");
-    rc = bs_cli_write_outputs(a->outputs, a->n_outputs, a->format, &p, &a->opts, NULL, 0);
+    rc = bs_cli_write_outputs(a->outputs, a->n_outputs, a->format, &p, &a->opts, NULL, 0, a->open);
     bs_profile_free(&p);
     return rc;
 }

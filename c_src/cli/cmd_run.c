@@ -46,6 +46,7 @@ typedef struct run_args {
     int n_outputs;
     const char *expr;
     char **command;
+    int open; /* --open */
 } run_args;
 
 void bs_cmd_run_usage(FILE *out)
@@ -69,6 +70,7 @@ void bs_cmd_run_usage(FILE *out)
           "  (--duration: at its end the outputs are written and the VM is stopped)\n",
           out);
     bs_job_options_usage(out);
+    fputs(BS_CLI_OPEN_USAGE, out);
     bs_cli_shared_options_usage(out, "\"Flame Graph\"");
     fputs("  -h, --help          this text\n"
           "\n"
@@ -102,6 +104,7 @@ static int parse_args(int argc, char **argv, run_args *a)
         {"help", no_argument, NULL, 'h'},
         BS_RECORDING_LONG_OPTIONS,
         BS_CLI_SHARED_LONG_OPTIONS,
+        BS_CLI_OPEN_LONG_OPTION,
         {NULL, 0, NULL, 0},
     };
     opterr = 0;
@@ -111,6 +114,9 @@ static int parse_args(int argc, char **argv, run_args *a)
      * never taken for ours (they come after "--" anyway). */
     while ((c = getopt_long(argc, argv, "+:o:e:h", longopts, NULL)) != -1) {
         switch (c) {
+        case BS_OPT_OPEN:
+            a->open = 1;
+            break;
         case 'h':
             bs_cmd_run_usage(stdout);
             return BS_EXIT_OK;
@@ -390,7 +396,7 @@ static int render(const run_args *a, const char *dir, char *truncated, size_t ca
         return BS_EXIT_FAILURE;
     }
     snprintf(truncated, cap, "%s", p.truncated);
-    rc = bs_cli_write_outputs(a->outputs, a->n_outputs, BS_FORMAT_UNKNOWN, &p, &a->render, NULL, 1);
+    rc = bs_cli_write_outputs(a->outputs, a->n_outputs, BS_FORMAT_UNKNOWN, &p, &a->render, NULL, 1, a->open);
     bs_profile_free(&p);
     return rc;
 }

@@ -182,7 +182,7 @@ check "version" eval 'rc_is 0 && grep -q "^beamspy [0-9]" "$W/out"'
 
 # Every long option in a subcommand's getopt table (its own and the shared
 # ones of cli.h) must be in its help, and both ways of asking must agree.
-shared_opts=$(grep -o '{"[a-z-]*", *[a-z_]*_argument' "$ROOT/c_src/cli/cli.h" | sed 's/{"\([a-z-]*\)".*/\1/')
+shared_opts=$(sed -n '/^#define BS_CLI_SHARED_LONG_OPTIONS/,/^$/p' "$ROOT/c_src/cli/cli.h" | grep -o '{"[a-z-]*", *[a-z_]*_argument' | sed 's/{"\([a-z-]*\)".*/\1/')
 for cmd in render convert diff; do
     own=$(grep -o '{"[a-z-]*", *[a-z_]*_argument' "$ROOT/c_src/cli/cmd_$cmd.c" | sed 's/{"\([a-z-]*\)".*/\1/')
     bs help "$cmd"
@@ -278,6 +278,17 @@ bs render "$IN/fib18.folded" --collapse-recursion -o "$O/fibc.folded"
 check "--collapse-recursion: no fib;fib left, same total" eval 'rc_is 0 && folded_ok "$O/fibc.folded" &&
     ! grep -q "fib/1;cli_workload:fib/1" "$O/fibc.folded" && grep -q "fib/1;cli_workload:fib/1" "$IN/fib18.folded" &&
     [ "$(awk "{s += \$NF} END {print s}" "$O/fibc.folded")" = "$(awk "{s += \$NF} END {print s}" "$IN/fib18.folded")" ]'
+
+# --open: the HTML written goes to $BROWSER (a script noting its argument);
+# without a browser or a display, stderr says where the file is.
+printf '#!/bin/sh\necho "$1" > "$(dirname "$0")/opened.tmp" && mv "$(dirname "$0")/opened.tmp" "$(dirname "$0")/opened"\n' >"$W/browser.sh"
+chmod +x "$W/browser.sh"
+BROWSER="$W/browser.sh" "$BEAMSPY" render "$IN/fib18.folded" -o "$O/open.folded" -o "$O/open.html" --open >"$W/out" 2>"$W/err"
+rc=$?
+for _ in $(seq 1 300); do [ -s "$W/opened" ] && break; sleep 0.1; done
+check "--open: the HTML written is given to \$BROWSER" eval 'rc_is 0 && [ "$(cat "$W/opened")" = "$(cd "$O" && pwd -P)/open.html" ]'
+DISPLAY= WAYLAND_DISPLAY= BROWSER= bs render "$IN/fib18.folded" -o "$O/open2.svg" --open
+check "--open without a display: stderr says where the file is" eval 'rc_is 0 && grep -q "no display here.*open file://.*open2.svg in a browser" "$W/err"'
 
 # Folded in, folded out: the same stacks and counts.
 bs render "$IN/sort.folded" -o "$O/sort.folded"
