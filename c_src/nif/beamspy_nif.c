@@ -4,7 +4,6 @@
  * module, so the session functions live in the same library. Everything the
  * NIF keeps is inside a session resource or the library's private data. */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "../engine/filter.h"
@@ -419,23 +418,13 @@ static ERL_NIF_TERM profile_render(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
         return enif_make_tuple2(env, bs_priv_of(env)->atoms.error,
                                 enif_make_tuple2(env, enif_make_atom(env, "bad_profile"), text));
     }
-    p.meta = req.meta;
-    char *data;
-    size_t size;
-    int rc = bs_write_memory(format, &p, &req.render, 0, &data, &size);
-    int e = errno ? errno : ENOMEM;
-    bs_profile_free(&p);
-    if (rc < 0)
-        return error_tuple(env, e == EINVAL ? "bad_filter_or_format" : e == EFBIG ? "too_large" : "enomem");
-    ErlNifBinary bin;
-    if (!enif_alloc_binary(size, &bin)) {
-        free(data);
-        return error_tuple(env, "enomem");
+    ERL_NIF_TERM bin;
+    switch (bs_encode_profile(env, &p, format, &req, &bin)) {
+    case 0: return enif_make_tuple2(env, bs_priv_of(env)->atoms.ok, bin);
+    case EINVAL: return error_tuple(env, "bad_filter_or_format");
+    case EFBIG: return error_tuple(env, "too_large");
+    default: return error_tuple(env, "enomem");
     }
-    if (size)
-        memcpy(bin.data, data, size);
-    free(data);
-    return enif_make_tuple2(env, bs_priv_of(env)->atoms.ok, enif_make_binary(env, &bin));
 }
 
 /* check_pattern(Pattern) -> ok | {error, Why}: whether an include/exclude

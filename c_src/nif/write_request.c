@@ -134,26 +134,19 @@ int bs_write_session_file(ErlNifEnv *env, struct bs_session *s, bs_format f, con
     return rc < 0 ? e : 0;
 }
 
-int bs_encode_session(ErlNifEnv *env, struct bs_session *s, bs_format f, const bs_write_request *req,
-                      ERL_NIF_TERM *out)
+int bs_encode_profile(ErlNifEnv *env, bs_profile *p, bs_format f, const bs_write_request *req, ERL_NIF_TERM *out)
 {
-    if (f == BS_FORMAT_UNKNOWN)
-        return EINVAL;
-    bs_profile p;
-    if (bs_export_profile(env, s, req->names, req->labels, req->capture, &p) < 0) {
-        bs_profile_free(&p);
-        return ENOMEM;
-    }
-    p.meta = req->meta;
+    p->meta = req->meta;
     char *data;
     size_t size;
-    int rc = bs_write_memory(f, &p, &req->render, 0, &data, &size);
+    errno = 0;
+    int rc = bs_write_memory(f, p, &req->render, 0, &data, &size);
     int e = errno ? errno : ENOMEM;
-    bs_profile_free(&p);
+    bs_profile_free(p);
     if (rc < 0)
         return e;
     /* Copied into a binary the VM owns; the profile is freed first, so the
-     * peak is the export's or twice the output, whichever is larger. */
+     * peak is the profile's or twice the output, whichever is larger. */
     ErlNifBinary bin;
     if (!enif_alloc_binary(size, &bin)) {
         free(data);
@@ -164,4 +157,17 @@ int bs_encode_session(ErlNifEnv *env, struct bs_session *s, bs_format f, const b
     free(data);
     *out = enif_make_binary(env, &bin);
     return 0;
+}
+
+int bs_encode_session(ErlNifEnv *env, struct bs_session *s, bs_format f, const bs_write_request *req,
+                      ERL_NIF_TERM *out)
+{
+    if (f == BS_FORMAT_UNKNOWN)
+        return EINVAL;
+    bs_profile p;
+    if (bs_export_profile(env, s, req->names, req->labels, req->capture, &p) < 0) {
+        bs_profile_free(&p);
+        return ENOMEM;
+    }
+    return bs_encode_profile(env, &p, f, req, out);
 }

@@ -42,6 +42,11 @@ int bs_write_session_file(ErlNifEnv *env, struct bs_session *s, bs_format f, con
 int bs_encode_session(ErlNifEnv *env, struct bs_session *s, bs_format f, const bs_write_request *req,
                       ERL_NIF_TERM *out);
 
+/* Writes p (given the metadata of req) in format f into a new binary
+ * (*out) and frees p, in every case. Returns 0, or an errno value as
+ * bs_encode_session. */
+int bs_encode_profile(ErlNifEnv *env, bs_profile *p, bs_format f, const bs_write_request *req, ERL_NIF_TERM *out);
+
 /* file:open/2-style reason (enoent, eacces, ...) for a failed output file. */
 ERL_NIF_TERM bs_errno_atom(ErlNifEnv *env, int e);
 
