@@ -14,12 +14,7 @@ remote_test_() ->
      end}.
 
 setup() ->
-    Started = case node() of
-                  nonode@nohost ->
-                      {ok, _} = net_kernel:start([list_to_atom("bsrem" ++ os:getpid()), shortnames]),
-                      true;
-                  _ -> false
-              end,
+    Started = bs_test_lib:distributed("bsrem"),
     Tmp = bs_test_lib:tmp_dir(),
     ok = filelib:ensure_path(Tmp),
     %% The peer gets no -pa: beamspy is not in its code path.

@@ -36,12 +36,7 @@ sequence_test_() ->
 %%% ---------------------------------------------------------------------
 
 setup() ->
-    Started = case node() of
-                  nonode@nohost ->
-                      {ok, _} = net_kernel:start([list_to_atom("bsseq" ++ os:getpid()), shortnames]),
-                      true;
-                  _ -> false
-              end,
+    Started = bs_test_lib:distributed("bsseq"),
     {ok, PB, B} = peer:start_link(#{name => list_to_atom("bsseqb" ++ os:getpid())}),
     {ok, PC, C} = peer:start_link(#{name => list_to_atom("bsseqc" ++ os:getpid())}),
     {bs_seq_chain, Bin, File} = code:get_object_code(bs_seq_chain),

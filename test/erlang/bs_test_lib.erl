@@ -9,7 +9,8 @@
          depth/2, frame_paths/1, check_tree/1, check_profile/1, assert_clean/1,
          assert_clean/0, assert_node_clean/0, node_dirt/0, wait_no_session/0, tmp_dir/0, rm_rf/1,
          list_dir/1, capture_output/1, capture_stderr/1, flush/0, wait_for/2, trace_info/2,
-         beamspy_trace_sessions/0, gen_server_loop/0, gen_server_loop_frame/0]).
+         beamspy_trace_sessions/0, gen_server_loop/0, gen_server_loop_frame/0,
+         distributed/1]).
 
 -define(LOCK, beamspy_active_session).
 
@@ -325,3 +326,13 @@ gen_server_loop() ->
 gen_server_loop_frame() ->
     {M, F, A} = gen_server_loop(),
     iolist_to_binary(io_lib:format("~s:~s/~b", [M, F, A])).
+
+%% Makes this VM a distributed node named Prefix ++ its OS pid, unless it is
+%% one already; returns whether it did (for the cleanup to stop it).
+distributed(Prefix) ->
+    case node() of
+        nonode@nohost ->
+            {ok, _} = net_kernel:start([list_to_atom(Prefix ++ os:getpid()), shortnames]),
+            true;
+        _ -> false
+    end.
