@@ -436,15 +436,28 @@ begin_job(top, Opts) ->
     end.
 
 %% Targets as the tool sends them: `all', or texts that are pids
-%% ("<0.12.0>") or registered names.
+%% ("<0.12.0>") or registered names (Elixir's spelling of a module name
+%% included).
 targets(all) -> all;
 targets(Ts) when is_list(Ts) -> [target(T) || T <- Ts].
 
 target(T) when is_binary(T) -> target(unicode:characters_to_list(T));
 target("<" ++ _ = Text) ->
     try list_to_pid(Text) catch error:badarg -> list_to_atom(Text) end;
-target(Text) when is_list(Text) -> list_to_atom(Text);
+target(Text) when is_list(Text) -> registered_name(Text);
 target(T) -> T.
+
+%% A name as Elixir writes it (`App.Server') is registered as
+%% 'Elixir.App.Server': that one, when only it is registered.
+registered_name([C | _] = Text) when C >= $A, C =< $Z ->
+    Plain = list_to_atom(Text),
+    Elixir = list_to_atom("Elixir." ++ Text),
+    case {whereis(Plain), whereis(Elixir)} of
+        {undefined, Pid} when is_pid(Pid) -> Elixir;
+        _ -> Plain
+    end;
+registered_name(Text) ->
+    list_to_atom(Text).
 
 %% Options of beamspy:start/2 and capture_async/3 the tool may pass on.
 session_opts(Opts) ->

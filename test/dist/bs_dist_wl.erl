@@ -10,7 +10,9 @@
 %%%   with 10,000 other messages in its queue;</li>
 %%% <li>`quoted' — waits in 'receive'/0, a function whose name is a reserved
 %%%   word (Erlang quotes it, Elixir does not): every mode must spell it
-%%%   alike.</li>
+%%%   alike;</li>
+%%% <li>`'Elixir.App.Server'' — waits, registered as Elixir registers a
+%%%   module-named server (`--name App.Server' must find it).</li>
 %%% </ul>
 -module(bs_dist_wl).
 
@@ -26,6 +28,7 @@ start() ->
     register(stuck, Stuck),
     [Stuck ! {not_go, I} || I <- lists:seq(1, 10000)],
     register(quoted, spawn(fun ?MODULE:'receive'/0)),
+    register('Elixir.App.Server', spawn(fun ?MODULE:'receive'/0)),
     ok.
 
 %% @doc Waits for stop, in a function named by a reserved word.

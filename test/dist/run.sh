@@ -158,6 +158,10 @@ check "record --name: only that process" [ "$(cut -d';' -f1 "$out/name.folded" |
 check "record --name: SVG is well-formed XML" xmllint --noout "$out/name.svg"
 check "record --name: .bspy renders again" "$cli" render "$out/name.bspy" -o "$out/name2.folded"
 check "record --name: nothing left on the node" clean n1
+bs record --node "$n1" --name App.Server --duration 300ms -o "$out/exname.folded" 2>"$out/exname.err"
+rc=$?
+check "record --name App.Server: finds the process Elixir registered as 'Elixir.App.Server'" \
+    eval '[ $rc -eq 0 ] && grep -q "^<[0-9.]*> .*App.Server" "$out/exname.folded"'
 check "record --name: says what it wrote" grep -q "wrote $out/name.svg" "$out/name.err"
 
 busy_pid=$(rpc n1 'pid_to_list(whereis(busy)).' | tr -d '"')
