@@ -1,8 +1,9 @@
 %%% xref over beamspy's modules (ebin/beamspy*.beam; BeamSpy is Elixir's
 %%% and is checked by the Elixir layer): no call to a function that does
 %%% not exist, no call to a deprecated one, no unused local function. The
-%%% one allowance: the `trace' module (OTP 27's trace sessions, used by
-%%% beamspy_backend only when the node has it) on an OTP that lacks it.
+%%% allowances, where they are absent: the `trace' module (OTP 27's trace
+%%% sessions, used by beamspy_backend only when the node has it) and
+%%% `telemetry' (called by beamspy_telemetry only when it is loaded).
 %%% About 2 s.
 -module(beamspy_xref_tests).
 
@@ -33,6 +34,9 @@ undefined_calls(S) ->
     [Call || {_, {M, _, _}} = Call <- Calls, not allowed(M)].
 
 allowed(trace) -> code:which(trace) =:= non_existing;
+%% telemetry: the application's own dependency, called by beamspy_telemetry
+%% only once it is loaded (beamspy never depends on it at build time).
+allowed(telemetry) -> code:which(telemetry) =:= non_existing;
 allowed(_) -> false.
 
 ebin() ->
