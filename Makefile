@@ -48,6 +48,8 @@ EX_SRC      := $(wildcard lib/*.ex lib/mix/tasks/*.ex)
 NIF_SO      := priv/beamspy_nif.so
 CLI_BIN     := bin/beamspy
 
+
+.PHONY: dialyzer
 .PHONY: all deps erlang elixir nif cli assets demo test test-otp stress bench clean fuzz \
     test-c-gcc test-c-asan fuzz-bins
 
@@ -247,6 +249,11 @@ bench: deps
 	@bench/run.sh
 	@bench/render/run.sh
 	@bench/dist/run.sh
+
+# Dialyzer over the Erlang modules (not yet part of make test: it still
+# reports warnings, see test/erlang/dialyzer.sh).
+dialyzer: erlang
+	@test/erlang/dialyzer.sh
 
 fuzz: deps
 	@scripts/fuzz.sh long

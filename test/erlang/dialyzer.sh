@@ -1,6 +1,8 @@
 #!/bin/sh
 # dialyzer.sh — dialyzer over beamspy's Erlang modules: the specs checked
-# against the code (part of the erlang layer, after the EUnit modules).
+# against the code (`make dialyzer'; not yet in make test: on OTP 25 it
+# still reports warnings, some from OTP's own incomplete specs of
+# erlang:trace_info/2).
 #
 # The PLT (erts, kernel, stdlib, runtime_tools, compiler) is built once per
 # OTP release and kept outside the checkout, in $BEAMSPY_PLT_DIR (default
@@ -24,7 +26,7 @@ if ! dialyzer --check_plt --plt "$plt" >/dev/null 2>&1; then
     fi
     mv "$plt.tmp" "$plt"
 fi
-out=$(dialyzer --no_check_plt --plt "$plt" -Wno_unknown "$root"/ebin/beamspy*.beam 2>&1)
+out=$(dialyzer --no_check_plt --plt "$plt" "$root"/ebin/beamspy*.beam 2>&1)
 if [ $? -eq 0 ]; then
     echo "ok - dialyzer: the specs of $(ls "$root"/ebin/beamspy*.beam | wc -l) modules agree with their code"
     exit 0

@@ -8,9 +8,7 @@
 # A module whose VM dies or hangs without printing EUnit's summary counts as
 # one failure; so does a build error or cancelled tests. Works from any cwd.
 # Environment: ERL, ERLC (default erl, erlc), MODULE_TIMEOUT (s, default 300),
-# ONLY (space-separated test module names to run a subset; dialyzer then
-# does not run), DIALYZER=0 (leave dialyzer out; test/erlang/dialyzer.sh
-# runs it alone), TELEMETRY_SRC
+# ONLY (space-separated test module names to run a subset), TELEMETRY_SRC
 # (default $ROOT/../shared/third_party/telemetry: the real telemetry library
 # the beamspy_telemetry tests run against; beamspy itself never depends on
 # it). Where it is absent those tests print a SKIP line with the reason and
@@ -118,16 +116,4 @@ done
 
 rm -rf "$BUILD/tmp"
 
-# Dialyzer over the modules (the whole layer only: a subset is a quick run).
-if [ -z "${ONLY:-}" ] && [ "${DIALYZER:-1}" != 0 ]; then
-    echo "--- dialyzer"
-    t0=$(date +%s)
-    "$HERE/dialyzer.sh"
-    case $? in
-        0) passed=$((passed + 1)) ;;
-        77) skipped="$skipped dialyzer" ;;
-        *) failed=$((failed + 1)) ;;
-    esac
-    echo "--- dialyzer: $(($(date +%s) - t0)) s"
-fi
 finish
