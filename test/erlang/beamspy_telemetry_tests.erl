@@ -49,7 +49,7 @@ bad_input() ->
     [?assertEqual({error, {bad_prefixes, P}}, beamspy_telemetry:start(P, #{}))
      || P <- [[], [[]], [a], [["a"]], not_a_list, [[a | b]]]],
     ?assertEqual({error, {bad_option, max_spans, 0}}, beamspy_telemetry:start([?OUTER], #{max_spans => 0})),
-    ?assertMatch({error, {bad_option, _, _, _}}, beamspy_telemetry:start([?OUTER], #{sleep => maybe})),
+    ?assertMatch({error, {bad_option, _, _, _}}, beamspy_telemetry:start([?OUTER], #{sleep => 'maybe'})),
     ?assertError({beamspy, {bad_prefixes, [x]}}, beamspy:apply(fun() -> ok end, #{telemetry => [x]})),
     ?assertEqual([], our_handlers()),
     ?assertEqual({error, {bad_handle, nope}}, beamspy_telemetry:stop(nope)).
