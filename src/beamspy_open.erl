@@ -83,7 +83,7 @@ start_detached(Exe, Page) ->
             {Port, {exit_status, 0}} -> ok;
             {Port, {exit_status, N}} -> {error, {exit_status, N}}
         after 10000 ->
-            catch port_close(Port),
+            try port_close(Port) catch error:badarg -> ok end,
             {error, timeout}
         end
     catch error:Why -> {error, Why}

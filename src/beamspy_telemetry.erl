@@ -147,8 +147,7 @@ handle_event(Event, _Measurements, Metadata, {Session, Owner, Name, Id, Keys}) -
             Owner ! {beamspy_span_proc, self()},
             ok;
         stopped ->
-            _ = (catch erlang:apply(telemetry, detach, [Id])),
-            ok;
+            detach_quietly(Id);
         _ ->
             ok
     catch
@@ -225,8 +224,7 @@ detach_session(Owner) ->
     case erlang:module_loaded(telemetry) of
         true ->
             Handlers = try erlang:apply(telemetry, list_handlers, [[]]) catch _:_ -> [] end,
-            _ = [catch erlang:apply(telemetry, detach, [Id])
-                 || #{id := {?MODULE, O, _} = Id} <- Handlers, O =:= Owner],
+            _ = [detach_quietly(Id) || #{id := {?MODULE, O, _} = Id} <- Handlers, O =:= Owner],
             ok;
         false ->
             ok
@@ -330,13 +328,22 @@ attach(Session, Owner, [P | Ps], Keys, Me, I) ->
     Id = {?MODULE, Me, I},
     Events = [P ++ [start], P ++ [stop], P ++ [exception]],
     Config = {Session, Owner, span_name(P), Id, Keys},
-    case catch erlang:apply(telemetry, attach_many, [Id, Events, fun ?MODULE:handle_event/4, Config]) of
+    try erlang:apply(telemetry, attach_many, [Id, Events, fun ?MODULE:handle_event/4, Config]) of
         ok ->
             attach(Session, Owner, Ps, Keys, Me, I + 1);
         Other ->
             detach_session(Me),
             {error, {attach_failed, Other}}
+    catch
+        Class:Reason ->
+            detach_session(Me),
+            {error, {attach_failed, {Class, Reason}}}
     end.
+
+%% A handler detached, if telemetry still has it (it may be gone already).
+detach_quietly(Id) ->
+    try erlang:apply(telemetry, detach, [Id]) catch _:_ -> ok end,
+    ok.
 
 %% The owner of a spans-only recording: holds the session, attaches the
 %% handlers, watches the processes that emitted spans (a process dying
