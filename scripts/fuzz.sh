@@ -11,7 +11,7 @@
 #                   and to the --text listing
 #
 #   scripts/fuzz.sh long     each target for FUZZ_SECONDS s (default 300): `make fuzz`
-#   scripts/fuzz.sh short    each target for FUZZ_SECONDS s (default 15): test/fuzz/run.sh
+#   scripts/fuzz.sh short    each target for FUZZ_SECONDS s (default 8): test/fuzz/run.sh
 #   scripts/fuzz.sh build    only build
 #   scripts/fuzz.sh replay   run every seed (fuzz/corpus/, the .bspy seeds) once through its target
 # (FUZZ_SKIP_BUILD=1: use the targets already in fuzz/build/.)
@@ -29,7 +29,7 @@ cd "$(dirname "$0")/.." || exit 2
 mode=${1:-short}
 case $mode in
 long) secs=${FUZZ_SECONDS:-300} ;;
-short) secs=${FUZZ_SECONDS:-15} ;;
+short) secs=${FUZZ_SECONDS:-8} ;;
 build | replay) secs=0 ;;
 *)
     echo "usage: scripts/fuzz.sh long|short|build|replay" >&2
