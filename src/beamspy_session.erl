@@ -163,7 +163,8 @@ owner(_) ->
                  processes := non_neg_integer(), recorded_ms := integer(),
                  limits := map(), names := erlang | elixir,
                  cleanup_ms := integer(), write_ms := integer(),
-                 profile => map()}} | {error, term()}.
+                 profile => map(),
+                 encoded => [{beamspy:format(), {ok, binary()} | {error, term()}}]}} | {error, term()}.
 finish(Owner, Opts) ->
     call(Owner, {finish, Opts}, infinity).
 

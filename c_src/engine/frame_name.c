@@ -120,19 +120,20 @@ size_t bs_sanitize_name(char *dst, size_t cap, const char *src, size_t len)
     return o;
 }
 
-/* Appends text to buf at *o, quoting it as an Erlang atom when needed. When
- * the text does not fit it is cut before a whole UTF-8 sequence, never inside
- * one (a split character would come out as U+FFFD). */
-static void put_atom(char *buf, size_t cap, size_t *o, const char *s, size_t len, int quote)
+/* Appends text to buf at *o, inside quote characters when quote is not 0
+ * ('\'' for an Erlang atom, '"' for an Elixir name), the quote and '\\'
+ * escaped. When the text does not fit it is cut before a whole UTF-8
+ * sequence, never inside one (a split character would come out as U+FFFD). */
+static void put_quoted(char *buf, size_t cap, size_t *o, const char *s, size_t len, char quote)
 {
     if (quote && *o + 1 < cap)
-        buf[(*o)++] = '\'';
+        buf[(*o)++] = quote;
     for (size_t i = 0; i < len;) {
         unsigned char c = (unsigned char)s[i];
         size_t want = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1, n = 1;
         while (n < want && n < len - i && ((unsigned char)s[i + n] & 0xC0) == 0x80)
             n++; /* a lead byte and its continuation bytes go together */
-        int esc = quote && (c == '\'' || c == '\\');
+        int esc = quote && (c == (unsigned char)quote || c == '\\');
         if (*o + (size_t)esc + n + 1 >= cap) /* keep a byte for the closing quote */
             break;
         if (esc)
@@ -142,7 +143,81 @@ static void put_atom(char *buf, size_t cap, size_t *o, const char *s, size_t len
         i += n;
     }
     if (quote && *o + 1 < cap)
-        buf[(*o)++] = '\'';
+        buf[(*o)++] = quote;
+}
+
+static void put_atom(char *buf, size_t cap, size_t *o, const char *s, size_t len, int quote)
+{
+    put_quoted(buf, cap, o, s, len, quote ? '\'' : 0);
+}
+
+/* An Elixir identifier (`run`, `valid?`, `_x`), shown as it is in a call. */
+static int elixir_identifier(const char *s, size_t len)
+{
+    if (len == 0 || !((s[0] >= 'a' && s[0] <= 'z') || s[0] == '_' || (unsigned char)s[0] >= 0x80))
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        char c = s[i];
+        int last = i == len - 1;
+        /* bytes of non-ASCII characters: Elixir's identifiers take letters
+         * of any script */
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+              (unsigned char)c >= 0x80 || (last && (c == '?' || c == '!'))))
+            return 0;
+    }
+    return 1;
+}
+
+/* An operator (`+`, `==`, `<>`): Elixir shows it unquoted too. */
+static int elixir_operator(const char *s, size_t len)
+{
+    if (len == 0 || len > 3)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if (!strchr("+-*/<>=!&|^~\\@.", s[i]))
+            return 0;
+    return 1;
+}
+
+/* A function name as Elixir's Exception.format_mfa/3 writes it after the
+ * module's dot: plain, or in double quotes (`"test adds"`). */
+static void put_elixir_function(char *buf, size_t cap, size_t *o, const char *s, size_t len)
+{
+    int plain = elixir_identifier(s, len) || elixir_operator(s, len);
+    put_quoted(buf, cap, o, s, len, plain ? 0 : '"');
+}
+
+/* "-NAME/ARITY-fun-N-" (the compiler's name of a fun inside NAME/ARITY):
+ * the length of NAME and the text of ARITY, or 0. */
+static size_t fun_parent(const char *s, size_t len, const char **arity, size_t *arity_len)
+{
+    static const char mark[] = "-fun-";
+    if (len < 8 || s[0] != '-' || s[len - 1] != '-')
+        return 0;
+    /* The last "-fun-" followed by digits up to the final '-'. */
+    for (size_t i = len - 1; i-- > 1;) {
+        if (i + sizeof mark - 1 > len || memcmp(s + i, mark, sizeof mark - 1) != 0)
+            continue;
+        size_t d = i + sizeof mark - 1;
+        if (d >= len - 1)
+            return 0;
+        for (size_t k = d; k < len - 1; k++)
+            if (s[k] < '0' || s[k] > '9')
+                return 0;
+        /* s[1..i) is NAME/ARITY */
+        size_t slash = i;
+        while (slash > 1 && s[slash - 1] != '/')
+            slash--;
+        if (slash <= 2 || slash == i)
+            return 0;
+        for (size_t k = slash; k < i; k++)
+            if (s[k] < '0' || s[k] > '9')
+                return 0;
+        *arity = s + slash;
+        *arity_len = i - slash;
+        return slash - 2;
+    }
+    return 0;
 }
 
 size_t bs_format_mfa(char *buf, size_t cap, bs_name_style style,
@@ -155,6 +230,13 @@ size_t bs_format_mfa(char *buf, size_t cap, bs_name_style style,
     const size_t prefix_len = sizeof elixir_prefix - 1;
 
     if (style == BS_NAMES_ELIXIR) {
+        /* As Exception.format_mfa/3: "anonymous fn/1 in Foo.run/2" for a
+         * fun, Foo."test adds"/1 for a name that is not an identifier. */
+        const char *parent_arity = NULL;
+        size_t parent_arity_len = 0;
+        size_t parent_len = fun_parent(function, function_len, &parent_arity, &parent_arity_len);
+        if (parent_len)
+            o += (size_t)snprintf(raw + o, cap_raw - o, "anonymous fn/%u in ", arity);
         if (module_len > prefix_len && memcmp(module, elixir_prefix, prefix_len) == 0) {
             put_atom(raw, cap_raw, &o, module + prefix_len, module_len - prefix_len, 0);
         } else {
@@ -162,7 +244,16 @@ size_t bs_format_mfa(char *buf, size_t cap, bs_name_style style,
             put_atom(raw, cap_raw, &o, module, module_len, 0);
         }
         raw[o++] = '.';
-        put_atom(raw, cap_raw, &o, function, function_len, 0);
+        if (parent_len) {
+            put_elixir_function(raw, cap_raw, &o, function + 1, parent_len);
+            if (o + parent_arity_len + 2 < cap_raw) {
+                raw[o++] = '/';
+                memcpy(raw + o, parent_arity, parent_arity_len);
+                o += parent_arity_len;
+            }
+            return bs_sanitize_name(buf, cap, raw, o);
+        }
+        put_elixir_function(raw, cap_raw, &o, function, function_len);
     } else {
         put_atom(raw, cap_raw, &o, module, module_len, bs_atom_needs_quotes(module, module_len));
         raw[o++] = ':';

@@ -73,7 +73,19 @@ static void test_elixir_style(void **state)
     check_mfa(BS_NAMES_ELIXIR, "Elixir.Foo.Bar", "baz?", 2, "Foo.Bar.baz?/2");
     check_mfa(BS_NAMES_ELIXIR, "lists", "sort", 1, ":lists.sort/1");
     check_mfa(BS_NAMES_ELIXIR, "erlang", "+", 2, ":erlang.+/2");
-    check_mfa(BS_NAMES_ELIXIR, "Elixir.Foo", "-fun-0-", 0, "Foo.-fun-0-/0");
+    /* As Exception.format_mfa/3 writes them: funs, names that are not
+     * identifiers (ExUnit's test names), operators, reserved words. */
+    check_mfa(BS_NAMES_ELIXIR, "Elixir.Foo", "-fun-0-", 0, "Foo.\"-fun-0-\"/0");
+    check_mfa(BS_NAMES_ELIXIR, "Elixir.Foo", "-run/2-fun-0-", 1, "anonymous fn/1 in Foo.run/2");
+    check_mfa(BS_NAMES_ELIXIR, "Elixir.Foo", "-valid?/1-fun-12-", 0, "anonymous fn/0 in Foo.valid?/1");
+    check_mfa(BS_NAMES_ELIXIR, "m", "-worker/2-fun-0-", 3, "anonymous fn/3 in :m.worker/2");
+    check_mfa(BS_NAMES_ELIXIR, "Elixir.FooTest", "-test adds/1-fun-0-", 0,
+              "anonymous fn/0 in FooTest.\"test adds\"/1");
+    check_mfa(BS_NAMES_ELIXIR, "Elixir.FooTest", "test adds", 1, "FooTest.\"test adds\"/1");
+    check_mfa(BS_NAMES_ELIXIR, "Elixir.Kernel", "==", 2, "Kernel.==/2");
+    check_mfa(BS_NAMES_ELIXIR, "bs_dist_wl", "receive", 0, ":bs_dist_wl.receive/0");
+    check_mfa(BS_NAMES_ELIXIR, "Elixir.Foo", "a\"b", 0, "Foo.\"a\\\"b\"/0");
+    check_mfa(BS_NAMES_ELIXIR, "Elixir.Foo", "-x-fun-0-", 0, "Foo.\"-x-fun-0-\"/0");
 }
 
 static void test_sanitize(void **state)

@@ -62,7 +62,9 @@ defmodule BeamSpyTest.Helpers do
     |> File.read!()
     |> String.split("\n", trim: true)
     |> Enum.map(fn line ->
-      [stack, count] = String.split(line, " ", parts: 2)
+      # The count follows the last space (frames may hold spaces:
+      # "anonymous fn/1 in Foo.run/2", "<0.80.0> my_server").
+      [_, stack, count] = Regex.run(~r/^(.*) ([0-9]+)$/, line)
       assert count =~ ~r/^[0-9]+$/
       [_process | frames] = String.split(stack, ";")
       frames
