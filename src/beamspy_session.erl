@@ -41,7 +41,7 @@
 %%% sessions (see {@link beamspy_backend}) and need no lock.
 -module(beamspy_session).
 
--export([start/2, finish/2, cleanup/1, seed/2, excluded_modules/0, labels/1, with_telemetry/2]).
+-export([start/2, finish/2, cleanup/1, seed/3, excluded_modules/0, labels/1, with_telemetry/2]).
 -export([start_live/2, owner/1, info/1, owners/0]).
 -export([init/4]).
 
@@ -474,7 +474,9 @@ switch_on_each(Backend, [P | Ps], Flags) ->
 %% or entered meanwhile: an unknown caller becomes a root frame).
 switch_on_one(Backend, P, Flags) ->
     Session = nif_session(Backend),
-    Suspend = suspend_while_switching_on(P),
+    %% Read before any suspension (a suspended process is `suspended').
+    Waiting = erlang:process_info(P, status) =:= {status, waiting},
+    Suspend = suspend_while_switching_on(Waiting),
     case not Suspend orelse (try erlang:suspend_process(P) catch error:_ -> false end) of
         true ->
             try
@@ -484,7 +486,7 @@ switch_on_one(Backend, P, Flags) ->
                     {foreign, T} ->
                         {error, {already_traced, P, T}};
                     none ->
-                        case seed(Session, P) of
+                        case seed(Session, P, Waiting) of
                             ok ->
                                 _ = beamspy_backend:process(Backend, P, true, Flags),
                                 ok;
@@ -506,9 +508,8 @@ switch_on_one(Backend, P, Flags) ->
 %% waiting; OTP 25 and 27 are exact, OTP 28 is not tested and treated as
 %% 29). There a waiting process is switched on without suspending it: it
 %% cannot run before a message or its timeout comes.
-suspend_while_switching_on(P) ->
-    list_to_integer(erlang:system_info(otp_release)) < 28
-        orelse erlang:process_info(P, status) =/= {status, waiting}.
+suspend_while_switching_on(Waiting) ->
+    list_to_integer(erlang:system_info(otp_release)) < 28 orelse not Waiting.
 
 nif_session({legacy, S}) -> S;
 nif_session({session, S, _}) -> S.
@@ -717,15 +718,16 @@ cleanup(Session) ->
 
 %% @doc Seeds the stack of an already running process from its
 %% `current_stacktrace' (at most 64 frames, recursion collapsed by the VM).
-%% Frames of beamspy's own modules are left out, as their calls are.
--spec seed(beamspy_tracer:session(), pid()) -> ok | {error, term()}.
-seed(Session, Pid) ->
+%% Frames of beamspy's own modules are left out, as their calls are. A
+%% process that was Waiting starts scheduled out (its wait is SLEEP).
+-spec seed(beamspy_tracer:session(), pid(), boolean()) -> ok | {error, term()}.
+seed(Session, Pid, Waiting) ->
     case erlang:process_info(Pid, current_stacktrace) of
         {current_stacktrace, Stack} ->
             Excluded = excluded_modules(),
             Frames = [{M, F, arity(A)} || {M, F, A, _} <- lists:reverse(Stack),
                                           not lists:member(M, Excluded)],
-            beamspy_tracer:session_seed(Session, Pid, Frames);
+            beamspy_tracer:session_seed(Session, Pid, Frames, Waiting);
         undefined ->
             {error, {noproc, Pid}}
     end.

@@ -9,7 +9,7 @@
 -module(beamspy_tracer).
 
 -export([enabled/3, trace/5]).
--export([session_new/1, session_seed/3, session_stop/1, session_stop/2, session_pids/1,
+-export([session_new/1, session_seed/4, session_stop/1, session_stop/2, session_pids/1,
          session_capturing/2, session_prepare_halt/3,
          session_info/1, session_profile/2, session_write/4, session_encode/3]).
 -export([profile_render/3]).
@@ -23,7 +23,7 @@
 -type session() :: reference().
 -export_type([session/0]).
 
--nifs([enabled/3, trace/5, session_new/1, session_seed/3, session_stop/1, session_stop/2,
+-nifs([enabled/3, trace/5, session_new/1, session_seed/4, session_stop/1, session_stop/2,
        session_capturing/2, session_prepare_halt/3,
        session_pids/1, session_info/1, session_profile/2, session_write/4, session_encode/3, profile_render/3,
        check_pattern/1, frame_name/2,
@@ -89,8 +89,8 @@ trace(_Tag, _Session, _Tracee, _Term, _Opts) -> erlang:nif_error(not_loaded).
 session_new(_Opts) -> erlang:nif_error(not_loaded).
 
 %% @doc Seeds the stack of an already running process (frames root first).
--spec session_seed(session(), pid(), [mfa()]) -> ok | {error, stopped}.
-session_seed(_Session, _Pid, _Frames) -> erlang:nif_error(not_loaded).
+-spec session_seed(session(), pid(), [mfa()], boolean()) -> ok | {error, stopped}.
+session_seed(_Session, _Pid, _Frames, _Waiting) -> erlang:nif_error(not_loaded).
 
 %% @doc Stops recording; returns once no callback is recording any more.
 -spec session_stop(session()) -> ok.

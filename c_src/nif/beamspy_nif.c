@@ -172,8 +172,12 @@ static ERL_NIF_TERM session_new(ErlNifEnv *env, int argc, const ERL_NIF_TERM arg
     return term;
 }
 
-/* session_seed(Session, Pid, [{M, F, A}]) — root first. current_stacktrace
- * never has more than 64 frames, so a small bound keeps this on the stack. */
+/* session_seed(Session, Pid, [{M, F, A}], Waiting) — root first.
+ * current_stacktrace never has more than 64 frames, so a small bound keeps
+ * this on the stack. Waiting (the process was waiting in a receive when its
+ * stack was read): it starts scheduled out, so its time until it next runs
+ * is SLEEP, not time in its top frame (no `in'/`out' event comes before it
+ * runs again). */
 #define BS_MAX_SEED_FRAMES 256
 static ERL_NIF_TERM session_seed(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
@@ -184,6 +188,10 @@ static ERL_NIF_TERM session_seed(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
     if (!s || !enif_get_local_pid(env, argv[1], &pid) || !enif_get_list_length(env, argv[2], &len) || len > BS_MAX_SEED_FRAMES)
         return enif_make_badarg(env);
     bs_key frames[BS_MAX_SEED_FRAMES];
+    char waiting[8];
+    if (enif_get_atom(env, argv[3], waiting, sizeof waiting, ERL_NIF_LATIN1) <= 0 ||
+        (strcmp(waiting, "true") != 0 && strcmp(waiting, "false") != 0))
+        return enif_make_badarg(env);
     ERL_NIF_TERM list = argv[2], head;
     unsigned n = 0;
     while (enif_get_list_cell(env, list, &head, &list)) {
@@ -207,6 +215,8 @@ static ERL_NIF_TERM session_seed(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
         return error_tuple(env, "stopped");
     atomic_store(&r->busy, 1);
     int rc = atomic_load(&s->recording) ? bs_proc_seed(&r->proc, frames, n, t) : -1;
+    if (rc == 0 && waiting[0] == 't')
+        rc = bs_proc_sched_out(&r->proc, t);
     atomic_store(&r->busy, 0);
     return rc < 0 ? error_tuple(env, "stopped") : bs_priv_of(env)->atoms.ok;
 }
@@ -454,7 +464,7 @@ static ErlNifFunc nif_funcs[] = {
     {"enabled", 3, bs_nif_enabled, 0},
     {"trace", 5, bs_nif_trace, 0},
     {"session_new", 1, session_new, 0},
-    {"session_seed", 3, session_seed, 0},
+    {"session_seed", 4, session_seed, 0},
     {"session_stop", 1, session_stop, 0},
     {"session_stop", 2, session_stop, 0},
     {"session_pids", 1, session_pids, 0},
