@@ -116,16 +116,25 @@ int bs_write_request_decode(ErlNifEnv *env, ERL_NIF_TERM map, bs_write_request *
     return ok ? 0 : -1;
 }
 
+/* The stopped session's profile as req asks (names, labels, capture);
+ * -1 (nothing left allocated) when memory runs out. */
+static int export_as_asked(ErlNifEnv *env, struct bs_session *s, const bs_write_request *req, bs_profile *p)
+{
+    if (bs_export_profile(env, s, req->names, req->labels, req->capture, p) < 0) {
+        bs_profile_free(p);
+        return -1;
+    }
+    return 0;
+}
+
 int bs_write_session_file(ErlNifEnv *env, struct bs_session *s, bs_format f, const char *path,
                           const bs_write_request *req)
 {
     if (f == BS_FORMAT_UNKNOWN)
         return EINVAL;
     bs_profile p;
-    if (bs_export_profile(env, s, req->names, req->labels, req->capture, &p) < 0) {
-        bs_profile_free(&p);
+    if (export_as_asked(env, s, req, &p) < 0)
         return ENOMEM;
-    }
     p.meta = req->meta;
     errno = 0;
     int rc = bs_write_file(path, f, &p, &req->render);
@@ -165,9 +174,7 @@ int bs_encode_session(ErlNifEnv *env, struct bs_session *s, bs_format f, const b
     if (f == BS_FORMAT_UNKNOWN)
         return EINVAL;
     bs_profile p;
-    if (bs_export_profile(env, s, req->names, req->labels, req->capture, &p) < 0) {
-        bs_profile_free(&p);
+    if (export_as_asked(env, s, req, &p) < 0)
         return ENOMEM;
-    }
     return bs_encode_profile(env, &p, f, req, out);
 }
