@@ -12,11 +12,21 @@ cd "$(dirname "$0")/.." || exit 1
 
 total_pass=0
 total_fail=0
+# failure_lines FILE: the lines of a layer's output that name a failed check,
+# in each layer's spelling (FAIL lines of the shell and browser layers,
+# EUnit's *failed* and *timed out*, ExUnit's numbered failures, the fuzz
+# layer's FAILED), at most 30, so a failed run's last lines say which.
+failure_lines() {
+    grep -E '^(FAIL|not ok)|\*failed\*|\*timed out\*|^fuzz .*: FAILED|^ +[0-9]+\) test |did not report|no EUnit summary' "$1" |
+        cut -c1-200 | head -30
+}
+
 # run_layer NAME COMMAND...: runs a layer, shows its output and adds its
 # LAYER line to the totals (a layer without one counts as 1 failure). A
 # layer that prints "SKIP <why>" and no LAYER line is noted in $skipped and
 # not counted.
 skipped=""
+failures=""
 run_layer() {
     name=$1
     shift
@@ -24,6 +34,9 @@ run_layer() {
     "$@" 2>&1 | tee "$out"
     line=$(grep '^LAYER ' "$out" | tail -1)
     skip=$(grep '^SKIP ' "$out" | tail -1)
+    failed_lines=$(failure_lines "$out" | sed "s/^/[$name] /")
+    [ -n "$failed_lines" ] && failures="$failures
+$failed_lines"
     rm -f "$out"
     if [ -z "$line" ] && [ -n "$skip" ]; then
         skipped="$skipped
@@ -56,6 +69,9 @@ done
 
 if [ -n "$skipped" ]; then
     echo "skipped (not counted):$skipped" | sed '2,$s/^/  /'
+fi
+if [ -n "$failures" ]; then
+    echo "failed checks:$failures" | sed '2,$s/^/  /'
 fi
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]
