@@ -28,7 +28,7 @@
 %%% '''
 -module(beamspy_agent).
 
--export([start/3, poll/1, arm/1, finish/2, unload/1, release/1, dump/1]).
+-export([start/3, poll/1, arm/1, finish/2, unload/1, release/1, dump/1, runs_elixir/0]).
 -export([init/4]).
 
 -type kind() :: record | capture | sample | top | seq.
@@ -115,6 +115,16 @@ arm(Job) ->
 -spec finish(job(), timeout()) -> {ok, map()} | {error, term()}.
 finish(Job, Timeout) ->
     call(Job, finish, Timeout).
+
+%% @doc Whether this node runs Elixir (its `elixir' application started, or
+%% Elixir's `Kernel' loaded): the tool then spells names as Elixir does
+%% unless told `--erlang'.
+-spec runs_elixir() -> boolean().
+runs_elixir() ->
+    erlang:module_loaded('Elixir.Kernel') orelse
+        try lists:keymember(elixir, 1, application:which_applications(1000))
+        catch exit:_ -> false
+        end.
 
 %% @doc `beamspy dump': {@link beamspy_dump:snapshot/1} with the targets
 %% given as the tool sends them (`all', or texts that are pids or

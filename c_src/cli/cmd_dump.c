@@ -28,7 +28,7 @@
 #define MAX_TARGETS 1024
 #define SNAPSHOT_TIMEOUT_MS 300000u
 
-enum { OPT_PID = BS_OPT_REMOTE_FIRST_OWN, OPT_NAME, OPT_INTERVAL, OPT_LIMIT, OPT_JSON, OPT_ELIXIR };
+enum { OPT_PID = BS_OPT_REMOTE_FIRST_OWN, OPT_NAME, OPT_INTERVAL, OPT_LIMIT, OPT_JSON, OPT_ELIXIR, OPT_ERLANG };
 
 typedef struct dump_args {
     bs_remote_opts remote;
@@ -37,7 +37,7 @@ typedef struct dump_args {
     unsigned long long interval_ms;
     unsigned long long limit; /* 0: every process */
     int json;
-    int elixir;
+    int elixir; /* -1: as the first node runs */
 } dump_args;
 
 void bs_cmd_dump_usage(FILE *out)
@@ -73,7 +73,8 @@ void bs_cmd_dump_usage(FILE *out)
           "  --limit N           print the first N processes only\n"
           "  --json              one JSON document instead of text (for scripts),\n"
           "                      with \"waits\" and \"deadlocks\" lists\n"
-          "  --elixir            Elixir names (MyApp.Server, Mod.fun/2)\n"
+          "  --elixir, --erlang  names spelled MyApp.Server, Mod.fun/2 or mod:fun/2\n"
+          "                      (default: as the (first) node runs)\n"
           "  -h, --help          this text\n"
           "\n"
           "examples:\n"
@@ -95,6 +96,7 @@ static int parse_args(int argc, char **argv, dump_args *a)
         {"limit", required_argument, NULL, OPT_LIMIT},
         {"json", no_argument, NULL, OPT_JSON},
         {"elixir", no_argument, NULL, OPT_ELIXIR},
+        {"erlang", no_argument, NULL, OPT_ERLANG},
         {"help", no_argument, NULL, 'h'},
         BS_REMOTE_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
@@ -132,7 +134,8 @@ static int parse_args(int argc, char **argv, dump_args *a)
             a->json = 1;
             break;
         case OPT_ELIXIR:
-            a->elixir = 1;
+        case OPT_ERLANG:
+            a->elixir = c == OPT_ELIXIR;
             break;
         case '?':
         case ':':
@@ -336,12 +339,14 @@ static int encode_options(const dump_args *a, bs_remote *r, ei_x_buff *x)
 }
 
 /* Dumps node i into *tree; BS_EXIT_OK or the exit code (message printed). */
-static int dump_node(const dump_args *a, int i, bs_eterm_tree **tree)
+static int dump_node(dump_args *a, int i, bs_eterm_tree **tree)
 {
     bs_remote r;
     int rc = bs_remote_attach(&a->remote, i, &r);
     if (rc != BS_EXIT_OK)
         return rc;
+    if (i == 0)
+        bs_remote_choose_names(&r, &a->elixir);
     ei_x_buff opts, args;
     bs_eterm_tree *t = NULL;
     if (encode_options(a, &r, &opts) < 0 || bs_call_args(&args, "t", &opts) < 0) {
@@ -369,7 +374,7 @@ static int dump_node(const dump_args *a, int i, bs_eterm_tree **tree)
     return BS_EXIT_OK;
 }
 
-static int dump(const dump_args *a)
+static int dump(dump_args *a)
 {
     bs_eterm_tree *trees[BS_REMOTE_MAX_NODES] = {NULL};
     const bs_eterm *dumps[BS_REMOTE_MAX_NODES];
@@ -410,6 +415,7 @@ int bs_cmd_dump(int argc, char **argv)
     memset(&a, 0, sizeof a);
     bs_remote_opts_init(&a.remote);
     a.interval_ms = 200;
+    a.elixir = -1;
     int rc = parse_args(argc, argv, &a);
     if (rc == -1)
         rc = dump(&a);

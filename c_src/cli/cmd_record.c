@@ -337,6 +337,8 @@ static int record(record_args *a)
         nodes[i].node.fd = -1; /* not connected: nothing to detach */
     for (int i = 0; i < n && rc == BS_EXIT_OK; i++)
         rc = bs_remote_attach(&a->remote, i, &nodes[i]);
+    if (rc == BS_EXIT_OK)
+        bs_remote_choose_names(&nodes[0], &a->job.elixir);
     for (int i = 0; i < n && rc == BS_EXIT_OK; i++)
         rc = bs_job_start(&jobs[i], &nodes[i], &a->job);
     if (rc == BS_EXIT_OK)

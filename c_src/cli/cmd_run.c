@@ -96,6 +96,22 @@ void bs_cmd_run_usage(FILE *out)
           out);
 }
 
+/* Names left to the command (no --elixir or --erlang): Elixir's when the
+ * command is one of Elixir's (mix, elixir, iex), said on stderr. */
+static void choose_names(run_args *a)
+{
+    static const char *const elixir_commands[] = {"mix", "elixir", "iex", "elixirc"};
+    const char *slash = strrchr(a->command[0], '/');
+    const char *name = slash ? slash + 1 : a->command[0];
+    a->job.elixir = 0;
+    for (size_t i = 0; i < sizeof elixir_commands / sizeof *elixir_commands; i++)
+        if (strcmp(name, elixir_commands[i]) == 0) {
+            a->job.elixir = 1;
+            fprintf(stderr, "beamspy: %s is Elixir's: names spelled as Elixir does (--erlang for Erlang's)\n",
+                    name);
+        }
+}
+
 static int parse_args(int argc, char **argv, run_args *a)
 {
     static const struct option longopts[] = {
@@ -150,6 +166,8 @@ static int parse_args(int argc, char **argv, run_args *a)
         if (bs_format_from_path(a->outputs[i]) == BS_FORMAT_UNKNOWN)
             return bs_cli_usage_error(CMD, "cannot tell the format of '%s' from its extension", a->outputs[i]);
     a->command = argv + optind;
+    if (a->job.elixir < 0 && !a->expr)
+        choose_names(a);
     return -1;
 }
 
@@ -209,7 +227,7 @@ static void runner_options(const bs_job_spec *a, char *buf, size_t size)
 {
     size_t n = 0;
     n += (size_t)snprintf(buf + n, size - n, "#{gc => %s, sleep => %s, names => %s", a->gc ? "true" : "false",
-                          a->no_sleep ? "false" : "true", a->elixir ? "elixir" : "erlang");
+                          a->no_sleep ? "false" : "true", a->elixir > 0 ? "elixir" : "erlang");
     if (a->duration_ms)
         n += (size_t)snprintf(buf + n, size - n, ", max_duration => %llu", a->duration_ms);
     else

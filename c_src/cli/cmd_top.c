@@ -27,7 +27,7 @@
 
 #define CMD "top"
 
-enum { OPT_ONCE = BS_OPT_REMOTE_FIRST_OWN, OPT_INTERVAL, OPT_REFRESH, OPT_LIMIT, OPT_COUNT, OPT_ELIXIR };
+enum { OPT_ONCE = BS_OPT_REMOTE_FIRST_OWN, OPT_INTERVAL, OPT_REFRESH, OPT_LIMIT, OPT_COUNT, OPT_ELIXIR, OPT_ERLANG };
 
 typedef struct top_args {
     bs_remote_opts remote;
@@ -57,7 +57,8 @@ void bs_cmd_top_usage(FILE *out)
           "  --refresh T         time between screens (default 1s)\n"
           "  --interval T        sampling period on the node (default 100ms)\n"
           "  --limit N           processes listed (default 20)\n"
-          "  --elixir            Elixir names (MyApp.Server, Mod.fun/2)\n"
+          "  --elixir, --erlang  names spelled MyApp.Server, Mod.fun/2 or mod:fun/2\n"
+          "                      (default: as the node runs)\n"
           "  -h, --help          this text\n"
           "\n"
           "On a terminal the screen is redrawn in place; otherwise (a pipe, a file)\n"
@@ -80,6 +81,7 @@ static int parse_args(int argc, char **argv, top_args *a)
         {"interval", required_argument, NULL, OPT_INTERVAL},
         {"limit", required_argument, NULL, OPT_LIMIT},
         {"elixir", no_argument, NULL, OPT_ELIXIR},
+        {"erlang", no_argument, NULL, OPT_ERLANG},
         {"help", no_argument, NULL, 'h'},
         BS_REMOTE_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
@@ -98,7 +100,8 @@ static int parse_args(int argc, char **argv, top_args *a)
             a->screens = 1;
             break;
         case OPT_ELIXIR:
-            a->style = BS_NAMES_ELIXIR;
+        case OPT_ERLANG:
+            a->job.elixir = c == OPT_ELIXIR;
             break;
         case OPT_COUNT:
         case OPT_LIMIT:
@@ -251,6 +254,8 @@ static int top(top_args *a)
     int rc = bs_remote_attach(&a->remote, 0, &r);
     if (rc != BS_EXIT_OK)
         return rc;
+    bs_remote_choose_names(&r, &a->job.elixir);
+    a->style = a->job.elixir ? BS_NAMES_ELIXIR : BS_NAMES_ERLANG;
     sigset_t quit_signals, waiting_mask;
     sigemptyset(&quit_signals);
     sigaddset(&quit_signals, SIGINT);

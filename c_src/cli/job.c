@@ -53,6 +53,9 @@ int bs_job_option(const char *cmd, int code, const char *arg, bs_job_spec *s, bs
     case BS_OPT_ELIXIR:
         s->elixir = 1;
         return 0;
+    case BS_OPT_ERLANG:
+        s->elixir = 0;
+        return 0;
     case BS_OPT_FLAMECHART:
         render->flamechart = 1;
         return 0;
@@ -103,7 +106,8 @@ void bs_job_options_usage(FILE *out)
           "  --max-memory SIZE   trace: memory the recording may use on the node\n"
           "                      (default 256M); what protects the node\n"
           "  --max-processes N   trace: processes recorded at most (default 10000)\n"
-          "  --elixir            Elixir names (Mod.fun/2)\n"
+          "  --elixir, --erlang  names spelled Mod.fun/2 or mod:fun/2 (default: Elixir's\n"
+          "                      for an Elixir node or command: mix, elixir, iex)\n"
           "  --flamechart        SVG: x is time (needs the timeline)\n"
           "  --palette hot|beam  SVG and HTML colours\n"
           "  --strict            exit with code 10 when a limit ended the recording\n"
@@ -118,6 +122,7 @@ void bs_job_spec_init(bs_job_spec *s)
     memset(s, 0, sizeof *s);
     s->timeline = -1;
     s->calls = 1;
+    s->elixir = -1;
 }
 
 void bs_job_spec_free(bs_job_spec *s)
@@ -265,7 +270,7 @@ static int encode_options(const bs_job_spec *s, const bs_delivery *d, ei_x_buff 
         rc |= put_bool(&body, &n, "children", s->children);
         rc |= put_bool(&body, &n, "gc", s->gc);
         rc |= put_bool(&body, &n, "sleep", !s->no_sleep);
-        rc |= put_atom(&body, &n, "names", s->elixir ? "elixir" : "erlang");
+        rc |= put_atom(&body, &n, "names", s->elixir > 0 ? "elixir" : "erlang");
         if (s->timeline == 0)
             rc |= put_atom(&body, &n, "timeline", "false");
         else if (s->timeline > 0)
@@ -399,7 +404,7 @@ static int spell_stacks(const bs_job *j, const void *data, size_t len, char **te
         return -1;
     }
     FILE *out = open_memstream(text, text_len);
-    int rc = out ? bs_term_stacks_folded(out, bs_eterm_root(t), j->spec->elixir ? BS_NAMES_ELIXIR : BS_NAMES_ERLANG,
+    int rc = out ? bs_term_stacks_folded(out, bs_eterm_root(t), j->spec->elixir > 0 ? BS_NAMES_ELIXIR : BS_NAMES_ERLANG,
                                          err, sizeof err)
                  : (snprintf(err, sizeof err, "out of memory"), -1);
     if (out && fclose(out) != 0 && rc == 0)

@@ -36,7 +36,9 @@ typedef struct bs_job_spec {
     unsigned long long duration_ms;
     unsigned long long max_events;    /* 0: no limit */
     unsigned long long max_memory, max_processes; /* 0: the node's defaults */
-    int children, gc, no_sleep, elixir;
+    int children, gc, no_sleep;
+    int elixir;                       /* 1 Elixir names, 0 Erlang's, -1 (default) as
+                                       * the node runs (bs_remote_choose_names) */
     long long timeline;               /* -1: default */
     unsigned lease_ms;                /* 0: default (5 s) */
     unsigned limit;                   /* top: processes listed */
@@ -75,6 +77,7 @@ enum {
     BS_OPT_NO_SLEEP,
     BS_OPT_TIMELINE,
     BS_OPT_ELIXIR,
+    BS_OPT_ERLANG,
     BS_OPT_FLAMECHART,
     BS_OPT_PALETTE,
     BS_OPT_STRICT,
@@ -93,6 +96,7 @@ enum {
     {"no-sleep", no_argument, NULL, BS_OPT_NO_SLEEP},                    \
     {"timeline", required_argument, NULL, BS_OPT_TIMELINE},              \
     {"elixir", no_argument, NULL, BS_OPT_ELIXIR},                        \
+    {"erlang", no_argument, NULL, BS_OPT_ERLANG},                        \
     {"flamechart", no_argument, NULL, BS_OPT_FLAMECHART},                \
     {"palette", required_argument, NULL, BS_OPT_PALETTE},                \
     {"strict", no_argument, NULL, BS_OPT_STRICT}

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../dist/call_args.h"
 #include "cli.h"
 
 #define DEFAULT_TIMEOUT_MS 10000u
@@ -222,6 +223,24 @@ void bs_remote_detach(bs_remote *r)
     if (r->node.fd >= 0 && !r->keep)
         bs_remove_code(&r->node, &r->delivery, r->timeout_ms, err, sizeof err);
     bs_node_close(&r->node);
+}
+
+void bs_remote_choose_names(bs_remote *r, int *elixir)
+{
+    if (*elixir >= 0)
+        return;
+    *elixir = 0;
+    ei_x_buff args;
+    bs_eterm_tree *t = NULL;
+    if (bs_call_args(&args, "") < 0)
+        return;
+    if (bs_remote_call(r, "beamspy_agent", "runs_elixir", &args, r->timeout_ms, &t) == BS_EXIT_OK &&
+        bs_eterm_is_atom(bs_eterm_root(t), "true")) {
+        *elixir = 1;
+        fprintf(stderr, "beamspy: %s runs Elixir: names spelled as Elixir does (--erlang for Erlang's)\n",
+                r->node.name);
+    }
+    bs_eterm_free(t);
 }
 
 static int decode_reply(bs_remote *r, bs_node_status st, ei_x_buff *reply, int index, const char *why,

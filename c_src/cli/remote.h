@@ -67,6 +67,11 @@ int bs_remote_attach(const bs_remote_opts *o, int i, bs_remote *r);
  * a node that went away has nothing left to remove. */
 void bs_remote_detach(bs_remote *r);
 
+/* Settles names left to the node (*elixir < 0): Elixir's when the node
+ * runs Elixir (its elixir application started, or Elixir's Kernel loaded),
+ * which stderr then says; Erlang's otherwise, or when the node cannot tell. */
+void bs_remote_choose_names(bs_remote *r, int *elixir);
+
 /* The exit code for a node status (BS_NODE_FAILED: BS_EXIT_FAILURE). */
 int bs_remote_exit_code(bs_node_status st);
 

@@ -38,3 +38,33 @@ check "names: top --elixir spells functions the Elixir way" grep -q ':bs_dist_wl
     "$out/q_top_ex.txt"
 check "names: top --elixir has no Erlang-spelled function" bash -c "! grep -q 'bs_dist_wl:' '$out/q_top_ex.txt'"
 check "names: nothing left on the node" wait_clean n1 5
+
+# Names chosen by the node: without --elixir or --erlang, a node that runs
+# Elixir gets Elixir's spelling, and stderr says why; an Erlang node keeps
+# Erlang's, silently; --erlang wins on an Elixir node.
+echo "--- names as the node runs"
+ex_ebin=$(dirname "$(elixir -e 'IO.puts(:code.which(Kernel))' 2>/dev/null)")
+if [ -d "$ex_ebin" ] &&
+    start_node_with ex 'bs_dist_wl:start(), application:ensure_all_started(elixir)' \
+        'lists:keymember(elixir, 1, application:which_applications()).' -pa "$ex_ebin"; then
+    ex=$(node_name ex)
+    bs record --node "$ex" --name quoted --duration 300ms -o "$out/q_auto_ex.folded" 2>"$out/q_auto_ex.err"
+    check "names: an Elixir node gets Elixir's names without --elixir" \
+        grep -qF ";$q_ex;SLEEP " "$out/q_auto_ex.folded"
+    check "names: stderr says the node runs Elixir" grep -q "$ex runs Elixir.*--erlang" "$out/q_auto_ex.err"
+    bs record --node "$ex" --name quoted --erlang --duration 300ms -o "$out/q_forced.folded" 2>"$out/q_forced.err"
+    check "names: --erlang wins on an Elixir node" grep -qF ";$q_erl;SLEEP " "$out/q_forced.folded"
+    check "names: --erlang: nothing said" bash -c "! grep -q 'runs Elixir' '$out/q_forced.err'"
+    bs top --node "$ex" --once --limit 3 >"$out/q_top_auto.txt" 2>/dev/null
+    check "names: top on an Elixir node spells functions the Elixir way" \
+        bash -c "grep -q ':bs_dist_wl\.\(spin\|work\)/1\|:lists\.' '$out/q_top_auto.txt' &&
+            ! grep -q 'bs_dist_wl:' '$out/q_top_auto.txt'"
+    bs dump --node "$ex" --name quoted >"$out/q_dump_auto.txt" 2>/dev/null
+    check "names: dump on an Elixir node spells frames the Elixir way" grep -qF "    $q_ex (" "$out/q_dump_auto.txt"
+    check "names: nothing left on the Elixir node" wait_clean ex 5
+else
+    fail "names: an Elixir node" "could not start one (elixir's ebin: '$ex_ebin')"
+fi
+bs record --node "$n1" --name quoted --duration 300ms -o "$out/q_auto.folded" 2>"$out/q_auto.err"
+check "names: an Erlang node keeps Erlang's names" grep -qF ";$q_erl;SLEEP " "$out/q_auto.folded"
+check "names: an Erlang node: nothing said of names" bash -c "! grep -q 'runs Elixir' '$out/q_auto.err'"

@@ -453,6 +453,11 @@ check "run: init:stop ends it too, output passes through" [ $? -eq 0 ] && grep -
 check "run: a VM that halts at once still leaves its profile" [ $? -eq 4 ] && [ -s "$out/run6.folded" ]
 check "run: one scheduler, recorded up to halt all the same" grep -q 'bs_dist_wl:work/1' "$out/run5.folded"
 check "run: temporary files removed" [ "$(ls -d /tmp/beamspy-run-* 2>/dev/null | wc -l)" -eq "$before" ]
+"$cli" run -o "$out/runex.folded" -- elixir -e 'Enum.sort(Enum.to_list(1..20000))' >/dev/null 2>"$out/runex.err"
+elixir_spelled() { grep -q 'Enum\.sort/' "$1" && ! grep -q "'Elixir\.Enum'" "$1"; }
+check "run -- elixir: Elixir's names without --elixir" elixir_spelled "$out/runex.folded"
+check "run -- elixir: stderr says why" grep -q "elixir is Elixir's.*--erlang" "$out/runex.err"
+check "run -- erl: no word of Elixir" bash -c "! grep -q \"Elixir's\" '$out/run2.out'"
 "$cli" run -o "$out/x.folded" -- no-such-command-here >/dev/null 2>"$out/run4.err"
 check "run: a command that does not exist" [ $? -ne 0 ] && grep -q 'cannot run no-such-command-here' "$out/run4.err"
 
