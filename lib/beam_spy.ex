@@ -59,8 +59,8 @@ defmodule BeamSpy do
     * `:output` — a file name whose extension picks the format (`.folded`),
       or a directory (created if needed) that gets one file per format, named
       from the call and the time. Default: the current directory.
-    * `:formats` — the formats written into a directory output. Default
-      `[:folded]`.
+    * `:formats` — the formats written into a directory output (by default
+      a page that opens in any browser). Default `[:html]`.
     * `:children` — also record the processes the call spawns, each under its
       own pid. Default `true`.
     * `:sleep` — charge the time a process spends scheduled out (waiting in
@@ -115,7 +115,7 @@ defmodule BeamSpy do
   @typedoc "One option: see \"Options\" in the module documentation."
   @type option ::
           {:output, Path.t()}
-          | {:formats, [:folded]}
+          | {:formats, [:folded | :svg | :html | :speedscope | :chrome | :perf | :bspy | :callgrind]}
           | {:children, boolean()}
           | {:sleep, boolean()}
           | {:gc, boolean()}

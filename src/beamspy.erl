@@ -28,8 +28,8 @@
 %%%   `callgrind.out.<anything>'). Any other extension (`x.png') is refused, unless
 %%%   the name is an existing directory or ends in `/'. Default: the current
 %%%   directory.</li>
-%%% <li>`formats' — list of formats written to a directory output. Default
-%%%   `[folded]'. Given with a file output, it must be that file's one
+%%% <li>`formats' — list of formats written to a directory output (by
+%%%   default a page that opens in any browser). Default `[html]'. Given with a file output, it must be that file's one
 %%%   format (else refused).</li>
 %%% <li>`children' — also trace processes spawned by the call, each under its
 %%%   own pid. Default `true' for `apply', `false' for a live session.</li>

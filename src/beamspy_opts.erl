@@ -86,7 +86,7 @@
                           string()}].
 option_table() ->
     [{output, api, #{apply => "."}, "a directory (one file per format) or a file"},
-     {formats, api, #{apply => [folded]}, "the formats written to a directory output"},
+     {formats, api, #{apply => [html]}, "the formats written to a directory output"},
      {children, api, #{apply => true, live => false}, "also trace the processes a target spawns"},
      {sleep, api, #{apply => true}, "charge scheduled-out time to a SLEEP leaf"},
      {gc, api, #{apply => false}, "charge garbage collection to a GC leaf"},

@@ -30,7 +30,7 @@ api_test_() ->
       {"the call runs in the caller's process (dictionary, mailbox, self)", fun caller_context/0},
       {"no stray messages are left in the caller's mailbox", {timeout, 60, fun no_stray_messages/0}},
       {"proplist options work", fun proplist_options/0},
-      {"output directory: one beamspy-*.folded file, valid lines", {timeout, 60, fun output_dir/0}},
+      {"output directory: one beamspy-*.html file by default, folded lines valid", {timeout, 60, fun output_dir/0}},
       {"output *.folded file: exactly that file, no temporary left", {timeout, 60, fun output_file/0}},
       {"folded lines are the profile's nodes (self time in us)", {timeout, 60, fun folded_matches_profile/0}},
       {"apply prints where it wrote unless quiet", fun printing/0},
@@ -334,8 +334,11 @@ output_dir() ->
     try
         ?assertEqual(55, beamspy:apply({bs_wl, fib, [10]}, #{output => Dir, quiet => true})),
         [File] = list_dir(Dir),
-        ?assertMatch({match, _}, re:run(File, "^beamspy-.*\\.folded$")),
-        Lines = read_lines(filename:join(Dir, File)),
+        ?assertMatch({match, _}, re:run(File, "^beamspy-.*\\.html$")),
+        ?assertEqual(55, beamspy:apply({bs_wl, fib, [10]}, #{output => Dir ++ "f", formats => [folded],
+                                                             quiet => true})),
+        [Folded] = list_dir(Dir ++ "f"),
+        Lines = read_lines(filename:join(Dir ++ "f", Folded)),
         check_lines(Lines),
         %% Ten fib frames deep, no deeper.
         Fib = [L || L <- Lines, binary:match(L, <<"bs_wl:fib/1">>) =/= nomatch],

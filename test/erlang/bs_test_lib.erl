@@ -327,11 +327,28 @@ gen_server_loop_frame() ->
     {M, F, A} = gen_server_loop(),
     iolist_to_binary(io_lib:format("~s:~s/~b", [M, F, A])).
 
+%% epmd answers (net_adm:names/0) within Tries x 100 ms: -daemon returns
+%% before it listens.
+wait_for_epmd(0) -> {error, epmd_not_answering};
+wait_for_epmd(Tries) ->
+    case net_adm:names() of
+        {ok, _} -> ok;
+        {error, _} -> timer:sleep(100), wait_for_epmd(Tries - 1)
+    end.
+
 %% Makes this VM a distributed node named Prefix ++ its OS pid, unless it is
-%% one already; returns whether it did (for the cleanup to stop it).
+%% one already; returns whether it did (for the cleanup to stop it). epmd is
+%% started first: net_kernel:start/1 does not start it (erl -sname does), and
+%% on a fresh machine nothing may have yet (ERL_EPMD_PORT is obeyed by both).
 distributed(Prefix) ->
     case node() of
         nonode@nohost ->
+            Epmd = case os:find_executable("epmd") of
+                       false -> filename:join([code:root_dir(), "bin", "epmd"]);
+                       Found -> Found
+                   end,
+            _ = os:cmd(Epmd ++ " -daemon"),
+            ok = wait_for_epmd(100),
             {ok, _} = net_kernel:start([list_to_atom(Prefix ++ os:getpid()), shortnames]),
             true;
         _ -> false
