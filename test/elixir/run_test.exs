@@ -57,8 +57,9 @@ defmodule BeamSpyTest.RunTest do
     File.cd!(dir, fn ->
       output = capture_io(fn -> assert BeamSpy.run({Work, :fib, [5]}) == 5 end)
       assert [file] = File.ls!(dir)
-      assert file =~ ~r/^beamspy-.*\.folded$/
+      assert file =~ ~r/^beamspy-.*\.html$/
       assert output =~ "beamspy: wrote ./#{file}"
+      assert File.read!(file) =~ "BeamSpyTest.Work.fib/1"
     end)
   end
 
