@@ -881,8 +881,9 @@ stop(_, Opts) ->
 
 %% @doc Records Targets for Duration milliseconds: {@link start/2}, wait,
 %% {@link stop/1}. Returns early, with the files written then, if a limit
-%% trips. Unless `max_duration' is given, it is Duration plus one second (a
-%% safety net should the caller be held up).
+%% trips. Unless `max_duration' is given, it is Duration plus ten seconds (a
+%% safety net should the caller be held up; it also bounds switching
+%% tracing on, which takes a loaded node seconds).
 %%
 %% ```
 %% 1> beamspy:trace(my_server, 5000, #{output => "/tmp/my_server.html"}).
@@ -892,7 +893,10 @@ stop(_, Opts) ->
 trace(Targets, Duration, Opts0) when is_integer(Duration), Duration > 0, Duration < 1 bsl 31 ->
     Opts = case is_given(max_duration, Opts0) of
                true -> Opts0;
-               false -> put_option(max_duration, Duration + 1000, Opts0)
+               %% A safety net only (this call stops the session after
+               %% Duration); it also bounds switching tracing on, which a
+               %% loaded node can take seconds to do.
+               false -> put_option(max_duration, Duration + 10000, Opts0)
            end,
     case start(Targets, Opts) of
         {ok, Session} ->
