@@ -80,7 +80,7 @@ owner_killed_at_random() ->
     try
         repeat(fun(_) ->
                        Killer = spawn_killer(30),
-                       case beamspy:start(all, #{output => Dir, max_processes => 1000000}) of
+                       case beamspy:start(all, #{output => Dir, formats => [folded], max_processes => 1000000}) of
                            {ok, S} ->
                                _ = killer_done(Killer),
                                %% Killed or not, stop answers as documented.
@@ -143,7 +143,7 @@ concurrent_stops() ->
     Dir = tmp_dir(),
     try
         repeat(fun(_) ->
-                       {ok, S} = beamspy:start(all, #{output => Dir, max_processes => 1000000}),
+                       {ok, S} = beamspy:start(all, #{output => Dir, formats => [folded], max_processes => 1000000}),
                        Self = self(),
                        Stoppers = [spawn(fun() -> receive go -> Self ! {stopped, self(), beamspy:stop(S)} end end)
                                    || _ <- [1, 2, 3]],
