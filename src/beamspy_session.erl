@@ -158,13 +158,7 @@ owner(_) ->
 %% `encode => false' skips encoding the profile of a session started by
 %% beamspy:start_encoded/3.
 -spec finish(pid(), #{profile => boolean(), write => boolean(), encode => boolean()}) ->
-          {ok, #{files := [string()], errors := list(), truncated := atom(),
-                 events := non_neg_integer(), memory_peak := non_neg_integer(),
-                 processes := non_neg_integer(), recorded_ms := integer(),
-                 limits := map(), names := erlang | elixir,
-                 cleanup_ms := integer(), write_ms := integer(),
-                 profile => map(),
-                 encoded => [{beamspy:format(), {ok, binary()} | {error, term()}}]}} | {error, term()}.
+          {ok, beamspy:stop_report()} | {error, term()}.
 finish(Owner, Opts) ->
     call(Owner, {finish, Opts}, infinity).
 
@@ -698,20 +692,9 @@ info_map(#{kind := Kind, session := Session, caller := Caller, handle := Handle,
 %% patterns, on_load's too.
 -spec cleanup(beamspy_tracer:session()) -> ok.
 cleanup(Session) ->
-    Tracer = {beamspy_tracer, Session},
-    _ = case erlang:trace_info(new, tracer) of
-            {tracer, Tracer} -> erlang:trace(new, false, [all]);
-            _ -> ok
-        end,
+    ok = beamspy_backend:legacy_untrace(new, Session),
     ok = beamspy_tracer:session_stop(Session),
-    Untrace = fun(P) ->
-                      case erlang:trace_info(P, tracer) of
-                          {tracer, Tracer} -> try erlang:trace(P, false, [all]) catch error:_ -> 0 end;
-                          _ -> ok
-                      end
-              end,
-    lists:foreach(Untrace, erlang:processes()),
-    lists:foreach(Untrace, erlang:processes()),
+    ok = beamspy_backend:legacy_untrace_all(Session),
     _ = erlang:trace_pattern({'_', '_', '_'}, false, [local]),
     _ = erlang:trace_pattern(on_load, false, [local]),
     ok.
