@@ -62,7 +62,9 @@
                        limits := map(), explicit_output := boolean(), description := term(),
                        encode => [beamspy:format()]}.
 -opaque handle() :: {beamspy_session, pid(), reference()}.
--export_type([handle/0]).
+%% A process's root frame, raw (see labels/1).
+-type label() :: {binary(), [] | atom() | mfa()}.
+-export_type([handle/0, label/0]).
 
 %%% ---------------------------------------------------------------------
 %%% API
@@ -718,28 +720,25 @@ seed(Session, Pid, Waiting) ->
 arity(A) when is_integer(A) -> A;
 arity(Args) when is_list(Args) -> length(Args).
 
-%% @doc The root frame of each process: the pid, then its registered name or
-%% proc_lib initial call where known.
--spec labels([pid()]) -> #{pid() => binary()}.
+%% @doc What the root frame of each process says: the pid's text, then its
+%% registered name, or its proc_lib initial call, or `[]'. Raw: the engine
+%% spells it as it spells frames, in the profile's names (`<0.90.0>
+%% my_server', `<0.91.0> my_worker:init/1'; in Elixir `<0.90.0>
+%% MyApp.Server'), see {@link beamspy_tracer:frame_name/2}.
+-spec labels([pid()]) -> #{pid() => label()}.
 labels(Pids) ->
     maps:from_list([{P, label(P)} || P <- Pids]).
 
 label(P) ->
-    Extra = case erlang:process_info(P, [registered_name, dictionary]) of
-                [{registered_name, Name}, _] when is_atom(Name) ->
-                    [$\s | atom_to_list(Name)];
-                [_, {dictionary, Dict}] ->
-                    case lists:keyfind('$initial_call', 1, Dict) of
-                        {_, {M, F, A}} -> [$\s | initial_call_text(M, F, A)];
-                        false -> ""
-                    end;
-                _ ->
-                    ""
-            end,
-    unicode:characters_to_binary([pid_to_list(P), Extra]).
-
-initial_call_text(M, F, A) ->
-    case atom_to_list(M) of
-        "Elixir." ++ Name -> io_lib:format("~ts.~ts/~w", [Name, atom_to_list(F), A]);
-        _ -> io_lib:format("~tw:~tw/~w", [M, F, A])
-    end.
+    Name = case erlang:process_info(P, [registered_name, dictionary]) of
+               [{registered_name, Registered}, _] when is_atom(Registered) ->
+                   Registered;
+               [_, {dictionary, Dict}] ->
+                   case lists:keyfind('$initial_call', 1, Dict) of
+                       {_, {_, _, _} = MFA} -> MFA;
+                       false -> []
+                   end;
+               _ ->
+                   []
+           end,
+    {list_to_binary(pid_to_list(P)), Name}.
