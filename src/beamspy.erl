@@ -211,7 +211,17 @@
                       TotalNs :: non_neg_integer(), Calls :: non_neg_integer()}.
 -type live_target() :: pid() | atom() | [pid() | atom()] | all | existing | new.
 -type session() :: beamspy_session:handle().
--export_type([format/0, target/0, outcome/0, profile/0, tree_node/0, live_target/0, session/0]).
+%% What stop/2 returns: see its doc. `encoded' only for a session of
+%% start_encoded/3 (internal).
+-type stop_report() :: #{files := [string()], errors := [{string(), term()}],
+                         truncated := false | atom(), recorded_ms := non_neg_integer(),
+                         events := non_neg_integer(), memory_peak := non_neg_integer(),
+                         processes := non_neg_integer(), limits := map(),
+                         names := erlang | elixir, cleanup_ms := non_neg_integer(),
+                         write_ms := non_neg_integer(), profile => profile(),
+                         encoded => [{format(), {ok, binary()} | {error, term()}}]}.
+-export_type([format/0, target/0, outcome/0, profile/0, tree_node/0, live_target/0, session/0,
+              stop_report/0]).
 
 %% @equiv apply(Target, #{})
 -spec apply(target()) -> term().
@@ -848,6 +858,8 @@ report_options(Report) ->
 
 %% @doc Like {@link stop/1}, but returns everything: `files', `errors'
 %% (`[{Path, Reason}]'), `truncated' (`false' or the limit that tripped),
+%% what was recorded (`recorded_ms', `events', `memory_peak' in bytes,
+%% `processes'), the `limits' in force, `names' (`erlang' or `elixir'),
 %% `cleanup_ms' and `write_ms' (how long switching tracing off everywhere
 %% and writing the files took) and, with `#{profile => true}', `profile'
 %% (the term {@link profile/2} returns). With `profile => true' files are only written if `output' or
@@ -858,10 +870,7 @@ report_options(Report) ->
 %% 2> lists:sort([3, 1, 2]).
 %% 3> {ok, #{profile := #{processes := [{_Self, _Tree}]}}} = beamspy:stop(S, #{profile => true}).
 %% '''
--spec stop(session(), #{profile => boolean()}) ->
-          {ok, #{files := [string()], errors := [{string(), term()}],
-                 truncated := false | atom(), cleanup_ms := non_neg_integer(),
-                 write_ms := non_neg_integer(), profile => profile()}} | {error, term()}.
+-spec stop(session(), #{profile => boolean()}) -> {ok, stop_report()} | {error, term()}.
 stop(Session, Opts) when is_map(Opts) ->
     case {beamspy_session:owner(Session), maps:get(profile, Opts, false)} of
         {_, Other} when not is_boolean(Other) ->

@@ -20,6 +20,16 @@
 
 -export([sessions_supported/0, open/2, close/1, set_patterns/1, process/4,
          conflicts/3, tracer_of/2, untraced_bifs/0]).
+-export([legacy_untrace/2, legacy_untrace_all/1, legacy_remove_meta/2]).
+
+%% A tracer module shows in erlang:trace_info/2 as {tracer, {Module, State}}
+%% and {meta, {Module, State}} (observed on OTP 25, 27 and 29, and what its
+%% documentation says), but its spec (trace_info_return() in erts's
+%% erlang.erl, up to OTP 29 at least) says {tracer, Module, State} and
+%% {meta, Module, State}: dialyzer then takes every match of beamspy's
+%% tracer for one that can never succeed. The functions that read a tracer
+%% module from trace_info are here, and only they are exempted.
+-dialyzer({nowarn_function, [foreign/1, tracer_of/2, legacy_untrace/2, legacy_remove_meta/2]}).
 
 -define(CALLER_MS, [{'_', [], [{message, {{cp, {caller}}}}]}]).
 -define(CACHE, {?MODULE, sessions_supported}).
@@ -162,9 +172,7 @@ first_conflict([P | Ps], Targets) ->
             end
     end.
 
-%% A tracer that is set and is not beamspy's. A tracer module shows as
-%% {tracer, {Module, State}} (observed on OTP 25; erlang:trace_info/2's spec
-%% says {tracer, Module, State}).
+%% A tracer that is set and is not beamspy's.
 foreign({tracer, []}) -> none;
 foreign({tracer, {beamspy_tracer, _}}) -> none;
 foreign({tracer, T}) -> {foreign, T};
@@ -183,3 +191,36 @@ tracer_of({session, _, TS}, Pid) ->
         {flags, [_ | _]} -> ours;
         _ -> none
     end.
+
+%% @doc Legacy backend: switches every trace flag of What (a pid, or `new'
+%% processes) off if its tracer is Session; a process traced by anyone else
+%% is left alone, one that is gone meanwhile skipped.
+-spec legacy_untrace(pid() | new, beamspy_tracer:session()) -> ok.
+legacy_untrace(What, Session) ->
+    case erlang:trace_info(What, tracer) of
+        {tracer, {beamspy_tracer, Session}} ->
+            try erlang:trace(What, false, [all]) of
+                _ -> ok
+            catch error:badarg -> ok
+            end;
+        _ ->
+            ok
+    end.
+
+%% @doc Legacy backend: {@link legacy_untrace/2} on every process, in two
+%% passes: a child that was traced (set_on_spawn) may have spawned a traced
+%% process during the first.
+-spec legacy_untrace_all(beamspy_tracer:session()) -> ok.
+legacy_untrace_all(Session) ->
+    lists:foreach(fun(P) -> legacy_untrace(P, Session) end, erlang:processes()),
+    lists:foreach(fun(P) -> legacy_untrace(P, Session) end, erlang:processes()).
+
+%% @doc Removes the meta pattern of MFA if it is Session's (a capture's, see
+%% {@link beamspy_capture}); anyone else's is left alone.
+-spec legacy_remove_meta(mfa(), beamspy_tracer:session()) -> ok.
+legacy_remove_meta(MFA, Session) ->
+    _ = case erlang:trace_info(MFA, meta) of
+            {meta, {beamspy_tracer, {beamspy_meta, Session}}} -> erlang:trace_pattern(MFA, false, [meta]);
+            _ -> ok
+        end,
+    ok.

@@ -206,17 +206,10 @@ loop(#{ref := Ref, mon := Mon, caller := Caller} = S) ->
 %% The process may already have entered the function again (the meta match
 %% spec switched its tracing back on): then it is left traced.
 untrace_if_idle(Session, Pid) ->
-    Tracer = {beamspy_tracer, Session},
     case beamspy_tracer:session_capturing(Session, Pid) of
-        false ->
-            case erlang:trace_info(Pid, tracer) of
-                {tracer, Tracer} -> try erlang:trace(Pid, false, [all]) catch error:_ -> 0 end;
-                _ -> ok
-            end;
-        true ->
-            ok
-    end,
-    ok.
+        false -> beamspy_backend:legacy_untrace(Pid, Session);
+        true -> ok
+    end.
 
 remove_meta(MFA) ->
     _ = erlang:trace_pattern(MFA, false, [meta]),

@@ -118,6 +118,7 @@ keeper(Parent, Ref) ->
 %% Recording could not start: the VM runs on unrecorded, but the tool is
 %% still obeyed (a stop request or the end of --duration halts the VM, the
 %% tool's end too), so it never waits for a VM that will not end.
+-spec unrecorded(#{port := port() | none, _ => _}, timeout()) -> no_return().
 unrecorded(#{port := Port} = S, Duration) ->
     receive
         {Port, {data, _}} -> erlang:halt(0);

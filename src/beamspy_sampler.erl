@@ -37,7 +37,8 @@
 %%% distinct function. The list of stacks is built only on {@link stop/1}.
 %%%
 %%% Frames are not spelled here: {@link stop/1} returns them raw (`{M, F,
-%%% A}' tuples, and texts for the root, `SLEEP' and `[other stacks]'), and
+%%% A}' tuples, the root's raw label, and texts for `SLEEP' and `[other
+%%% stacks]'), and
 %%% the command-line tool spells them with the engine's one speller (in
 %%% Erlang, {@link beamspy_tracer:frame_name/2}), as every mode does.
 %%%
@@ -71,7 +72,7 @@
                   processes := non_neg_integer(), stacks := non_neg_integer(),
                   memory := non_neg_integer(), elapsed_ms := non_neg_integer()}.
 -type frame() :: mfa() | binary().
--type stack() :: {Root :: binary(), [frame()], Count :: pos_integer()}.
+-type stack() :: {Root :: beamspy_session:label(), [frame()], Count :: pos_integer()}.
 -type result() :: #{stacks := [stack()], samples := non_neg_integer(),
                     rounds := non_neg_integer(), processes := non_neg_integer(),
                     elapsed_ms := non_neg_integer(), interval_ms := pos_integer()}.
@@ -123,14 +124,14 @@ info(Sampler) ->
 
 %% @doc Stops sampling, restores `backtrace_depth', and returns the samples
 %% as `stacks': one `{Root, Frames, Count}' per distinct stack, Frames root
-%% first, where Root is the process label as {@link
-%% beamspy_session:labels/1} spells it and each frame is raw: an `{M, F, A}',
-%% or the text `<<"SLEEP">>' (the last frame of a waiting process) or
+%% first, where Root is the process label, raw as {@link
+%% beamspy_session:labels/1} gives it, and each frame is raw too: an `{M, F,
+%% A}', or the text `<<"SLEEP">>' (the last frame of a waiting process) or
 %% `<<"[other stacks]">>'. {@link beamspy_tracer:frame_name/2} spells them
-%% as every output does. The sampler exits.
+%% (the root `<0.90.0> my_server') as every output does. The sampler exits.
 %%
 %% ```
-%% {ok, #{stacks := [{<<"<0.90.0> my_server">>,
+%% {ok, #{stacks := [{{<<"<0.90.0>">>, my_server},
 %%                    [{proc_lib, init_p_do_apply, 3}, {gen_server, loop, 7}, <<"SLEEP">>],
 %%                    498}]}} = beamspy_sampler:stop(S).
 %% '''

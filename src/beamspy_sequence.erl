@@ -257,15 +257,16 @@ unload(Node, How) ->
 %% earlier sequence: a process that got a message from one of its processes
 %% after it ended (a late reply, a cast) took its token on. Such a leftover
 %% is dropped; a token of a sequence still running in this process (a
-%% sequence inside another's target), or anyone else's, is kept.
+%% sequence inside another's target), or anyone else's, is kept. The label
+%% is asked for by name: the token itself is documented as opaque.
 current_token() ->
     Running = get(?RUNNING_KEY),
-    case seq_trace:get_token() of
-        {_, {beamspy_seq, _, _} = Label, _, _, _} when Label =/= Running ->
+    case seq_trace:get_token(label) of
+        {label, {beamspy_seq, _, _} = Label} when Label =/= Running ->
             _ = seq_trace:set_token([]),
             [];
-        Token ->
-            Token
+        _ ->
+            seq_trace:get_token()
     end.
 
 call_with_token(Fun, Args, Label) ->

@@ -62,7 +62,9 @@
                        limits := map(), explicit_output := boolean(), description := term(),
                        encode => [beamspy:format()]}.
 -opaque handle() :: {beamspy_session, pid(), reference()}.
--export_type([handle/0]).
+%% A process's root frame, raw (see labels/1).
+-type label() :: {binary(), [] | atom() | mfa()}.
+-export_type([handle/0, label/0]).
 
 %%% ---------------------------------------------------------------------
 %%% API
@@ -158,13 +160,7 @@ owner(_) ->
 %% `encode => false' skips encoding the profile of a session started by
 %% beamspy:start_encoded/3.
 -spec finish(pid(), #{profile => boolean(), write => boolean(), encode => boolean()}) ->
-          {ok, #{files := [string()], errors := list(), truncated := atom(),
-                 events := non_neg_integer(), memory_peak := non_neg_integer(),
-                 processes := non_neg_integer(), recorded_ms := integer(),
-                 limits := map(), names := erlang | elixir,
-                 cleanup_ms := integer(), write_ms := integer(),
-                 profile => map(),
-                 encoded => [{beamspy:format(), {ok, binary()} | {error, term()}}]}} | {error, term()}.
+          {ok, beamspy:stop_report()} | {error, term()}.
 finish(Owner, Opts) ->
     call(Owner, {finish, Opts}, infinity).
 
@@ -698,20 +694,9 @@ info_map(#{kind := Kind, session := Session, caller := Caller, handle := Handle,
 %% patterns, on_load's too.
 -spec cleanup(beamspy_tracer:session()) -> ok.
 cleanup(Session) ->
-    Tracer = {beamspy_tracer, Session},
-    _ = case erlang:trace_info(new, tracer) of
-            {tracer, Tracer} -> erlang:trace(new, false, [all]);
-            _ -> ok
-        end,
+    ok = beamspy_backend:legacy_untrace(new, Session),
     ok = beamspy_tracer:session_stop(Session),
-    Untrace = fun(P) ->
-                      case erlang:trace_info(P, tracer) of
-                          {tracer, Tracer} -> try erlang:trace(P, false, [all]) catch error:_ -> 0 end;
-                          _ -> ok
-                      end
-              end,
-    lists:foreach(Untrace, erlang:processes()),
-    lists:foreach(Untrace, erlang:processes()),
+    ok = beamspy_backend:legacy_untrace_all(Session),
     _ = erlang:trace_pattern({'_', '_', '_'}, false, [local]),
     _ = erlang:trace_pattern(on_load, false, [local]),
     ok.
@@ -735,28 +720,25 @@ seed(Session, Pid, Waiting) ->
 arity(A) when is_integer(A) -> A;
 arity(Args) when is_list(Args) -> length(Args).
 
-%% @doc The root frame of each process: the pid, then its registered name or
-%% proc_lib initial call where known.
--spec labels([pid()]) -> #{pid() => binary()}.
+%% @doc What the root frame of each process says: the pid's text, then its
+%% registered name, or its proc_lib initial call, or `[]'. Raw: the engine
+%% spells it as it spells frames, in the profile's names (`<0.90.0>
+%% my_server', `<0.91.0> my_worker:init/1'; in Elixir `<0.90.0>
+%% MyApp.Server'), see {@link beamspy_tracer:frame_name/2}.
+-spec labels([pid()]) -> #{pid() => label()}.
 labels(Pids) ->
     maps:from_list([{P, label(P)} || P <- Pids]).
 
 label(P) ->
-    Extra = case erlang:process_info(P, [registered_name, dictionary]) of
-                [{registered_name, Name}, _] when is_atom(Name) ->
-                    [$\s | atom_to_list(Name)];
-                [_, {dictionary, Dict}] ->
-                    case lists:keyfind('$initial_call', 1, Dict) of
-                        {_, {M, F, A}} -> [$\s | initial_call_text(M, F, A)];
-                        false -> ""
-                    end;
-                _ ->
-                    ""
-            end,
-    unicode:characters_to_binary([pid_to_list(P), Extra]).
-
-initial_call_text(M, F, A) ->
-    case atom_to_list(M) of
-        "Elixir." ++ Name -> io_lib:format("~ts.~ts/~w", [Name, atom_to_list(F), A]);
-        _ -> io_lib:format("~tw:~tw/~w", [M, F, A])
-    end.
+    Name = case erlang:process_info(P, [registered_name, dictionary]) of
+               [{registered_name, Registered}, _] when is_atom(Registered) ->
+                   Registered;
+               [_, {dictionary, Dict}] ->
+                   case lists:keyfind('$initial_call', 1, Dict) of
+                       {_, {_, _, _} = MFA} -> MFA;
+                       false -> []
+                   end;
+               _ ->
+                   []
+           end,
+    {list_to_binary(pid_to_list(P)), Name}.

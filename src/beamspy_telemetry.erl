@@ -70,7 +70,7 @@ start(Prefixes, Opts) ->
         ok = ok_or_throw(check_prefixes(Prefixes)),
         {Own, Rest} = own_options(Opts),
         {ok, O0} = ok_or_throw(beamspy_opts:options(Rest)),
-        O = case has_key(formats, Rest) of
+        O = case maps:is_key(formats, Rest) of
                 true -> O0;
                 false -> O0#{formats := ?DEFAULT_FORMATS}
             end,
@@ -268,10 +268,6 @@ short_list(L, Max) ->
 ok_or_throw(ok) -> ok;
 ok_or_throw({ok, _} = Ok) -> Ok;
 ok_or_throw({error, _} = E) -> throw(E).
-
-has_key(K, Opts) when is_map(Opts) -> maps:is_key(K, Opts);
-has_key(K, Opts) when is_list(Opts) ->
-    lists:any(fun({K1, _}) -> K1 =:= K; (K1) -> K1 =:= K end, Opts).
 
 %% Our own options out of the rest (which beamspy_opts checks).
 own_options(Opts) when is_map(Opts) ->

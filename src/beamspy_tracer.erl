@@ -60,16 +60,20 @@ installed_priv_dir() ->
 %% @doc The one spelling of a frame, the engine's (every output, every
 %% mode): `{M, F, Arity}' (or `{M, F, Args}') in `erlang' (`mod:fun/1',
 %% atoms quoted as the shell would) or `elixir' (`Mod.fun/1',
-%% `:lists.sort/1'); a text (binary or iolist: a process label, `SLEEP') is
-%% only made safe for a folded line (`;' becomes `:', control characters
-%% `?', a trailing blank or count `_').
+%% `:lists.sort/1'); a process label ({@link beamspy_session:labels/1}):
+%% the pid, then the registered name (`my_server'; in Elixir `MyApp.Server'
+%% or `:my_server') or the initial call, spelled as a frame; a text (binary
+%% or iolist: `SLEEP') is only made safe for a folded line (`;' becomes
+%% `:', control characters `?', a trailing blank or count `_').
 %%
 %% ```
 %% <<"m:'receive'/0">> = beamspy_tracer:frame_name({m, 'receive', 0}, erlang),
 %% <<"Foo.bar/2">> = beamspy_tracer:frame_name({'Elixir.Foo', bar, [a, b]}, elixir),
+%% <<"<0.90.0> MyApp.Server">> = beamspy_tracer:frame_name({<<"<0.90.0>">>, 'Elixir.MyApp.Server'}, elixir),
 %% <<"worker_12">> = beamspy_tracer:frame_name(<<"worker 12">>, erlang).
 %% '''
--spec frame_name({module(), atom(), arity() | list()} | iodata(), erlang | elixir) -> binary().
+-spec frame_name({module(), atom(), arity() | list()} | beamspy_session:label() | iodata(),
+                 erlang | elixir) -> binary().
 frame_name(_Frame, _Style) -> erlang:nif_error(not_loaded).
 
 %% @doc erl_tracer callback: `trace' while the session records, else

@@ -120,32 +120,13 @@ loop(Owner, Mon, Arming) ->
 
 clean(#{session := Session} = Arming) ->
     ok = beamspy_tracer:session_stop(Session),
-    Tracer = {beamspy_tracer, Session},
-    _ = case erlang:trace_info(new, tracer) of
-            {tracer, Tracer} -> erlang:trace(new, false, [all]);
-            _ -> ok
-        end,
-    untrace_all(Tracer),
-    untrace_all(Tracer),
+    ok = beamspy_backend:legacy_untrace(new, Session),
+    ok = beamspy_backend:legacy_untrace_all(Session),
     Meta = maps:get(meta, Arming, none),
     case Arming of
         #{patterns := node_wide} -> remove_node_patterns(Session, Meta);
         _ -> remove_own_meta(Session, Meta)
     end.
-
-%% Two passes in the caller (see beamspy_session:cleanup/1): children that
-%% traced processes spawned during the first.
-untrace_all(Tracer) ->
-    lists:foreach(fun(P) ->
-                          case erlang:trace_info(P, tracer) of
-                              {tracer, Tracer} ->
-                                  try erlang:trace(P, false, [all])
-                                  catch error:badarg -> ok % gone meanwhile
-                                  end;
-                              _ ->
-                                  ok
-                          end
-                  end, erlang:processes()).
 
 remove_node_patterns(Session, Meta) ->
     try register(?LOCK, self()) of
@@ -167,8 +148,4 @@ remove_node_patterns(Session, Meta) ->
 remove_own_meta(_, none) ->
     ok;
 remove_own_meta(Session, MFA) ->
-    _ = case erlang:trace_info(MFA, meta) of
-            {meta, {beamspy_tracer, {beamspy_meta, Session}}} -> erlang:trace_pattern(MFA, false, [meta]);
-            _ -> ok
-        end,
-    ok.
+    beamspy_backend:legacy_remove_meta(MFA, Session).

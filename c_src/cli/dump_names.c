@@ -48,11 +48,6 @@ const char *bs_dump_reason(const bs_eterm *reason, int elixir, char *buf, size_t
 
 const char *bs_dump_name(const char *name, int elixir, char *buf, size_t cap)
 {
-    if (!elixir || !name[0])
-        snprintf(buf, cap, "%s", name);
-    else if (strncmp(name, "Elixir.", 7) == 0)
-        snprintf(buf, cap, "%s", name + 7);
-    else
-        snprintf(buf, cap, ":%s", name);
+    bs_format_registered(buf, cap, style_of(elixir), name, strlen(name));
     return buf;
 }

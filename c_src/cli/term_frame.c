@@ -15,6 +15,16 @@ static int is_mfa(const bs_eterm *t)
            ok && arity >= 0 && arity <= 255;
 }
 
+/* 1 if t is a process label {PidText, [] | Registered | {M, F, Arity}}. */
+static int is_label(const bs_eterm *t)
+{
+    const bs_eterm *name = bs_eterm_item(t, 1);
+    bs_eterm_kind k = bs_eterm_kind_of(name);
+    return bs_eterm_kind_of(t) == BS_ET_TUPLE && bs_eterm_size(t) == 2 &&
+           bs_eterm_kind_of(bs_eterm_item(t, 0)) == BS_ET_BINARY &&
+           ((k == BS_ET_LIST && bs_eterm_size(name) == 0) || k == BS_ET_ATOM || is_mfa(name));
+}
+
 const char *bs_term_frame(const bs_eterm *frame, bs_name_style style, char *buf, size_t cap)
 {
     bs_eterm_kind k = bs_eterm_kind_of(frame);
@@ -23,6 +33,23 @@ const char *bs_term_frame(const bs_eterm *frame, bs_name_style style, char *buf,
         int ok = 0;
         bs_format_mfa(buf, cap, style, bs_eterm_text(m), bs_eterm_text_len(m), bs_eterm_text(f),
                       bs_eterm_text_len(f), (unsigned)bs_eterm_int(bs_eterm_item(frame, 2), &ok));
+    } else if (is_label(frame)) {
+        const bs_eterm *pid = bs_eterm_item(frame, 0), *name = bs_eterm_item(frame, 1);
+        const char *n = NULL, *f = NULL;
+        size_t n_len = 0, f_len = 0;
+        unsigned arity = 0;
+        if (bs_eterm_kind_of(name) == BS_ET_ATOM) {
+            n = bs_eterm_text(name);
+            n_len = bs_eterm_text_len(name);
+        } else if (is_mfa(name)) {
+            int ok = 0;
+            n = bs_eterm_text(bs_eterm_item(name, 0));
+            n_len = bs_eterm_text_len(bs_eterm_item(name, 0));
+            f = bs_eterm_text(bs_eterm_item(name, 1));
+            f_len = bs_eterm_text_len(bs_eterm_item(name, 1));
+            arity = (unsigned)bs_eterm_int(bs_eterm_item(name, 2), &ok);
+        }
+        bs_format_label(buf, cap, style, bs_eterm_text(pid), bs_eterm_text_len(pid), n, n_len, f, f_len, arity);
     } else if (k == BS_ET_BINARY || k == BS_ET_STRING || k == BS_ET_ATOM) {
         bs_sanitize_name(buf, cap, bs_eterm_text(frame), bs_eterm_text_len(frame));
     } else {

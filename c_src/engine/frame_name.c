@@ -262,3 +262,36 @@ size_t bs_format_mfa(char *buf, size_t cap, bs_name_style style,
     o += (size_t)snprintf(raw + o, sizeof raw - o, "/%u", arity);
     return bs_sanitize_name(buf, cap, raw, o);
 }
+
+size_t bs_format_registered(char *buf, size_t cap, bs_name_style style, const char *name, size_t len)
+{
+    static const char elixir_prefix[] = "Elixir.";
+    const size_t prefix_len = sizeof elixir_prefix - 1;
+    const char *lead = "";
+    if (style == BS_NAMES_ELIXIR && len > 0) {
+        if (len > prefix_len && memcmp(name, elixir_prefix, prefix_len) == 0) {
+            name += prefix_len;
+            len -= prefix_len;
+        } else {
+            lead = ":";
+        }
+    }
+    int n = snprintf(buf, cap, "%s%.*s", lead, (int)len, name);
+    return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+size_t bs_format_label(char *buf, size_t cap, bs_name_style style, const char *pid, size_t pid_len,
+                       const char *name, size_t name_len, const char *function, size_t function_len,
+                       unsigned arity)
+{
+    char raw[1024], what[1024];
+    size_t what_len = 0;
+    if (function)
+        what_len = bs_format_mfa(what, sizeof what, style, name, name_len, function, function_len, arity);
+    else if (name_len > 0)
+        what_len = bs_format_registered(what, sizeof what, style, name, name_len);
+    int n = snprintf(raw, sizeof raw, "%.*s%s%.*s", (int)pid_len, pid, what_len ? " " : "", (int)what_len, what);
+    if (n < 0)
+        n = 0;
+    return bs_sanitize_name(buf, cap, raw, (size_t)n < sizeof raw ? (size_t)n : sizeof raw - 1);
+}

@@ -1,11 +1,10 @@
-/* name_nif.c — beamspy_tracer:frame_name/2, the one speller of frames
- * (frame_name.h) offered to Erlang, and atom texts for the NIF (see
- * name_nif.h). */
+/* name_nif.c — beamspy_tracer:frame_name/2, the one speller of frames and
+ * process labels (frame_name.h) offered to Erlang, and atom texts and
+ * labels for the NIF (see name_nif.h). */
 #include "name_nif.h"
 
 #include <string.h>
 
-#include "../engine/frame_name.h"
 
 /* Atom text as UTF-8. OTP 25's enif_get_atom only speaks latin-1; atoms with
  * characters beyond it fall back to the printed form without quotes. */
@@ -39,6 +38,42 @@ size_t bs_nif_atom_text(ErlNifEnv *env, ERL_NIF_TERM atom, char *buf, size_t cap
     return len;
 }
 
+/* {M, F, Arity} or {M, F, Args}: its atoms' texts and arity; 0 if it is not one. */
+static int get_mfa(ErlNifEnv *env, ERL_NIF_TERM t, char *mod, size_t *ml, char *fun, size_t *fl, size_t cap,
+                   unsigned *arity)
+{
+    const ERL_NIF_TERM *mfa;
+    int n = 0;
+    if (!enif_get_tuple(env, t, &n, &mfa) || n != 3 || !enif_is_atom(env, mfa[0]) || !enif_is_atom(env, mfa[1]))
+        return 0;
+    if ((!enif_get_uint(env, mfa[2], arity) && !enif_get_list_length(env, mfa[2], arity)) || *arity > 255)
+        return 0;
+    *ml = bs_nif_atom_text(env, mfa[0], mod, cap);
+    *fl = bs_nif_atom_text(env, mfa[1], fun, cap);
+    return 1;
+}
+
+size_t bs_nif_label(ErlNifEnv *env, ERL_NIF_TERM label, bs_name_style style, char *buf, size_t cap)
+{
+    const ERL_NIF_TERM *t;
+    int n = 0;
+    ErlNifBinary pid;
+    char mod[512], fun[512];
+    size_t ml = 0, fl = 0;
+    unsigned arity = 0;
+    if (!enif_get_tuple(env, label, &n, &t) || n != 2 || !enif_inspect_binary(env, t[0], &pid))
+        return 0;
+    if (enif_is_empty_list(env, t[1]))
+        return bs_format_label(buf, cap, style, (const char *)pid.data, pid.size, NULL, 0, NULL, 0, 0);
+    if (enif_is_atom(env, t[1])) {
+        ml = bs_nif_atom_text(env, t[1], mod, sizeof mod);
+        return bs_format_label(buf, cap, style, (const char *)pid.data, pid.size, mod, ml, NULL, 0, 0);
+    }
+    if (get_mfa(env, t[1], mod, &ml, fun, &fl, sizeof mod, &arity))
+        return bs_format_label(buf, cap, style, (const char *)pid.data, pid.size, mod, ml, fun, fl, arity);
+    return 0;
+}
+
 ERL_NIF_TERM bs_nif_frame_name(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
     (void)argc;
@@ -47,21 +82,16 @@ ERL_NIF_TERM bs_nif_frame_name(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv
         (strcmp(style_name, "erlang") != 0 && strcmp(style_name, "elixir") != 0))
         return enif_make_badarg(env);
     bs_name_style style = strcmp(style_name, "elixir") == 0 ? BS_NAMES_ELIXIR : BS_NAMES_ERLANG;
-    const ERL_NIF_TERM *mfa;
-    int arity_n = 0;
-    size_t len;
+    size_t len, ml, fl;
+    unsigned arity = 0;
+    char mod[512], fun[512];
     ErlNifBinary text;
-    if (enif_get_tuple(env, argv[0], &arity_n, &mfa) && arity_n == 3 && enif_is_atom(env, mfa[0]) &&
-        enif_is_atom(env, mfa[1])) {
-        unsigned arity = 0;
-        if (!enif_get_uint(env, mfa[2], &arity) && !enif_get_list_length(env, mfa[2], &arity))
-            return enif_make_badarg(env);
-        if (arity > 255)
-            return enif_make_badarg(env);
-        char mod[512], fun[512];
-        size_t ml = bs_nif_atom_text(env, mfa[0], mod, sizeof mod);
-        size_t fl = bs_nif_atom_text(env, mfa[1], fun, sizeof fun);
+    if (get_mfa(env, argv[0], mod, &ml, fun, &fl, sizeof mod, &arity)) {
         len = bs_format_mfa(name, sizeof name, style, mod, ml, fun, fl, arity);
+    } else if (enif_is_tuple(env, argv[0])) {
+        len = bs_nif_label(env, argv[0], style, name, sizeof name);
+        if (len == 0)
+            return enif_make_badarg(env);
     } else if (enif_inspect_iolist_as_binary(env, argv[0], &text)) {
         len = bs_sanitize_name(name, sizeof name, (const char *)text.data, text.size);
     } else {

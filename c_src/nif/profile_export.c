@@ -28,17 +28,15 @@ static int name_key(void *vctx, const bs_key *k, char *buf, size_t cap)
     return (int)bs_format_mfa(buf, cap, ctx->style, mod, ml, fun, fl, k->arity);
 }
 
-static void label_of(ErlNifEnv *env, ERL_NIF_TERM labels, ERL_NIF_TERM pid, char *buf, size_t cap)
+/* The process's label (see bs_nif_label) in the profile's style, or its
+ * pid. */
+static void label_of(ErlNifEnv *env, ERL_NIF_TERM labels, bs_name_style style, ERL_NIF_TERM pid, char *buf,
+                     size_t cap)
 {
     ERL_NIF_TERM v;
-    ErlNifBinary bin;
     if (enif_is_map(env, labels) && enif_get_map_value(env, labels, pid, &v) &&
-        enif_inspect_iolist_as_binary(env, v, &bin)) {
-        size_t n = bin.size < cap - 1 ? bin.size : cap - 1;
-        memcpy(buf, bin.data, n);
-        buf[n] = '\0';
+        bs_nif_label(env, v, style, buf, cap) > 0)
         return;
-    }
     enif_snprintf(buf, cap, "%T", pid);
 }
 
@@ -67,7 +65,7 @@ int bs_export_profile(ErlNifEnv *env, bs_session *s, bs_name_style style, ERL_NI
         bs_traced_proc *r = atomic_load(&s->pids.slots[i].record);
         if (!r)
             continue;
-        label_of(env, labels, (ERL_NIF_TERM)r->pid, label, sizeof label);
+        label_of(env, labels, style, (ERL_NIF_TERM)r->pid, label, sizeof label);
         if (!s->capture_mode) {
             if (bs_profile_add_proc(out, &r->proc, label, name_key, &ctx) < 0)
                 return -1;

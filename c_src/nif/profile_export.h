@@ -8,7 +8,8 @@
 #include "../engine/profile.h"
 #include "session.h"
 
-/* labels: a map pid => binary (the process frame; default is the pid itself).
+/* labels: a map pid => label (see bs_nif_label), spelled in style as the
+ * process frame; default is the pid itself.
  * In capture mode each finished capture is a tree labelled "<pid> (call K)"
  * (a capture still running at the stop is added as "<pid> (call K, incomplete)");
  * capture > 0 keeps only capture number `capture`.

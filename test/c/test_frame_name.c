@@ -34,6 +34,34 @@ static void check_sanitize(const char *src, size_t len, size_t cap, const char *
 
 #define SAN(lit, want) check_sanitize((lit), sizeof(lit) - 1, 256, (want))
 
+static void check_label(bs_name_style style, const char *name, const char *function, unsigned arity,
+                        const char *want)
+{
+    char buf[256];
+    size_t n = bs_format_label(buf, sizeof buf, style, "<0.90.0>", 8, name, name ? strlen(name) : 0, function,
+                               function ? strlen(function) : 0, arity);
+    assert_string_equal(buf, want);
+    assert_int_equal(n, strlen(want));
+}
+
+/* A process's root frame: the pid, then its registered name (as it is, or
+ * as Elixir shows it) or its initial call (spelled as a frame), made safe. */
+static void test_labels(void **state)
+{
+    (void)state;
+    check_label(BS_NAMES_ERLANG, NULL, NULL, 0, "<0.90.0>");
+    check_label(BS_NAMES_ELIXIR, NULL, NULL, 0, "<0.90.0>");
+    check_label(BS_NAMES_ERLANG, "my_server", NULL, 0, "<0.90.0> my_server");
+    check_label(BS_NAMES_ELIXIR, "my_server", NULL, 0, "<0.90.0> :my_server");
+    check_label(BS_NAMES_ERLANG, "Elixir.MyApp.Server", NULL, 0, "<0.90.0> Elixir.MyApp.Server");
+    check_label(BS_NAMES_ELIXIR, "Elixir.MyApp.Server", NULL, 0, "<0.90.0> MyApp.Server");
+    check_label(BS_NAMES_ERLANG, "my_worker", "init", 1, "<0.90.0> my_worker:init/1");
+    check_label(BS_NAMES_ELIXIR, "Elixir.MyApp.Worker", "init", 1, "<0.90.0> MyApp.Worker.init/1");
+    check_label(BS_NAMES_ERLANG, "Elixir.MyApp.Worker", "init", 1, "<0.90.0> 'Elixir.MyApp.Worker':init/1");
+    check_label(BS_NAMES_ERLANG, "a;b\n", NULL, 0, "<0.90.0> a:b?");
+    check_label(BS_NAMES_ERLANG, "worker 12", NULL, 0, "<0.90.0> worker_12");
+}
+
 static void test_erlang_quoting(void **state)
 {
     (void)state;
@@ -251,6 +279,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_erlang_quoting),
+        cmocka_unit_test(test_labels),
         cmocka_unit_test(test_elixir_style),
         cmocka_unit_test(test_sanitize),
         cmocka_unit_test(test_sanitize_cuts_at_char_boundary),

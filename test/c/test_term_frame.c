@@ -1,6 +1,7 @@
 /* test_term_frame.c — raw frames from a node spelled by the engine
- * (cli/term_frame.h, cli/dump_names.h): sample stacks, dump frames and
- * reasons and top's functions are {M, F, A} terms and texts, spelled once,
+ * (cli/term_frame.h, cli/dump_names.h): sample stacks (process labels
+ * included), dump frames and reasons and top's functions are {M, F, A}
+ * terms, labels and texts, spelled once,
  * in Erlang or Elixir, exactly as traced frames are (frame_name.h). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -62,6 +63,27 @@ static void label(ei_x_buff *x) { put_text(x, "worker 12"); }
 static void unsafe_text(ei_x_buff *x) { put_text(x, "a;b\nc"); }
 static void undefined_atom(ei_x_buff *x) { assert_int_equal(ei_x_encode_atom(x, "undefined"), 0); }
 static void big_arity(ei_x_buff *x) { put_mfa(x, "m", "f", 300); }
+/* Process labels as beamspy_session:labels/1 sends them: {PidText, Name}. */
+static void put_label_head(ei_x_buff *x)
+{
+    assert_int_equal(ei_x_encode_tuple_header(x, 2), 0);
+    put_text(x, "<0.9.0>");
+}
+static void label_none(ei_x_buff *x)
+{
+    put_label_head(x);
+    assert_int_equal(ei_x_encode_empty_list(x), 0);
+}
+static void label_registered(ei_x_buff *x)
+{
+    put_label_head(x);
+    assert_int_equal(ei_x_encode_atom(x, "Elixir.MyApp.Server"), 0);
+}
+static void label_call(ei_x_buff *x)
+{
+    put_label_head(x);
+    put_mfa(x, "my_worker", "init", 1);
+}
 
 static void test_frames_spelled_as_the_engine_does(void **state)
 {
@@ -76,6 +98,13 @@ static void test_frames_spelled_as_the_engine_does(void **state)
     check_frame(unsafe_text, BS_NAMES_ERLANG, "a:b?c");
     check_frame(undefined_atom, BS_NAMES_ELIXIR, "undefined");
     check_frame(big_arity, BS_NAMES_ERLANG, "{m,f,300}");
+    /* Process labels: the pid, then the name or the initial call, spelled
+     * in the same style as the frames. */
+    check_frame(label_none, BS_NAMES_ELIXIR, "<0.9.0>");
+    check_frame(label_registered, BS_NAMES_ERLANG, "<0.9.0> Elixir.MyApp.Server");
+    check_frame(label_registered, BS_NAMES_ELIXIR, "<0.9.0> MyApp.Server");
+    check_frame(label_call, BS_NAMES_ERLANG, "<0.9.0> my_worker:init/1");
+    check_frame(label_call, BS_NAMES_ELIXIR, "<0.9.0> :my_worker.init/1");
 }
 
 /* [{<<"<0.1.0> w">>, [{m, 'receive', 0}, <<"SLEEP">>], 3}, {<<"<0.2.0>">>, [], 1}] */

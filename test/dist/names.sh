@@ -2,7 +2,7 @@
 # run.sh; ONLY=names runs it alone). The `quoted' process of bs_dist_wl
 # waits in bs_dist_wl:'receive'/0: traced and sampled recordings, dump and
 # top must all spell it as the engine does, in Erlang (quoted) and with
-# --elixir (:bs_dist_wl.receive/0). About 5 s.
+# --elixir (:bs_dist_wl.receive/0), and label its root alike. About 5 s.
 
 echo "--- one speller for every mode"
 q_erl="bs_dist_wl:'receive'/0"
@@ -27,6 +27,13 @@ same_frames() {
 }
 check "names: sample and trace spell the same stack alike" \
     same_frames "$out/q_trace_ex.folded" "$out/q_sample_ex.folded"
+# The roots, the processes' labels, too: the registered name as it is, and
+# with --elixir as Elixir shows an atom.
+for f in trace sample; do
+    check "names: record --mode $f labels the root <pid> quoted" grep -q '^<[0-9.]*> quoted;' "$out/q_$f.folded"
+    check "names: record --mode $f --elixir labels it <pid> :quoted" \
+        grep -q '^<[0-9.]*> :quoted;' "$out/q_${f}_ex.folded"
+done
 bs dump --node "$n1" --name quoted >"$out/q_dump.txt" 2>/dev/null
 bs dump --node "$n1" --name quoted --elixir >"$out/q_dump_ex.txt" 2>/dev/null
 bs dump --node "$n1" --name quoted --elixir --json >"$out/q_dump_ex.json" 2>/dev/null

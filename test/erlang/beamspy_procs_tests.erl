@@ -24,6 +24,8 @@ procs_test_() ->
       {"grandchildren are recorded under their own pid", {timeout, 60, fun grandchildren/0}},
       {"children collecting large heaps in parallel with gc => true", {timeout, 120, fun parallel_gc/0}},
       {"root labels: pid, then registered name or proc_lib initial call", {timeout, 60, fun labels/0}},
+      {"root labels with names => elixir: spelled as Elixir, like the frames",
+       {timeout, 60, fun elixir_labels/0}},
       {"2000 short-lived children at once: every one recorded exactly", {timeout, 120, fun many_children/0}},
       {"max_processes boundary: K+1 fits, K truncates", {timeout, 60, fun max_processes_boundary/0}},
       {"max_processes: profile truncated, call still correct", {timeout, 60, fun max_processes/0}}]}.
@@ -121,6 +123,23 @@ labels() ->
         {dictionary, Dict} = process_info(Lib, dictionary),
         {_, {M, F, A}} = lists:keyfind('$initial_call', 1, Dict),
         ?assert(lists:member(iolist_to_binary([pid_to_list(Lib), io_lib:format(" ~w:~w/~w", [M, F, A])]), Labels)),
+        ?assert(lists:member(list_to_binary(pid_to_list(self())), [hd(binary:split(L, <<" ">>)) || L <- Labels])),
+        assert_clean([Named, Lib])
+    after
+        bs_wl:stop_waiters([Named, Lib])
+    end.
+
+elixir_labels() ->
+    {{Named, Lib}, P} = profile_ok({bs_wl, named_kids, []}, #{names => elixir}),
+    try
+        Labels = [L || {L, _} <- processes(P)],
+        ?assert(lists:member(iolist_to_binary([pid_to_list(Named), " :bs_wl_named"]), Labels)),
+        {dictionary, Dict} = process_info(Lib, dictionary),
+        {_, {M, F, A}} = lists:keyfind('$initial_call', 1, Dict),
+        %% A fun's initial call: "anonymous fn/0 in :bs_wl.named_kids/0", as its frame.
+        Call = beamspy_tracer:frame_name({M, F, A}, elixir),
+        ?assertMatch(<<"anonymous fn/0 in :bs_wl.named_kids/0">>, Call),
+        ?assert(lists:member(iolist_to_binary([pid_to_list(Lib), " ", Call]), Labels)),
         ?assert(lists:member(list_to_binary(pid_to_list(self())), [hd(binary:split(L, <<" ">>)) || L <- Labels])),
         assert_clean([Named, Lib])
     after

@@ -101,7 +101,9 @@ labels() ->
         wait_rounds(S, 3),
         {ok, #{stacks := Stacks}} = beamspy_sampler:stop(S),
         Roots = lists:usort([R || {[R | _], _} <- parse(Stacks)]),
-        #{Named := NamedLabel, Server := ServerLabel} = beamspy_session:labels([Named, Server]),
+        #{Named := NamedLabel, Server := ServerLabel} =
+            maps:map(fun(_, L) -> beamspy_tracer:frame_name(L, erlang) end,
+                     beamspy_session:labels([Named, Server])),
         ?assertEqual(lists:sort([NamedLabel, ServerLabel]), Roots),
         ?assertEqual(iolist_to_binary([pid_to_list(Named), " bs_sampler_named"]), NamedLabel),
         ?assertEqual(iolist_to_binary([pid_to_list(Server), " bs_stuck_wl:init/1"]), ServerLabel)
@@ -235,6 +237,21 @@ frame_names() ->
     ?assertEqual(<<"f_1.5">>, Name(<<"f 1.5">>)),
     ?assertEqual(<<"a_">>, Name(<<"a ">>)),
     ?assertEqual(<<"<0.1.0> x">>, Name(<<"<0.1.0> x">>)),
+    %% Process labels (beamspy_session:labels/1), raw: the same speller,
+    %% so that Elixir names apply to them too.
+    Ex = fun(F) -> beamspy_tracer:frame_name(F, elixir) end,
+    ?assertEqual(<<"<0.1.0>">>, Name({<<"<0.1.0>">>, []})),
+    ?assertEqual(<<"<0.1.0>">>, Ex({<<"<0.1.0>">>, []})),
+    ?assertEqual(<<"<0.1.0> my_server">>, Name({<<"<0.1.0>">>, my_server})),
+    ?assertEqual(<<"<0.1.0> :my_server">>, Ex({<<"<0.1.0>">>, my_server})),
+    ?assertEqual(<<"<0.1.0> Elixir.MyApp.Server">>, Name({<<"<0.1.0>">>, 'Elixir.MyApp.Server'})),
+    ?assertEqual(<<"<0.1.0> MyApp.Server">>, Ex({<<"<0.1.0>">>, 'Elixir.MyApp.Server'})),
+    ?assertEqual(<<"<0.1.0> my_worker:init/1">>, Name({<<"<0.1.0>">>, {my_worker, init, 1}})),
+    ?assertEqual(<<"<0.1.0> :my_worker.init/1">>, Ex({<<"<0.1.0>">>, {my_worker, init, 1}})),
+    ?assertEqual(<<"<0.1.0> 'Elixir.MyApp.Worker':init/1">>, Name({<<"<0.1.0>">>, {'Elixir.MyApp.Worker', init, 1}})),
+    ?assertEqual(<<"<0.1.0> MyApp.Worker.init/1">>, Ex({<<"<0.1.0>">>, {'Elixir.MyApp.Worker', init, 1}})),
+    ?assertEqual(<<"<0.1.0> a:b">>, Name({<<"<0.1.0>">>, 'a;b'})),
+    ?assertError(badarg, Name({<<"<0.1.0>">>, 12})),
     ?assertError(badarg, beamspy_tracer:frame_name({m, f, 256}, erlang)),
     ?assertError(badarg, beamspy_tracer:frame_name({m, f, 1}, perl)).
 
@@ -249,19 +266,20 @@ wait_rounds(S, N) ->
                         end, ?WAIT_MS).
 
 label(Pid) ->
-    maps:get(Pid, beamspy_session:labels([Pid])).
+    beamspy_tracer:frame_name(maps:get(Pid, beamspy_session:labels([Pid])), erlang).
 
 %% The label of a process that is gone: its pid.
 label_text(Pid) ->
     list_to_binary(pid_to_list(Pid)).
 
 %% Raw stacks as [{Frames, Count}], root first, every frame spelled by the
-%% engine's speller (as the tool spells them): frames {M, F, A} or texts.
+%% engine's speller (as the tool spells them): the root a raw label, frames
+%% {M, F, A} or texts.
 parse(Stacks) ->
     ?assert(is_list(Stacks)),
     ?assertEqual(Stacks, lists:sort(Stacks)),
     [begin
-         ?assert(is_binary(Root)),
+         ?assertMatch({<<"<", _/binary>>, _}, Root),
          [?assert(is_binary(F) orelse (is_tuple(F) andalso tuple_size(F) =:= 3)) || F <- Frames],
          ?assert(is_integer(Count) andalso Count > 0),
          {[beamspy_tracer:frame_name(F, erlang) || F <- [Root | Frames]], Count}

@@ -12,9 +12,12 @@
 xref_test_() ->
     {setup, fun start/0, fun stop/1,
      fun(S) ->
-             [{"no undefined function calls", ?_assertEqual([], undefined_calls(S))},
-              {"no deprecated function calls", ?_assertEqual({ok, []}, xref:analyze(S, deprecated_function_calls))},
-              {"no unused local functions", ?_assertEqual({ok, []}, xref:analyze(S, locals_not_used))}]
+             %% Seconds on a quiet machine, far more on a loaded one:
+             %% EUnit's 5 s default is no bound for it.
+             [{"no undefined function calls", {timeout, 120, ?_assertEqual([], undefined_calls(S))}},
+              {"no deprecated function calls",
+               {timeout, 120, ?_assertEqual({ok, []}, xref:analyze(S, deprecated_function_calls))}},
+              {"no unused local functions", {timeout, 120, ?_assertEqual({ok, []}, xref:analyze(S, locals_not_used))}}]
      end}.
 
 start() ->

@@ -6,9 +6,17 @@
 # module, not the layer), and ends with
 #   LAYER erlang: <passed> passed, <failed> failed
 # A module whose VM dies or hangs without printing EUnit's summary counts as
-# one failure; so does a build error or cancelled tests. Works from any cwd.
+# one failure; so does a build error or cancelled tests. Then dialyzer
+# (dialyzer.sh) is one more check: passed with 0 warnings, failed with any;
+# where dialyzer is not installed it is listed as skipped. The OTP 27/29
+# repeats of this layer (BEAMSPY_OTP_REPEAT=1, test/otp/run.sh) leave it
+# out: their chroots have no dialyzer, each would build a PLT of its own
+# (minutes) to check the same specs, and the only code that differs by
+# release there (beamspy_backend's calls to the trace module) their tests
+# run. Works from any cwd.
 # Environment: ERL, ERLC (default erl, erlc), MODULE_TIMEOUT (s, default 300),
-# ONLY (space-separated test module names to run a subset), TELEMETRY_SRC
+# ONLY (space-separated test module names to run a subset; dialyzer runs
+# only if it is named there too, as `dialyzer'), TELEMETRY_SRC
 # (default $ROOT/../shared/third_party/telemetry: the real telemetry library
 # the beamspy_telemetry tests run against; beamspy itself never depends on
 # it). Where it is absent those tests print a SKIP line with the reason and
@@ -64,11 +72,14 @@ elif ! mkdir -p "$BUILD/telemetry" || ! "$ERLC" -o "$BUILD/telemetry" "$TELEMETR
     telemetry_skip="telemetry from $TELEMETRY_SRC did not compile"
 fi
 
+run_dialyzer=yes
 if [ -n "${ONLY:-}" ]; then
-    modules=$ONLY
+    modules=$(echo " $ONLY " | sed 's/ dialyzer / /g')
+    case " $ONLY " in *" dialyzer "*) ;; *) run_dialyzer=no ;; esac
 else
     modules=$(cd "$HERE" && ls *_tests.erl | sed 's/\.erl$//')
 fi
+[ "${BEAMSPY_OTP_REPEAT:-}" = 1 ] && run_dialyzer=no
 
 for mod in $modules; do
     if [ "$mod" = beamspy_telemetry_tests ] && [ -n "$telemetry_skip" ]; then
@@ -115,5 +126,16 @@ for mod in $modules; do
 done
 
 rm -rf "$BUILD/tmp"
+
+if [ "$run_dialyzer" = yes ]; then
+    echo "--- dialyzer"
+    "$HERE/dialyzer.sh" 2>&1 | tee "$BUILD/dialyzer.out"
+    line=$(tail -1 "$BUILD/dialyzer.out")
+    case $line in
+        "ok - dialyzer"*) passed=$((passed + 1)) ;;
+        "SKIP dialyzer"*) skipped="$skipped dialyzer (${line#SKIP dialyzer: })" ;;
+        *) failed=$((failed + 1)) ;;
+    esac
+fi
 
 finish
