@@ -559,7 +559,7 @@
         const y = this.rowY(d);
         if (y < 0 || y + ROW > this.viewH) return;
         for (let k = 0; k < cells.length; k += 3) {
-          out.push({ name: FRAMES[t.frame[cells[k]]], depth: d, x: r.left + cells[k + 1], y: r.top + y,
+          out.push({ name: FRAMES[t.frame[cells[k]]], node: cells[k], depth: d, x: r.left + cells[k + 1], y: r.top + y,
             w: cells[k + 2], h: ROW - 1 });
         }
       });
