@@ -178,13 +178,22 @@
       this.kids = new Int32Array(Math.max(n - 1, 0));
       const fill = count.slice(0, n);
       for (let i = 1; i < n; i++) this.kids[fill[this.parent[i]]++] = i;
-      const frame = this.frame;
+      // Most nodes have a few children: those are sorted in place (an array
+      // and a comparator per node cost more than the sort).
+      const frame = this.frame, kids = this.kids;
       for (let i = 0; i < n; i++) {
         const a = count[i], z = count[i + 1];
-        if (z - a > 1) {
-          const seg = Array.from(this.kids.subarray(a, z));
+        if (z - a > 16) {
+          const seg = Array.from(kids.subarray(a, z));
           seg.sort((u, v) => RANK[frame[u]] - RANK[frame[v]]);
-          this.kids.set(seg, a);
+          kids.set(seg, a);
+        } else {
+          for (let k = a + 1; k < z; k++) {
+            const c = kids[k], r = RANK[frame[c]];
+            let j = k - 1;
+            while (j >= a && RANK[frame[kids[j]]] > r) { kids[j + 1] = kids[j]; j--; }
+            kids[j + 1] = c;
+          }
         }
       }
       this.x = new Float64Array(n);
