@@ -13,8 +13,10 @@
 // shapes that are known whatever the timings (one fib frame holding all its
 // calls, even with one odd below, leaf gone and its callers keeping their
 // calls), the table, search and zoom on the transformed tree, the transforms
-// in the URL (reload, a fresh page, file://), and a hash with bad entries
-// (ignored, listed in a note, the good entry still applied).
+// in the URL (reload, a fresh page, file://), a hash with bad entries
+// (ignored, listed in a note, the good entry still applied), and a second
+// recording where a/0 and b/0 run in two processes (the merged and the
+// side-by-side views).
 'use strict';
 const fs = require('fs');
 const os = require('os');
@@ -26,13 +28,14 @@ const { test, run, assert, launch, serve, newPage, ROOT } = require('./lib/harne
 const MOD = 'bs_tf_work';
 const FN = (f) => `${MOD}:${f}`;
 const FIB = FN('fib/1'), EVEN = FN('even/1'), ODD = FN('odd/1'), SPIN = FN('spin/1');
-const LEAF = FN('leaf/1'), A = FN('a/0'), B = FN('b/0'), RUN = FN('run/0');
+const LEAF = FN('leaf/1'), A = FN('a/0'), B = FN('b/0'), RUN = FN('run/0'), PAR = FN('par/0');
 
 const WORK = fs.mkdtempSync(path.join(os.tmpdir(), 'bs-transforms-test-'));
 const PAGE = path.join(WORK, 'tf.html');
+const PAGE2 = path.join(WORK, 'par.html');   // two processes: a/0 in one, b/0 in the other
 
 const SOURCE = `-module(${MOD}).
--export([run/0, fib/1, even/1, odd/1, spin/1, a/0, b/0, leaf/1]).
+-export([run/0, par/0, fib/1, even/1, odd/1, spin/1, a/0, b/0, leaf/1]).
 
 fib(N) when N < 2 -> N;
 fib(N) -> fib(N - 1) + fib(N - 2).
@@ -57,38 +60,53 @@ run() ->
     X = a(),
     Y = b(),
     {F, E, X, Y}.
+
+par() ->
+    Parent = self(),
+    P = spawn_link(fun() -> Parent ! {self(), b()} end),
+    X = a(),
+    receive {P, Y} -> {X, Y} end.
 `;
 
 function record() {
   fs.writeFileSync(path.join(WORK, `${MOD}.erl`), SOURCE);
   execFileSync('erlc', ['-o', WORK, path.join(WORK, `${MOD}.erl`)]);
   const expr = `R = beamspy:apply({${MOD}, run, []}, #{output => "${PAGE}", quiet => true}),` +
-    ' {1597, 100, 50005001, 200010002} = R, halt().';
+    ' {1597, 100, 50005001, 200010002} = R,' +
+    ` {50005001, 200010002} = beamspy:apply({${MOD}, par, []}, #{output => "${PAGE2}", quiet => true}), halt().`;
   execFileSync('erl', ['-noshell', '-pa', path.join(ROOT, 'ebin'), '-pa', WORK, '-eval', expr],
     { cwd: WORK, stdio: ['ignore', 'pipe', 'inherit'], timeout: 60000 });
 }
 
 // ---- The oracle: stacks rewritten one by one ----------------------------
 
-let DATA = null;
-function embedded() {
-  if (DATA) return DATA;
-  const html = fs.readFileSync(PAGE, 'utf8');
+const DATA = new Map();
+function embedded(file) {
+  if (DATA.has(file)) return DATA.get(file);
+  const html = fs.readFileSync(file, 'utf8');
   const open = '<script type="application/json" id="beamspy-data">';
   const a = html.indexOf(open) + open.length;
-  DATA = JSON.parse(html.slice(a, html.indexOf('</script>', a)));
-  return DATA;
+  DATA.set(file, JSON.parse(html.slice(a, html.indexOf('</script>', a))));
+  return DATA.get(file);
 }
 
-// Every node of the recorded process as {path (names, root first), self, calls}.
-function baseStacks() {
-  const d = embedded();
-  assert(d.processes.length === 1, `one process expected, got ${d.processes.length}`);
-  const p = d.processes[0], paths = [];
-  return p.frame.map((f, i) => {
-    paths[i] = i ? paths[i - p.parent[i]].concat(d.frames[f]) : [d.frames[f]];
-    return { path: paths[i], self: p.self[i], calls: p.calls[i] };
-  });
+// Every node of the view's tree before transforms as {path (names, root
+// first), self, calls}: one process as recorded, or all of them under the
+// page's root 'all processes', their own roots left out ('merged') or kept
+// ('byproc').
+function baseStacks(file, selection) {
+  const d = embedded(file || PAGE), out = [];
+  if (!selection) assert(d.processes.length === 1, `one process expected, got ${d.processes.length}`);
+  for (const p of d.processes) {
+    const paths = [];
+    p.frame.forEach((f, i) => {
+      paths[i] = i ? paths[i - p.parent[i]].concat(d.frames[f]) : [d.frames[f]];
+      const path = !selection ? paths[i] : selection === 'byproc' ? ['all processes'].concat(paths[i])
+        : ['all processes'].concat(paths[i].slice(1));
+      out.push({ path, self: p.self[i], calls: p.calls[i] });
+    });
+  }
+  return out;
 }
 
 // One transform on one stack: the new path, or null when the stack goes;
@@ -114,8 +132,8 @@ function rewrite(tr, s) {
 }
 
 // The tree the page must show after `list`: path key -> {self, calls, total}.
-function oracle(list) {
-  let stacks = baseStacks().map((s) => ({ path: s.path, self: s.self, calls: s.calls }));
+function oracle(list, file, selection) {
+  let stacks = baseStacks(file, selection);
   for (const tr of list) {
     stacks = stacks.map((s) => {
       const r = rewrite(tr, { path: s.path, calls: s.calls !== 0 });
@@ -178,9 +196,9 @@ async function open(url, context) {
 }
 
 let server = null;
-async function openServed(hash) {
+async function openServed(hash, file) {
   if (!server) server = await serve({ '/': WORK });
-  return open(`${server.url}/tf.html${hash || ''}`);
+  return open(`${server.url}/${file || 'tf.html'}${hash || ''}`);
 }
 
 // The drawn frame of the node at `path` (names below the root).
@@ -218,8 +236,8 @@ async function viaToolbar(page, kind, below) {
   await frame(page);
 }
 
-async function check(page, list, what) {
-  sameTree(await shown(page), oracle(list), what);
+async function check(page, list, what, file, selection) {
+  sameTree(await shown(page), oracle(list, file, selection), what);
   const s = await state(page);
   assert(s.transforms.length === list.length, `${what}: ${s.transforms.length} transforms listed`);
   const items = await page.$$eval('#transform-list li', (li) => li.map((x) => x.textContent));
@@ -429,6 +447,41 @@ test('a bad hash is ignored with a note, what is good still applies', async () =
   assert(s.frames > 0, 'nothing drawn');
   await page.click('#transform-note button.dismiss');
   assert(await page.$eval('#transform-note', (e) => e.hidden), 'note not dismissed');
+  await page.context().close();
+});
+
+test('transforms on several processes, merged and side by side', async () => {
+  const d = embedded(PAGE2), par = path.basename(PAGE2);
+  assert(d.processes.length >= 2, `processes: ${d.processes.length}`);
+  const leafAt = (tree) => nodesNamed(tree, LEAF);
+  // Merged (the default with several processes): a and b are in different
+  // processes, focus on leaf brings both under one root.
+  let page = await openServed('', par);
+  assert((await state(page)).selection === 'merged', 'merged by default');
+  await viaMenu(page, 'ff', [PAR, A, LEAF]);
+  await check(page, [{ kind: 'ff', name: LEAF }], 'merged ff', PAGE2, 'merged');
+  const root = [...(await shown(page)).values()].find((n) => n.path.length === 1);
+  assert(root.path[0] === LEAF && root.calls === 2, `merged focus root ${root.path} calls ${root.calls}`);
+  await page.selectOption('#process', 'byproc');
+  await frame(page);
+  let s = await check(page, [{ kind: 'ff', name: LEAF }], 'byproc ff', PAGE2, 'byproc');
+  assert(s.hash === '#p=byproc&t=ff:' + encodeURIComponent(LEAF), `hash ${s.hash}`);
+  await page.click('#clear-transforms');
+  await frame(page);
+  // Side by side, each process under its own frame: a subtree of one process.
+  const base = oracle([], PAGE2, 'byproc');
+  const under = leafAt(base).map((n) => n.path.slice(1));
+  assert(under.length === 2 && under[0][0] !== under[1][0], `leaf in two processes: ${JSON.stringify(under)}`);
+  const inB = under.find((p) => p.includes(B));
+  await viaMenu(page, 'fs', inB);
+  s = await check(page, [{ kind: 'fs', path: inB }], 'byproc fs', PAGE2, 'byproc');
+  assert(s.rootTotal === base.get(JSON.stringify(['all processes'].concat(inB))).total, 'subtree of one process');
+  await page.context().close();
+  // A link with the view and a drop.
+  page = await openServed('#p=byproc&t=df:' + encodeURIComponent(LEAF), par);
+  s = await check(page, [{ kind: 'df', name: LEAF }], 'byproc df by link', PAGE2, 'byproc');
+  assert(s.selection === 'byproc' && await page.$eval('#process', (e) => e.value) === 'byproc', 'process view from the link');
+  assert(s.rootTotal === base.get('["all processes"]').total - leafAt(base).reduce((x, n) => x + n.total, 0), 'dropped from both');
   await page.context().close();
 });
 

@@ -1,13 +1,14 @@
 /* profile.html.transforms.js — the live transforms of beamspy's HTML page.
  *
- * Embedded by c_src/writers/html.c as a script element of its own, before the page's
- * script (profile.html.js), which uses the one global it defines:
- * BeamspyTransforms. A transform turns a call tree into a new one, in one
- * pass over the nodes in index order (parents come before their children,
- * the trees' invariant), so each node's parent already has its place in the
- * new tree when the node is reached; a node either joins a place (merged:
- * its self time and calls are added there), becomes the child with its frame
- * of its parent's place (children of the same frame merge), or is dropped.
+ * Embedded by c_src/writers/html.c as a script element of its own, before
+ * the page's script (profile.html.js), which uses the one global it
+ * defines: BeamspyTransforms. A transform turns a call tree into a new one
+ * in one pass over the nodes in index order (parents come before their
+ * children, the trees' invariant), so each node's parent already has its
+ * place in the new tree when the node is reached; a node either joins a
+ * place (merged: its self time and calls are added there), becomes the
+ * child with its frame of its parent's place (children of the same frame
+ * merge), or is dropped.
  * The tree it reads: {n, frame, parent, self, calls} (node 0 the root). The
  * tree it builds comes from the page's builder (child(parent, frame) finds
  * or adds a child; self[] and calls[] are summed into), so this file holds
@@ -24,8 +25,8 @@
  *   fs   focus on a subtree: the node at a path of frames below the root
  *        becomes the root, everything else removed
  *   df   drop f: every stack through f removed, its time gone from totals
- * The root is never merged or dropped (the root frame is a process or a
- * pseudo root).
+ * The root is never merged away (the root frame is a process or a pseudo
+ * root); dropping its frame leaves it empty.
  *
  * In the URL a transform is kind:name (fs: kind:name;name;... from the
  * root's child down), names percent-encoded, transforms separated by ','.
