@@ -1,9 +1,10 @@
 /* html.c — the self-contained interactive HTML page.
  *
  * One file that works from file:// with no network: the stylesheet and the
- * script are inlined (they live in assets/profile.html.{css,js} and are
+ * scripts are inlined (they live in assets/profile.html.{css,js} and
+ * assets/profile.html.transforms.js, the page's live transforms, and are
  * embedded at build time), a Content-Security-Policy allows no request at
- * all and no script but ours (by its SHA-256), and the profile is embedded as
+ * all and no script but ours (by their SHA-256), and the profile is embedded as
  * JSON in <script type="application/json" id="beamspy-data">. Every string in
  * that JSON goes through bs_json_write_string, which writes '<' as \u003c,
  * so no frame name can end the element; the script inserts names with
@@ -22,6 +23,7 @@
 
 #include "assets/profile.html.css.h"
 #include "assets/profile.html.js.h"
+#include "assets/profile.html.transforms.js.h"
 #include "../common/json_escape.h"
 
 #define DEFAULT_TITLE "beamspy profile"
@@ -168,11 +170,11 @@ static void write_tree(FILE *out, const bs_ptree *t, number_list *nl)
 static void write_head(FILE *out, const char *title)
 {
     fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n", out);
-    /* No request of any kind, and no script but the one below. */
+    /* No request of any kind, and no script but the two below. */
     fprintf(out,
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-            "script-src 'sha256-%s'; style-src 'unsafe-inline'\">\n",
-            BS_ASSET_profile_html_js_sha256);
+            "script-src 'sha256-%s' 'sha256-%s'; style-src 'unsafe-inline'\">\n",
+            BS_ASSET_profile_html_transforms_js_sha256, BS_ASSET_profile_html_js_sha256);
     fputs("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>", out);
     for (const char *s = title; *s; s++) {
         switch (*s) {
@@ -213,7 +215,10 @@ int bs_write_html(FILE *out, const bs_profile *p, const bs_render_opts *opts)
             fputs(",\n", out);
         write_tree(out, &p->trees[i], &nl);
     }
+    /* The transforms first: the page's script uses what they define. */
     fputs("]}</script>\n<script>", out);
+    fputs(BS_ASSET_profile_html_transforms_js, out);
+    fputs("</script>\n<script>", out);
     fputs(BS_ASSET_profile_html_js, out);
     fputs("</script>\n</body>\n</html>\n", out);
     return ferror(out) ? -1 : 0;

@@ -4,7 +4,7 @@
  * The page must be one self-contained file whose profile data sits in exactly
  * one <script type="application/json" id="beamspy-data"> block that no frame
  * name can end. Checked here: the escaper byte for byte; the page's structure
- * (one data block, one script, a CSP that allows no request, no `</` and no
+ * (one data block, two scripts, a CSP that allows no request, no `</` and no
  * `<!--` inside the data); that the data is valid JSON (a strict parser
  * below) and round-trips every name — hostile ones included — and every
  * number of the profile; the title escaped in <title>; determinism (twice,
@@ -361,8 +361,8 @@ static void check_page(const char *page, size_t len, jval *data)
     assert_int_equal(strlen(page), len); /* no NUL byte */
     assert_int_equal(memcmp(page, "<!DOCTYPE html>\n", 16), 0);
     assert_int_equal(count_of(page, len, "type=\"application/json\""), 1);
-    assert_int_equal(count_of(page, len, "<script"), 2); /* data, then our script */
-    assert_int_equal(count_of(page, len, "</script>"), 2);
+    assert_int_equal(count_of(page, len, "<script"), 3); /* data, then the transforms and the page's script */
+    assert_int_equal(count_of(page, len, "</script>"), 3);
     assert_int_equal(count_of(page, len, "Content-Security-Policy\" content=\"default-src 'none'; script-src 'sha256-"), 1);
     assert_null(find(page, len, "<script src"));
     assert_null(find(page, len, "<link"));

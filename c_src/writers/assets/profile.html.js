@@ -10,8 +10,17 @@
  * frames stay smooth. Names come from the profile and can be anything: they
  * are only ever inserted with textContent or drawn with fillText.
  *
- * Test hooks: window.beamspySelfTest() (state summary) and
- * window.beamspyFrames(view) (drawn frames with their page coordinates). */
+ * Live transforms (merge, focus, collapse recursion, drop; the passes are in
+ * profile.html.transforms.js, loaded before this script) turn the view's
+ * tree into a new one; every later part of the page (table, search, zoom,
+ * sandwich) reads only the transformed tree. The list of transforms, the
+ * process view and SLEEP's visibility are kept in the URL's hash
+ * (#p=..&sleep=..&t=..), so that a reload or a shared link shows the same.
+ *
+ * Test hooks: window.beamspySelfTest() (state summary),
+ * window.beamspyFrames(view) (drawn frames with their page coordinates) and
+ * window.beamspyView() (every node of the shown tree: path, self, total,
+ * calls). */
 (function () {
   'use strict';
 
@@ -80,22 +89,49 @@
   // ---- Trees --------------------------------------------------------------
 
   // Builds a tree node by node: a child is found by (parent, frame), so adding
-  // the same stack twice sums it (this is how processes are merged).
+  // the same stack twice sums it (this is how processes are merged and how
+  // transforms merge). Typed arrays and an open-addressing table of node ids
+  // (slot = id + 1, 0 empty): a Map keyed by parent * NF + frame, a double
+  // beyond 2^31, made an 800,000-node transform take seconds.
   class TreeBuilder {
-    // withTotals: totals are given (added to .total) instead of summed from self.
-    constructor(rootFrame, withTotals) {
-      this.frame = [rootFrame]; this.parent = [-1]; this.self = [0]; this.calls = [0];
-      this.total = withTotals ? [0] : null; this.index = new Map();
+    // withTotals: totals are given (added to .total) instead of summed from
+    // self; capacity: the nodes expected (the arrays grow beyond it).
+    constructor(rootFrame, withTotals, capacity) {
+      this.n = 1;
+      this.alloc(Math.max(capacity || 0, 64), withTotals);
+      this.frame[0] = rootFrame; this.parent[0] = -1;
+    }
+    alloc(cap, withTotals) {
+      const old = this.frame ? this : null, grow = (A, a) => { const b = new A(cap); if (a) b.set(a); return b; };
+      this.frame = grow(Int32Array, old && old.frame); this.parent = grow(Int32Array, old && old.parent);
+      this.self = grow(Float64Array, old && old.self); this.calls = grow(Float64Array, old && old.calls);
+      this.total = withTotals ? grow(Float64Array, old && old.total) : null;
+      let size = 16;
+      while (size < cap * 2) size *= 2;
+      this.slots = new Int32Array(size);
+      this.mask = size - 1;
+      for (let i = 1; i < this.n; i++) this.slots[this.find(this.parent[i], this.frame[i])] = i + 1;
+    }
+    // The slot of (parent, frame): the one holding it, or the empty one where it goes.
+    find(parent, frame) {
+      let h = Math.imul(parent, 0x9E3779B1) ^ Math.imul(frame + 0x7F4A7C15, 0x85EBCA77);
+      h = (h ^ (h >>> 15)) & this.mask;
+      for (;;) {
+        const s = this.slots[h];
+        if (s === 0 || (this.parent[s - 1] === parent && this.frame[s - 1] === frame)) return h;
+        h = (h + 1) & this.mask;
+      }
     }
     child(parent, frame) {
-      const key = parent * NF + frame;
-      let id = this.index.get(key);
-      if (id === undefined) {
-        id = this.frame.length;
-        this.index.set(key, id);
-        this.frame.push(frame); this.parent.push(parent); this.self.push(0); this.calls.push(0);
-        if (this.total) this.total.push(0);
+      let h = this.find(parent, frame);
+      if (this.slots[h] !== 0) return this.slots[h] - 1;
+      if (this.n === this.frame.length) {
+        this.alloc(this.n * 2, !!this.total);
+        h = this.find(parent, frame);
       }
+      const id = this.n++;
+      this.slots[h] = id + 1;
+      this.frame[id] = frame; this.parent[id] = parent;
       return id;
     }
     // Adds process p under node `at`; keepRoot: its process frame becomes a
@@ -123,16 +159,16 @@
   // value axis, depth from the root. Node 0 is the root; parents come first.
   class Tree {
     constructor(b) {
-      const n = b.frame.length;
+      const n = b.n;
       this.n = n;
-      this.frame = Int32Array.from(b.frame);
-      this.parent = Int32Array.from(b.parent);
-      this.self = Float64Array.from(b.self);
-      this.calls = Float64Array.from(b.calls);
+      this.frame = b.frame.slice(0, n);
+      this.parent = b.parent.slice(0, n);
+      this.self = b.self.slice(0, n);
+      this.calls = b.calls.slice(0, n);
       if (b.total) {
-        this.total = Float64Array.from(b.total);
+        this.total = b.total.slice(0, n);
       } else {
-        this.total = Float64Array.from(b.self);
+        this.total = this.self.slice();
         for (let i = n - 1; i > 0; i--) this.total[this.parent[i]] += this.total[i];
       }
       const count = new Int32Array(n + 1);
@@ -142,13 +178,22 @@
       this.kids = new Int32Array(Math.max(n - 1, 0));
       const fill = count.slice(0, n);
       for (let i = 1; i < n; i++) this.kids[fill[this.parent[i]]++] = i;
-      const frame = this.frame;
+      // Most nodes have a few children: those are sorted in place (an array
+      // and a comparator per node cost more than the sort).
+      const frame = this.frame, kids = this.kids;
       for (let i = 0; i < n; i++) {
         const a = count[i], z = count[i + 1];
-        if (z - a > 1) {
-          const seg = Array.from(this.kids.subarray(a, z));
+        if (z - a > 16) {
+          const seg = Array.from(kids.subarray(a, z));
           seg.sort((u, v) => RANK[frame[u]] - RANK[frame[v]]);
-          this.kids.set(seg, a);
+          kids.set(seg, a);
+        } else {
+          for (let k = a + 1; k < z; k++) {
+            const c = kids[k], r = RANK[frame[c]];
+            let j = k - 1;
+            while (j >= a && RANK[frame[kids[j]]] > r) { kids[j + 1] = kids[j]; j--; }
+            kids[j + 1] = c;
+          }
         }
       }
       this.x = new Float64Array(n);
@@ -186,11 +231,11 @@
   function buildView(selection, hideSleep) {
     let b;
     if (selection === 'merged' || selection === 'byproc') {
-      b = new TreeBuilder(ALL_FRAME);
+      b = new TreeBuilder(ALL_FRAME, false, PROCS.reduce((s, p) => s + p.n, 1));
       for (const p of PROCS) b.addProcess(p, 0, selection === 'byproc', hideSleep);
     } else {
       const p = PROCS[Number(selection)];
-      b = new TreeBuilder(p.rootFrame);
+      b = new TreeBuilder(p.rootFrame, false, p.n);
       b.addProcess(p, 0, false, hideSleep);
     }
     return b.finish();
@@ -372,6 +417,13 @@
         const i = this.hit(e);
         if (i >= 0 && this.opts.onOpen) this.opts.onOpen(this.tree.frame[i]);
       });
+      this.canvas.addEventListener('contextmenu', (e) => {
+        const i = this.opts.onMenu ? this.hit(e) : -1;
+        if (i < 0) return;
+        e.preventDefault();
+        hideTooltip();
+        this.opts.onMenu(i, e.clientX, e.clientY);
+      });
     }
     setTree(tree) { this.tree = tree; this.zoom = 0; this.layout(true); }
     setZoom(node) { this.zoom = node; this.layout(false); if (this.opts.onZoom) this.opts.onZoom(); }
@@ -505,7 +557,7 @@
       if (i < 0) return;
       if (e.shiftKey && this.opts.onOpen) { this.opts.onOpen(this.tree.frame[i]); return; }
       this.setZoom(i);
-      if (this.opts.onSelect) this.opts.onSelect(this.tree.frame[i]);
+      if (this.opts.onSelect) this.opts.onSelect(this.tree.frame[i], i);
     }
 
     // Drawn frames in sight with page coordinates (test hook).
@@ -516,7 +568,7 @@
         const y = this.rowY(d);
         if (y < 0 || y + ROW > this.viewH) return;
         for (let k = 0; k < cells.length; k += 3) {
-          out.push({ name: FRAMES[t.frame[cells[k]]], depth: d, x: r.left + cells[k + 1], y: r.top + y,
+          out.push({ name: FRAMES[t.frame[cells[k]]], node: cells[k], depth: d, x: r.left + cells[k + 1], y: r.top + y,
             w: cells[k + 2], h: ROW - 1 });
         }
       });
@@ -549,8 +601,10 @@
 
   // ---- Page -------------------------------------------------------------------
 
-  const state = { selection: PROCS.length === 1 ? '0' : 'merged', hideSleep: !!D.hideSleep,
-    regex: null, selected: -1, sandwich: -1, sort: { key: 'self', desc: true }, showAll: false };
+  const DEFAULT_SELECTION = PROCS.length === 1 ? '0' : 'merged';
+  const state = { selection: DEFAULT_SELECTION, hideSleep: !!D.hideSleep,
+    regex: null, selected: -1, selectedNode: -1, sandwich: -1, sort: { key: 'self', desc: true }, showAll: false,
+    transforms: [] };
   let view = null, stats = null;
 
   const M = D.meta;
@@ -602,6 +656,9 @@
     ui.reset = el('button', { id: 'reset', type: 'button', text: 'Reset zoom', onclick: () => main.setZoom(0) });
     ui.selected = el('span', { id: 'selected', class: 'selected' });
     ui.openSandwich = el('button', { id: 'open-sandwich', type: 'button', text: 'Sandwich view', onclick: () => openSandwich(state.selected) });
+    ui.transformSelected = el('button', { id: 'transform-selected', type: 'button', text: 'Transform\u2026',
+      title: 'Merge, focus on, collapse the recursion of or drop the selected frame',
+      onclick: () => { const r = ui.transformSelected.getBoundingClientRect(); openMenu(state.selectedNode, r.left, r.bottom); } });
     const toolbar = el('div', { class: 'toolbar' },
       el('label', null, document.createTextNode('Process '), ui.process),
       el('label', null, ui.hideSleep, document.createTextNode(' hide SLEEP')),
@@ -609,10 +666,23 @@
         el('label', { title: 'ignore case' }, ui.ignoreCase, document.createTextNode(' ignore case')), ui.matched),
       ui.reset,
       el('span', { class: 'grow' }),
-      ui.selected, ui.openSandwich);
+      ui.selected, ui.openSandwich, ui.transformSelected);
+
+    ui.transformList = el('ol', { id: 'transform-list' });
+    ui.transformNone = el('span', { id: 'transform-none', class: 'note', text: 'none' });
+    ui.undo = el('button', { id: 'undo-transform', type: 'button', text: 'Undo', title: 'Remove the last transform', onclick: undoTransform });
+    ui.clear = el('button', { id: 'clear-transforms', type: 'button', text: 'Clear', title: 'Remove every transform', onclick: clearTransforms });
+    ui.transformSummary = el('span', { id: 'transform-summary', class: 'note' });
+    const transforms = el('section', { id: 'transforms', class: 'transforms', 'aria-label': 'Transforms' },
+      el('span', { class: 'tf-title', text: 'Transforms:' }), ui.transformList, ui.transformNone, ui.undo, ui.clear,
+      ui.transformSummary);
+    ui.transformNoteText = el('span');
+    ui.transformNote = el('div', { id: 'transform-note', class: 'warn', hidden: '' }, ui.transformNoteText,
+      el('button', { type: 'button', class: 'dismiss', title: 'Dismiss', text: '\u00d7', onclick: () => { ui.transformNote.hidden = true; } }));
+    ui.menu = el('div', { id: 'transform-menu', class: 'menu', role: 'menu', hidden: '' });
 
     const graphHost = el('section', { id: 'graph', class: 'graph' });
-    const help = el('div', { class: 'help', text: 'Click a frame to zoom, Reset zoom (or Esc) to go back; double-click or shift-click a frame, or click a function in the table, for its sandwich view.' });
+    const help = el('div', { class: 'help', text: 'Click a frame to zoom, Reset zoom (or Esc) to go back; double-click or shift-click a frame, or click a function in the table, for its sandwich view; right-click a frame (or select it and use Transform\u2026) to merge, focus on, collapse the recursion of or drop it.' });
 
     ui.sandwich = el('section', { id: 'sandwich', class: 'sandwich', hidden: '' });
     ui.sandwichTitle = el('h2', { id: 'sandwich-title' });
@@ -644,22 +714,53 @@
       el('div', { class: 'note', text: 'Total counts a recursive function once per stack. Click a name for its sandwich view.' }),
       ui.table, el('div', null, ui.tableNote, ui.showAll));
 
-    document.body.append(header, warnings, meta, toolbar, graphHost, help, ui.sandwich, functions, tooltip);
+    document.body.append(header, warnings, meta, toolbar, transforms, ui.transformNote, graphHost, help, ui.sandwich,
+      functions, tooltip, ui.menu);
 
     const mainHeight = () => Math.max(240, Math.round(window.innerHeight * 0.62));
-    main = new FlameView(graphHost, { maxHeight: mainHeight, onSelect: select, onOpen: openSandwich, onZoom: zoomChanged });
+    main = new FlameView(graphHost, { maxHeight: mainHeight, onSelect: select, onOpen: openSandwich, onZoom: zoomChanged,
+      onMenu: openMenu });
     callers = new FlameView(callersHost, { inverted: true, maxHeight: () => Math.max(160, Math.round(window.innerHeight * 0.32)), onSelect: () => {}, onOpen: openSandwich });
     callees = new FlameView(calleesHost, { maxHeight: () => Math.max(160, Math.round(window.innerHeight * 0.32)), onSelect: () => {}, onOpen: openSandwich });
   }
   let main, callers, callees;
 
+  // The view's tree before transforms, kept while the process view and
+  // SLEEP's visibility stay the same.
+  let base = null, baseKey = '';
+  function baseTree() {
+    const key = state.selection + '/' + state.hideSleep;
+    if (key !== baseKey) { base = buildView(state.selection, state.hideSleep); baseKey = key; }
+    return base;
+  }
+
+  // Everything shown comes from the tree of the view with the transforms
+  // applied in order; rebuild() starts from the untransformed tree.
   function rebuild() {
-    view = buildView(state.selection, state.hideSleep);
+    levels = [baseTree()];
+    effects = [];
+    for (const tr of state.transforms) {
+      const r = applyTransform(levels[levels.length - 1], tr);
+      levels.push(r.tree);
+      effects.push(r.effect);
+    }
+    trimLevels();
+    show();
+  }
+
+  function show() {
+    const t0 = performance.now();
+    closeMenu();
+    view = levels[levels.length - 1];
     stats = functionStats(view);
     main.setTree(view);
+    select(state.selected, -1);
     computeMatch();
     if (state.sandwich >= 0) openSandwich(state.sandwich, true);
     zoomChanged();
+    renderTransforms();
+    writeHash();
+    timing.show = performance.now() - t0;
   }
 
   function zoomChanged() {
@@ -667,10 +768,14 @@
     updateMatched();
   }
 
-  function select(f) {
-    state.selected = isRootFrame[f] ? -1 : f;
-    ui.selected.textContent = state.selected >= 0 ? FRAMES[f] : '';
+  // f: the function selected (for the sandwich view); node: the frame
+  // clicked in the main graph (for transforms), -1 when none or the root.
+  function select(f, node) {
+    state.selected = f < 0 || isRootFrame[f] ? -1 : f;
+    state.selectedNode = node > 0 ? node : -1;
+    ui.selected.textContent = state.selectedNode > 0 ? FRAMES[view.frame[node]] : state.selected >= 0 ? FRAMES[f] : '';
     ui.openSandwich.disabled = state.selected < 0;
+    ui.transformSelected.disabled = state.selectedNode < 0;
   }
 
   // ---- Search -----------------------------------------------------------------
@@ -773,19 +878,211 @@
   }
   function closeSandwich() { state.sandwich = -1; ui.sandwich.hidden = true; }
 
+  // ---- Transforms -----------------------------------------------------------------
+
+  const TF = BeamspyTransforms;
+  // Frame ids by name, for the URL (the first id of a name; the synthetic
+  // roots come last, so a real frame of the same name wins).
+  const FRAME_OF = new Map();
+  FRAMES.forEach((name, f) => { if (!FRAME_OF.has(name)) FRAME_OF.set(name, f); });
+  const frameOf = (name) => { const f = FRAME_OF.get(name); return f === undefined ? -1 : f; };
+
+  // levels[k]: the tree after the first k transforms, or null when not kept
+  // (undo then recomputes it from the nearest kept one); effects[k]: what
+  // transform k did. Intermediate trees are kept up to LEVEL_NODES nodes in
+  // all: a tree costs about 50 bytes a node.
+  const LEVEL_NODES = 3e6;
+  let levels = [], effects = [];
+  const timing = { pass: 0, tree: 0, show: 0 };
+
+  function applyTransform(tree, tr) {
+    const t0 = performance.now();
+    const r = TF.apply(tree, tr, (root) => new TreeBuilder(root, false, tree.n + 1));
+    const t1 = performance.now();
+    const out = r.tree.finish();
+    timing.pass = t1 - t0;
+    timing.tree = performance.now() - t1;
+    return { tree: out, effect: { hits: r.hits, removed: r.removed, before: r.before, nodesBefore: tree.n, nodesAfter: out.n } };
+  }
+
+  function trimLevels() {
+    let kept = levels[0].n + levels[levels.length - 1].n;
+    for (let k = levels.length - 2; k > 0; k--) {
+      if (!levels[k]) continue;
+      if (kept + levels[k].n > LEVEL_NODES) levels[k] = null; else kept += levels[k].n;
+    }
+  }
+
+  function addTransform(tr) {
+    const r = applyTransform(levels[levels.length - 1], tr);
+    state.transforms.push(tr);
+    levels.push(r.tree);
+    effects.push(r.effect);
+    trimLevels();
+    show();
+  }
+
+  function undoTransform() {
+    if (!state.transforms.length) return;
+    state.transforms.pop();
+    levels.pop();
+    effects.pop();
+    const top = levels.length - 1;
+    if (!levels[top]) {
+      let k = top;
+      while (!levels[k]) k--;
+      for (; k < top; k++) {
+        const r = applyTransform(levels[k], state.transforms[k]);
+        levels[k + 1] = r.tree;
+        effects[k] = r.effect;
+      }
+      trimLevels();
+    }
+    show();
+  }
+
+  function clearTransforms() {
+    state.transforms = [];
+    levels.length = 1;
+    effects = [];
+    show();
+  }
+
+  // A transform of node `node` of the main graph.
+  function transformNode(kind, node) {
+    if (!view || node <= 0 || node >= view.n) return;
+    if (kind === 'fs') {
+      const path = [];
+      for (let a = node; a > 0; a = view.parent[a]) path.push(view.frame[a]);
+      addTransform({ kind, path: path.reverse() });
+    } else {
+      addTransform({ kind, frame: view.frame[node] });
+    }
+  }
+
+  function effectText(tr, e) {
+    if (!e.hits) return tr.kind === 'cdr' ? 'no direct recursion of it in this view'
+      : tr.kind === 'cr' ? 'no recursion of it in this view' : 'not in this view';
+    switch (tr.kind) {
+      case 'df': return `removed ${fmtValue(e.removed)} (${fmtPct(e.removed, e.before)})`;
+      case 'ff': case 'fs': return `kept ${fmtValue(e.before - e.removed)} (${fmtPct(e.before - e.removed, e.before)})`;
+      case 'mf': return `${NUM.format(e.hits)} frame${e.hits === 1 ? '' : 's'} merged`;
+      default: return `${NUM.format(e.hits)} nested frame${e.hits === 1 ? '' : 's'} folded`;
+    }
+  }
+
+  function renderTransforms() {
+    const items = state.transforms.map((tr, k) => el('li', { title: TF.label(tr, FRAMES, true) },
+      el('span', { class: 'tf-label', text: TF.label(tr, FRAMES) }),
+      el('span', { class: 'tf-effect', text: ' \u2014 ' + effectText(tr, effects[k]) })));
+    ui.transformList.replaceChildren(...items);
+    ui.transformNone.hidden = items.length > 0;
+    ui.undo.disabled = ui.clear.disabled = items.length === 0;
+    const before = levels[0].total[0], now = view.total[0];
+    ui.transformSummary.textContent = items.length
+      ? `shown: ${fmtValue(now)} of ${fmtValue(before)} (${fmtPct(now, before)}), ${NUM.format(view.n)} of ${NUM.format(levels[0].n)} frames`
+      : '';
+  }
+
+  // The menu of transforms for one node, at (x, y) in the window.
+  function openMenu(node, x, y) {
+    if (!view || node <= 0 || node >= view.n) return;
+    const name = FRAMES[view.frame[node]];
+    ui.menu.replaceChildren(el('div', { class: 'menu-title', text: name, title: name }),
+      ...TF.ORDER.map((kind) => el('button', { type: 'button', role: 'menuitem', 'data-kind': kind, text: TF.KINDS[kind].menu,
+        onclick: () => { closeMenu(); transformNode(kind, node); } })));
+    ui.menu.hidden = false;
+    const w = ui.menu.offsetWidth, h = ui.menu.offsetHeight;
+    ui.menu.style.left = Math.max(0, Math.min(x, window.innerWidth - w - 4)) + 'px';
+    ui.menu.style.top = Math.max(0, Math.min(y, window.innerHeight - h - 4)) + 'px';
+    ui.menu.querySelector('button').focus();
+  }
+  function closeMenu() { if (ui.menu) ui.menu.hidden = true; }
+
+  // ---- The URL's hash ---------------------------------------------------------------
+
+  function hashText() {
+    const parts = [];
+    if (state.selection !== DEFAULT_SELECTION) parts.push('p=' + state.selection);
+    if (state.hideSleep !== !!D.hideSleep) parts.push('sleep=' + (state.hideSleep ? 'hide' : 'show'));
+    if (state.transforms.length) parts.push('t=' + TF.format(state.transforms, FRAMES));
+    return parts.length ? '#' + parts.join('&') : '';
+  }
+
+  // Rewrites the hash in place (no history entry, no hashchange event);
+  // writtenHash tells our own change from one made by the user.
+  let writtenHash = null;
+  function writeHash() {
+    const h = hashText();
+    if (h !== location.hash) {
+      try {
+        history.replaceState(history.state, '', location.href.replace(/#.*$/, '') + h);
+      } catch (e) {
+        location.replace(h || '#');
+      }
+    }
+    writtenHash = location.hash;
+  }
+
+  // Reads the settings from the hash; whatever is not understood is left
+  // out and listed in a note.
+  function readHash() {
+    const bad = [];
+    let selection = DEFAULT_SELECTION, hideSleep = !!D.hideSleep, list = [];
+    const text = location.hash.replace(/^#/, '');
+    for (const part of text ? text.split('&') : []) {
+      if (part === '') continue;
+      const eq = part.indexOf('='), key = eq < 0 ? part : part.slice(0, eq), value = eq < 0 ? '' : part.slice(eq + 1);
+      if (key === 'p') {
+        if (value === 'merged' || value === 'byproc') selection = value;
+        else if (/^\d+$/.test(value) && Number(value) < PROCS.length) selection = String(Number(value));
+        else bad.push({ entry: part, why: 'no such process view' });
+      } else if (key === 'sleep' && (value === 'hide' || value === 'show')) {
+        hideSleep = value === 'hide';
+      } else if (key === 't') {
+        const r = TF.parse(value, frameOf);
+        list = r.list;
+        bad.push(...r.bad);
+      } else {
+        bad.push({ entry: part, why: 'not a setting of this page' });
+      }
+    }
+    state.selection = selection;
+    ui.process.value = selection;
+    state.hideSleep = hideSleep;
+    ui.hideSleep.checked = hideSleep;
+    state.transforms = list;
+    const shown = (s) => { let d = s; try { d = decodeURIComponent(s); } catch (e) { /* shown as written */ } return d.length > 120 ? d.slice(0, 120) + '\u2026' : d; };
+    ui.transformNoteText.textContent = bad.length
+      ? 'Ignored in the URL: ' + bad.map((b) => `"${shown(b.entry)}" (${b.why})`).join('; ') + '.'
+      : '';
+    ui.transformNote.hidden = bad.length === 0;
+  }
+
   // ---- Start ----------------------------------------------------------------------
 
   buildPage();
+  readHash();
   rebuild();
-  select(-1);
+  select(-1, -1);
   let resizeTimer = 0;
   window.addEventListener('resize', () => {
     clearTimeout(resizeTimer);
     resizeTimer = setTimeout(() => { main.layout(false); if (state.sandwich >= 0) { callers.layout(false); callees.layout(false); } }, 100);
   });
   document.addEventListener('keydown', (e) => {
-    if (e.key === 'Escape') { main.setZoom(0); hideTooltip(); }
+    if (e.key === 'Escape') {
+      if (!ui.menu.hidden) { closeMenu(); return; }
+      main.setZoom(0); hideTooltip();
+    }
     else if (e.key === '/' && document.activeElement !== ui.search) { e.preventDefault(); ui.search.focus(); }
+  });
+
+  document.addEventListener('mousedown', (e) => { if (!ui.menu.hidden && !ui.menu.contains(e.target)) closeMenu(); });
+  window.addEventListener('hashchange', () => {
+    if (location.hash === writtenHash) return;
+    readHash();
+    rebuild();
   });
 
   window.beamspySelfTest = function () {
@@ -803,7 +1100,22 @@
       sleepFramesDrawn: count(main, SLEEP),
       rootTotal: view.total[0],
       sandwich: state.sandwich >= 0 ? { name: FRAMES[state.sandwich], callers: callers.names(), callees: callees.names() } : null,
+      transforms: state.transforms.map((tr, k) => ({ kind: tr.kind, label: TF.label(tr, FRAMES, true),
+        effect: effectText(tr, effects[k]), hits: effects[k].hits, removed: effects[k].removed })),
+      transformNote: ui.transformNote.hidden ? '' : ui.transformNote.textContent,
+      hash: location.hash,
+      nodes: view.n,
+      baseTotal: levels[0].total[0],
+      timing: Object.assign({}, timing),
     };
+  };
+  window.beamspyView = function () {
+    const out = new Array(view.n), paths = new Array(view.n);
+    for (let i = 0; i < view.n; i++) {
+      paths[i] = i ? paths[view.parent[i]].concat(FRAMES[view.frame[i]]) : [FRAMES[view.frame[0]]];
+      out[i] = { path: paths[i], self: view.self[i], total: view.total[i], calls: view.calls[i] };
+    }
+    return out;
   };
   window.beamspyFrames = function (which) {
     return ({ main, callers, callees })[which || 'main'].frames();
