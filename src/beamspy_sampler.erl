@@ -25,7 +25,8 @@
 %%%   `[ran to receive]' (short handlers of a server that is not saturated
 %%%   look like this: trace it to see inside them);</li>
 %%% <li>a stopped process read too late (it ran again before it answered)
-%%%   keeps only the function the VM named at `out', under `[truncated]'.</li>
+%%%   is read again at its next stop, up to three times; then it keeps
+%%%   only the function the VM named at `out', under `[truncated]'.</li>
 %%% </ul>
 %%% Asking blindly instead, as `process_info' does, lands in receive loops:
 %%% the process answers when it next handles signals, which for a server is
@@ -79,6 +80,7 @@
 -define(DEFAULT_MAX_STACKS, 100000).
 -define(DEFAULT_MAX_DURATION_MS, 60000).
 -define(MAX_FRAMES, 1000).
+-define(LATE_TRIES, 3).
 -define(SLEEP_FRAME, <<"SLEEP">>).
 -define(RAN_TO_RECEIVE_FRAME, <<"[ran to receive]">>).
 -define(TRUNCATED_FRAME, <<"[truncated]">>).
@@ -249,7 +251,7 @@ init(#{owner := Owner, max_duration_ms := MaxDuration, targets := Targets} = Con
                     rounds => 0,
                     samples => 0,
                     counts => #{},           % running, waiting, preempted, ran_to_receive, ...
-                    pending => #{},          % Pid => {Slices, Owed}: running at a round, stack due
+                    pending => #{},          % Pid => {Slices, Owed, Tries}: ran at a round, stack due
                     labels => #{},           % pid => root label
                     frame_ids => #{},        % {M, F, A} | binary() => small integer
                     stack_counts => #{},     % {Pid, Kind, FrameIdTuple} | {Pid, other} => count
@@ -294,7 +296,7 @@ end_sampling(#{runstate := RS, pending := Pending} = State) ->
             undefined -> ok;
             _ -> beamspy_runstate:close(RS)
         end,
-    Owed = lists:sum([N || {_, N} <- maps:values(Pending)]),
+    Owed = lists:sum([N || {_, N, _} <- maps:values(Pending)]),
     bump_count(unresolved, Owed, State#{sampling := false, ended_ms := now_ms(), pending := #{}}).
 
 now_ms() ->
@@ -338,14 +340,18 @@ sample_all(Pids, Due, #{runstate := RS} = State) ->
 
 %% A process running at a round owes a sample, settled when it stops. Two
 %% rounds within one slice owe two.
-owe(Pid, Slices, #{pending := Pending} = State) ->
+owe(Pid, Slices, State) ->
+    owe(Pid, Slices, 1, 0, State).
+
+%% Tries: how many times its stack was read too late already.
+owe(Pid, Slices, N, Tries, #{pending := Pending} = State) ->
     case Pending of
-        #{Pid := {Slices, N}} ->
-            State#{pending := Pending#{Pid := {Slices, N + 1}}};
-        #{Pid := {_, Lost}} -> % its message never came (it cannot be sent, or the process is gone)
-            bump_count(unresolved, Lost, State#{pending := Pending#{Pid := {Slices, 1}}});
+        #{Pid := {Slices, Owed, T}} ->
+            State#{pending := Pending#{Pid := {Slices, Owed + N, max(T, Tries)}}};
+        #{Pid := {_, Lost, _}} -> % its message never came (it cannot be sent, or the process is gone)
+            bump_count(unresolved, Lost, State#{pending := Pending#{Pid := {Slices, N, Tries}}});
         #{} ->
-            State#{pending := Pending#{Pid => {Slices, 1}}}
+            State#{pending := Pending#{Pid => {Slices, N, Tries}}}
     end.
 
 %% It stopped running. Preempted: it is descheduled where it burned CPU,
@@ -356,30 +362,44 @@ owe(Pid, Slices, #{pending := Pending} = State) ->
 %% answered, and only that function is kept (under `[truncated]').
 stopped_running(Pid, Slices, MFA, #{pending := Pending} = State) ->
     case Pending of
-        #{Pid := {Slices, Owed}} ->
-            stopped(Pid, MFA, Owed, State#{pending := maps:remove(Pid, Pending)});
+        #{Pid := {Slices, Owed, Tries}} ->
+            stopped(Pid, MFA, Owed, Tries, State#{pending := maps:remove(Pid, Pending)});
         #{} ->
             State
     end.
 
 stopped(Pid, MFA, Owed, State) ->
+    stopped(Pid, MFA, Owed, 0, State).
+
+stopped(Pid, MFA, Owed, Tries, State) ->
     case beamspy_runstate:settle(Pid, MFA) of
-        preempted -> preempted(Pid, MFA, Owed, State);
+        preempted -> preempted(Pid, MFA, Owed, Tries, State);
         waited -> ran_to_receive(Pid, Owed, State);
         gone -> bump_count(unresolved, Owed, State)
     end.
 
-preempted(Pid, MFA, Owed, State) ->
+preempted(Pid, MFA, Owed, Tries, State) ->
     case stack(Pid) of
         {Frames, Complete} ->
             case where_stopped(MFA, Frames) of
                 true ->
                     add(Pid, running, Frames, Complete, Owed, bump_count(preempted, Owed, State));
+                false when Tries < ?LATE_TRIES ->
+                    next_stop(Pid, MFA, Owed, Tries + 1, State);
                 false ->
                     add(Pid, running, [MFA], false, Owed, bump_count(late, Owed, State))
             end;
         undefined ->
             bump_count(unresolved, Owed, State)
+    end.
+
+%% Read too late: the sample waits for the process's next stop instead (for
+%% a busy process, where it stops next is as good a sample of its CPU).
+next_stop(Pid, MFA, Owed, Tries, #{runstate := RS} = State) ->
+    case beamspy_runstate:states(RS, [Pid], erlang:monotonic_time(nanosecond)) of
+        [{running, Slices}] -> owe(Pid, Slices, Owed, Tries, State);
+        [{stopped, Again}] -> stopped(Pid, Again, Owed, Tries, State);
+        _ -> add(Pid, running, [MFA], false, Owed, bump_count(late, Owed, State))
     end.
 
 %% The stack was read where the process stopped if it ends in the function
