@@ -249,15 +249,22 @@ start_ticks(State) ->
     self() ! {?MODULE, tick},
     State#{ticking := true}.
 
-%% A tick is taken as of the time it was due: top is often late, held up
-%% by the busy process it shares a scheduler with.
+%% A tick is taken as of a past instant: top is often late, held up by the
+%% busy process it shares a scheduler with, and ticks must not be in phase
+%% with the workload.
 tick(#{interval_ms := Interval, sampled := Pids} = State) ->
     Start = now_ms(),
-    Due = maps:get(due_ns, State, erlang:monotonic_time(nanosecond)),
-    Next = sample_all(Pids, min(Due, erlang:monotonic_time(nanosecond)), State),
-    Delay = max(0, Interval - (now_ms() - Start)),
-    _ = erlang:send_after(Delay, self(), {?MODULE, tick}),
-    Next#{due_ns => erlang:monotonic_time(nanosecond) + Delay * 1000000}.
+    Now = erlang:monotonic_time(nanosecond),
+    Last = maps:get(last_tick_ns, State, Now),
+    %% As of an instant drawn since the previous tick: ticks come on timer
+    %% ticks, like many workloads (see beamspy_sampler's sample_time/2).
+    At = case Now > Last of
+             true -> Last + rand:uniform(Now - Last);
+             false -> Now
+         end,
+    Next = sample_all(Pids, At, State),
+    _ = erlang:send_after(max(0, Interval - (now_ms() - Start)), self(), {?MODULE, tick}),
+    Next#{last_tick_ns => Now}.
 
 sample_all(Pids, _Due, #{runstate := undefined} = State) ->
     lists:foldl(fun sample/2, State, Pids);

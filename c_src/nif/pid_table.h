@@ -14,7 +14,7 @@
 
 #include "../engine/stack_rebuild.h"
 
-#define BS_RUN_RING 8 /* slices remembered by sampling sessions (run_state.c) */
+#define BS_RUN_RING 16 /* slices remembered by sampling sessions (run_state.c) */
 
 /* A finished capture of one call (capture mode, see capture.c). */
 typedef struct bs_capture {

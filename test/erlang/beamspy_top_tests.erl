@@ -242,6 +242,8 @@ check_functions(Fs) ->
 %% Functions come raw, for the tool to spell.
 function(undefined) ->
     ok;
+function(<<"[ran to receive]">>) -> % ran, and reached a receive before it could be seen
+    ok;
 function(MFA) ->
     ?assertMatch({M, F, A} when is_atom(M) andalso is_atom(F) andalso is_integer(A), MFA).
 
