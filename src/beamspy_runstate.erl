@@ -91,8 +91,13 @@ watch(#{backend := Backend, watched := Watched} = RS, Pids) ->
     Wanted = maps:from_list([{P, true} || P <- Pids]),
     _ = [beamspy_backend:process(Backend, P, false, []) || P <- maps:keys(Watched),
                                                           not is_map_key(P, Wanted)],
-    _ = [switch_on(Backend, P) || P <- Pids, not is_map_key(P, Watched)],
+    _ = [switch_on(Backend, P) || P <- Pids, not is_map_key(P, Watched), untraced(Backend, P)],
     RS#{watched := Wanted}.
+
+%% OTP 25/26: a process traced by anyone else is left alone (it has one
+%% tracer); its state stays `unknown', and the caller asks it blindly.
+untraced({session, _, _}, _) -> true;
+untraced({legacy, _}, P) -> first_traced([P]) =:= ok.
 
 %% @doc What each pid was doing at time T (`erlang:monotonic_time(nanosecond)',
 %% not later than now; a sampler is often late, see the NIF's run_state.h),
