@@ -315,7 +315,10 @@ sample_round(#{interval_ms := Interval} = State) ->
                          State),
     Taken = now_ms() - Start,
     _ = erlang:send_after(max(0, Interval - Taken), self(), {?MODULE, round}),
-    Sampled#{rounds := maps:get(rounds, Sampled) + 1, last_round_ns => Now}.
+    %% The next instant is drawn after this round's end: reading a waiting
+    %% process's stack wakes it for an instant, which is not its own work.
+    Sampled#{rounds := maps:get(rounds, Sampled) + 1,
+             last_round_ns => erlang:monotonic_time(nanosecond)}.
 
 %% The instant a round samples: drawn at random since the previous round.
 %% Rounds come on timer ticks, and so do many workloads (a process woken
