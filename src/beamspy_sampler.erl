@@ -7,31 +7,55 @@
 %%% beamspy_opts:default/1} (its defaults) only, and needs no application
 %%% to be started.
 %%%
-%%% A sampler is one process. Every `interval_ms' it takes a round: for each
-%%% target process it reads `status' and `current_stacktrace' and counts the
-%%% stack. A process that is waiting (in a `receive', say) or suspended is
-%%% counted under its stack with a last frame `SLEEP', as beamspy's tracing
-%%% mode charges scheduled-out time to a `SLEEP' leaf. Rounds are spaced by
-%%% `interval_ms' from the start of one to the start of the next; a round
-%%% that takes longer than that is followed by the next at once.
+%%% A sampler is one process, at high priority. Every `interval_ms' it
+%%% takes a round, as of an instant drawn at random since the previous
+%%% round (rounds come on timer ticks, like many workloads: sampling at the
+%%% ticks would always catch those at the same phase; and a sampler is
+%%% often late, sharing a scheduler with the busy processes it samples). It
+%%% counts what runs, where it runs, through {@link beamspy_runstate} (the
+%%% NIF traces only `running', in/out, of the targets: one callback per
+%%% time slice):
+%%% <ul>
+%%% <li>a target that was not running is counted where it is, with a last
+%%%   frame `SLEEP' (waiting, suspended, or runnable and not yet
+%%%   scheduled), as beamspy's tracing mode charges scheduled-out time;</li>
+%%% <li>a target that was running is counted when it stops running: if its
+%%%   slice ran out (preempted), its stack is read while it is descheduled,
+%%%   exactly where it burned CPU; if it reached a `receive' before, where
+%%%   it ran is not observable without tracing calls: the sample is
+%%%   counted under the stack where it waits, with a last frame
+%%%   `[ran to receive]' (short handlers of a server that is not saturated
+%%%   look like this: trace it to see inside them);</li>
+%%% <li>a stopped process read too late (it ran again before it answered)
+%%%   is read again at its next stop, up to three times; then it keeps
+%%%   only the function the VM named at `out', under `[truncated]'.</li>
+%%% </ul>
+%%% Asking blindly instead, as `process_info' does, lands in receive loops:
+%%% the process answers when it next handles signals, which for a server is
+%%% its next `receive' (see {@link beamspy_runstate}). Without run states
+%%% (the NIF cannot load, or on OTP 25/26 a target already has a tracer)
+%%% the sampler does ask blindly, and says so: `method => process_info'.
+%%%
+%%% Stacks are complete: read from `process_info(P, backtrace)', every
+%%% frame, recursion included (`current_stacktrace' keeps at most 64 frames
+%%% and merges a recursion into one frame), at most 1000 frames; a deeper
+%%% stack keeps its 1000 innermost frames under a root frame `[truncated]'.
+%%% No system flag is changed.
+%%%
+%%% `counts' in the result says what was seen: `running' samples
+%%% (`preempted', `ran_to_receive', `late'), `waiting' ones, `asked'
+%%% (without run states), `unresolved' (running, but it exited or sampling
+%%% ended before it stopped) and `truncated' stacks.
 %%%
 %%% A process that has not run yet has no frame: its line is its root alone.
 %%%
-%%% `current_stacktrace' keeps `backtrace_depth' frames (8 by default):
-%%% while sampling, that node-wide system flag is raised to 64 (it is also
-%%% the depth of exception stack traces on the whole node), with
-%%% `erlang:system_flag(backtrace_depth, 64)', and the value it had is put
-%%% back when sampling ends: on
-%%% {@link stop/1}, when the owner dies, when `max_duration_ms' passes, or
-%%% when the sampler fails. Only a sampler killed with `exit(P, kill)' cannot
-%%% restore it; two samplers (or a sampler and {@link beamspy_dump}) running
-%%% at once may leave it at 64. The VM also collapses directly recursive
-%%% frames in `current_stacktrace', so sampled stacks show a recursion once.
-%%%
 %%% Memory is bounded: at most `max_stacks' distinct (process, stack) pairs
-%%% are kept, each as a tuple of small integers (one word a frame, at most 64
-%%% frames): with the map that holds them, about 0.5 KB a stack plus 8 bytes
-%%% a frame (the default cap of 100,000 stacks: 50 to 100 MB at most). Samples of further stacks
+%%% are kept, each as a tuple of small integers (one word a frame, at most
+%%% 1000 frames): with the map that holds them, about 0.5 KB a stack plus 8
+%%% bytes a frame (the default cap of 100,000 stacks with typical stacks of
+%%% 10-60 frames: 50 to 100 MB at most). One backtrace text (a few KB, more
+%%% for deep stacks) is held at a time; pending samples are one map entry
+%%% per running target. Samples of further stacks
 %%% are counted under one `[other stacks]' line per process. Besides that
 %%% the sampler keeps one label per sampled process and one entry per
 %%% distinct function. The list of stacks is built only on {@link stop/1}.
@@ -58,9 +82,14 @@
 -define(DEFAULT_INTERVAL_MS, beamspy_opts:default(sample_interval_ms)).
 -define(DEFAULT_MAX_STACKS, 100000).
 -define(DEFAULT_MAX_DURATION_MS, 60000).
--define(SAMPLING_DEPTH, 64).
+-define(MAX_FRAMES, 1000).
+-define(LATE_TRIES, 3).
 -define(SLEEP_FRAME, <<"SLEEP">>).
+-define(RAN_TO_RECEIVE_FRAME, <<"[ran to receive]">>).
+-define(TRUNCATED_FRAME, <<"[truncated]">>).
 -define(OTHER_STACKS_FRAME, <<"[other stacks]">>).
+-define(COUNT_KEYS, [running, preempted, ran_to_receive, late, waiting, asked, unresolved,
+                     truncated]).
 
 -type target() :: pid() | atom().
 -type opts() :: #{owner := pid(),
@@ -75,7 +104,9 @@
 -type stack() :: {Root :: beamspy_session:label(), [frame()], Count :: pos_integer()}.
 -type result() :: #{stacks := [stack()], samples := non_neg_integer(),
                     rounds := non_neg_integer(), processes := non_neg_integer(),
-                    elapsed_ms := non_neg_integer(), interval_ms := pos_integer()}.
+                    elapsed_ms := non_neg_integer(), interval_ms := pos_integer(),
+                    method := run_states | process_info,
+                    counts := #{atom() => non_neg_integer()}}.
 -export_type([opts/0, info/0, result/0, frame/0, stack/0]).
 
 %%% ---------------------------------------------------------------------
@@ -122,13 +153,17 @@ start(Other) ->
 info(Sampler) ->
     call(Sampler, info).
 
-%% @doc Stops sampling, restores `backtrace_depth', and returns the samples
+%% @doc Stops sampling, switches its tracing off, and returns the samples
 %% as `stacks': one `{Root, Frames, Count}' per distinct stack, Frames root
 %% first, where Root is the process label, raw as {@link
 %% beamspy_session:labels/1} gives it, and each frame is raw too: an `{M, F,
-%% A}', or the text `<<"SLEEP">>' (the last frame of a waiting process) or
-%% `<<"[other stacks]">>'. {@link beamspy_tracer:frame_name/2} spells them
-%% (the root `<0.90.0> my_server') as every output does. The sampler exits.
+%% A}', or a text: `<<"SLEEP">>' (the last frame of a process not running),
+%% `<<"[ran to receive]">>' (the last frame of a running process that
+%% reached a receive before it could be seen), `<<"[truncated]">>' (the
+%% first frame of an incomplete stack) or `<<"[other stacks]">>'. `counts'
+%% and `method' say how the samples were taken (see the module doc).
+%% {@link beamspy_tracer:frame_name/2} spells them (the root `<0.90.0>
+%% my_server') as every output does. The sampler exits.
 %%
 %% ```
 %% {ok, #{stacks := [{{<<"<0.90.0>">>, my_server},
@@ -199,34 +234,45 @@ call(Other, _) ->
 
 %% @private
 -spec init(map()) -> ok.
-init(#{owner := Owner, max_duration_ms := MaxDuration} = Config) ->
+init(#{owner := Owner, max_duration_ms := MaxDuration, targets := Targets} = Config) ->
+    %% High priority: told that a sampled process stopped running, the
+    %% sampler must read its stack before it runs again.
+    _ = process_flag(priority, high),
     OwnerMon = erlang:monitor(process, Owner),
-    PreviousDepth = erlang:system_flag(backtrace_depth, ?SAMPLING_DEPTH),
+    {RS, Method} = case beamspy_runstate:open(Targets) of
+                       {ok, R} -> {R, run_states};
+                       {error, Why} -> {undefined, {process_info, Why}}
+                   end,
     self() ! {?MODULE, round},
     _ = erlang:send_after(MaxDuration, self(), {?MODULE, max_duration}),
     proc_lib:init_ack({ok, self()}),
     State = Config#{owner_mon => OwnerMon,
-                    previous_depth => PreviousDepth,
+                    runstate => RS,
+                    method => Method,
                     sampling => true,
                     started_ms => now_ms(),
                     ended_ms => undefined,
                     rounds => 0,
                     samples => 0,
+                    counts => #{},           % running, waiting, preempted, ran_to_receive, ...
+                    pending => #{},          % Pid => {Slices, Owed, Tries}: ran at a round, stack due
                     labels => #{},           % pid => root label
-                    frame_ids => #{},        % {M, F, A} => small integer
-                    stack_counts => #{},     % {Pid, Sleep, FrameIdTuple} | {Pid, other} => count
+                    frame_ids => #{},        % {M, F, A} | binary() => small integer
+                    stack_counts => #{},     % {Pid, Kind, FrameIdTuple} | {Pid, other} => count
                     distinct_stacks => 0},
     try
         loop(State)
     catch
         Class:Reason:Stacktrace ->
-            %% A sampler that fails still puts the flag back.
-            _ = erlang:system_flag(backtrace_depth, PreviousDepth),
+            %% A sampler that fails still switches its tracing off.
+            _ = end_sampling(State),
             erlang:raise(Class, Reason, Stacktrace)
     end.
 
 loop(State) ->
     receive
+        {beamspy_out, Pid, Slices, MFA} ->
+            loop(stopped_running(Pid, Slices, MFA, State));
         {?MODULE, round} ->
             loop(sample_round(State));
         {?MODULE, max_duration} ->
@@ -245,12 +291,17 @@ loop(State) ->
             loop(State)
     end.
 
-%% Sampling ends once; the flag goes back to what it was.
+%% Sampling ends once: tracing goes off, and the samples still due (running
+%% processes that had not stopped yet) are counted as unresolved.
 end_sampling(#{sampling := false} = State) ->
     State;
-end_sampling(#{previous_depth := Depth} = State) ->
-    _ = erlang:system_flag(backtrace_depth, Depth),
-    State#{sampling := false, ended_ms := now_ms()}.
+end_sampling(#{runstate := RS, pending := Pending} = State) ->
+    _ = case RS of
+            undefined -> ok;
+            _ -> beamspy_runstate:close(RS)
+        end,
+    Owed = lists:sum([N || {_, N, _} <- maps:values(Pending)]),
+    bump_count(unresolved, Owed, State#{sampling := false, ended_ms := now_ms(), pending := #{}}).
 
 now_ms() ->
     erlang:monotonic_time(millisecond).
@@ -261,10 +312,27 @@ sample_round(#{sampling := false} = State) ->
     State;
 sample_round(#{interval_ms := Interval} = State) ->
     Start = now_ms(),
-    Sampled = lists:foldl(fun sample/2, State, targets(State)),
+    Now = erlang:monotonic_time(nanosecond),
+    Sampled = sample_all(targets(State), sample_time(maps:get(last_round_ns, State, Now), Now),
+                         State),
     Taken = now_ms() - Start,
     _ = erlang:send_after(max(0, Interval - Taken), self(), {?MODULE, round}),
-    Sampled#{rounds := maps:get(rounds, Sampled) + 1}.
+    %% The next instant is drawn after this round's end: reading a waiting
+    %% process's stack wakes it for an instant, which is not its own work.
+    Sampled#{rounds := maps:get(rounds, Sampled) + 1,
+             last_round_ns => erlang:monotonic_time(nanosecond)}.
+
+%% The instant a round samples: drawn at random since the previous round.
+%% Rounds come on timer ticks, and so do many workloads (a process woken
+%% every millisecond): sampling at the ticks themselves would see such a
+%% process always at the same phase of its cycle (measured: a server busy
+%% 20% of the time, woken each millisecond, was seen running in 2% of the
+%% samples). The NIF remembers the last 16 slices of each process, enough
+%% to tell what it was doing at any instant since the previous round.
+sample_time(Last, Now) when Now > Last ->
+    Last + rand:uniform(Now - Last);
+sample_time(_, Now) ->
+    Now.
 
 targets(#{targets := all, owner := Owner}) ->
     Self = self(),
@@ -272,35 +340,163 @@ targets(#{targets := all, owner := Owner}) ->
 targets(#{targets := Pids}) ->
     Pids.
 
-sample(Pid, State) ->
-    case erlang:process_info(Pid, [status, current_stacktrace]) of
-        [{status, Status}, {current_stacktrace, Stack}] ->
-            count(Pid, sleeping(Status), Stack, State);
+%% Without run states, every process is asked where it is (biased towards
+%% receive loops, see beamspy_runstate). With them: a process that runs now
+%% is counted once it stops (stopped_running/4); one that does not run is
+%% counted where it waits, with a SLEEP leaf.
+%% The round is taken as of a past instant (Due, ns, see sample_time/2):
+%% the sampler is also often late, held up by the busy process it shares a
+%% scheduler with.
+sample_all(Pids, _Due, #{runstate := undefined} = State) ->
+    lists:foldl(fun asked/2, State, Pids);
+sample_all(Pids, Due, #{runstate := RS} = State) ->
+    States = beamspy_runstate:states(RS, Pids, Due),
+    lists:foldl(fun({Pid, {running, Slices}}, S) -> owe(Pid, Slices, S);
+                   ({Pid, {stopped, MFA}}, S) -> stopped(Pid, MFA, 1, S);
+                   ({Pid, out}, S) -> not_running(Pid, S);
+                   ({Pid, unknown}, S) -> asked(Pid, S)
+                end, State, lists:zip(Pids, States)).
+
+%% A process running at a round owes a sample, settled when it stops. Two
+%% rounds within one slice owe two.
+owe(Pid, Slices, State) ->
+    owe(Pid, Slices, 1, 0, State).
+
+%% Tries: how many times its stack was read too late already.
+owe(Pid, Slices, N, Tries, #{pending := Pending} = State) ->
+    case Pending of
+        #{Pid := {Slices, Owed, T}} ->
+            State#{pending := Pending#{Pid := {Slices, Owed + N, max(T, Tries)}}};
+        #{Pid := {_, Lost, _}} -> % its message never came (it cannot be sent, or the process is gone)
+            bump_count(unresolved, Lost, State#{pending := Pending#{Pid := {Slices, N, Tries}}});
+        #{} ->
+            State#{pending := Pending#{Pid => {Slices, N, Tries}}}
+    end.
+
+%% It stopped running. Preempted: it is descheduled where it burned CPU,
+%% and answers from there. Waiting: it ran into a receive before its slice
+%% ended, and where it ran is not known; counted under the stack where it
+%% waits, with a `[ran to receive]' leaf. The stack must end in the
+%% function the VM said it stopped in; if not, it ran again before it
+%% answered, and only that function is kept (under `[truncated]').
+stopped_running(Pid, Slices, MFA, #{pending := Pending} = State) ->
+    case Pending of
+        #{Pid := {Slices, Owed, Tries}} ->
+            stopped(Pid, MFA, Owed, Tries, State#{pending := maps:remove(Pid, Pending)});
+        #{} ->
+            State
+    end.
+
+stopped(Pid, MFA, Owed, State) ->
+    stopped(Pid, MFA, Owed, 0, State).
+
+stopped(Pid, MFA, Owed, Tries, State) ->
+    case beamspy_runstate:settle(Pid, MFA) of
+        preempted -> preempted(Pid, MFA, Owed, Tries, State);
+        waited -> ran_to_receive(Pid, Owed, State);
+        gone -> bump_count(unresolved, Owed, State)
+    end.
+
+preempted(Pid, MFA, Owed, Tries, State) ->
+    case stack(Pid) of
+        {Frames, Complete} ->
+            case where_stopped(MFA, Frames) of
+                true ->
+                    add(Pid, running, Frames, Complete, Owed, bump_count(preempted, Owed, State));
+                false when Tries < ?LATE_TRIES ->
+                    next_stop(Pid, MFA, Owed, Tries + 1, State);
+                false ->
+                    add(Pid, running, [MFA], false, Owed, bump_count(late, Owed, State))
+            end;
+        undefined ->
+            bump_count(unresolved, Owed, State)
+    end.
+
+%% Read too late: the sample waits for the process's next stop instead (for
+%% a busy process, where it stops next is as good a sample of its CPU).
+next_stop(Pid, MFA, Owed, Tries, #{runstate := RS} = State) ->
+    case beamspy_runstate:states(RS, [Pid], erlang:monotonic_time(nanosecond)) of
+        [{running, Slices}] -> owe(Pid, Slices, Owed, Tries, State);
+        [{stopped, Again}] -> stopped(Pid, Again, Owed, Tries, State);
+        _ -> add(Pid, running, [MFA], false, Owed, bump_count(late, Owed, State))
+    end.
+
+%% The stack was read where the process stopped if it ends in the function
+%% the VM named at `out', or calls from it (stopped at a call, the VM may
+%% name the caller while the stack already has the callee's frame).
+where_stopped(MFA, [MFA | _]) -> true;
+where_stopped(MFA, [_, MFA | _]) -> true;
+where_stopped(_, _) -> false.
+
+ran_to_receive(Pid, Owed, State) ->
+    case stack(Pid) of
+        {Frames, Complete} -> add(Pid, ran_to_receive, Frames, Complete, Owed,
+                                  bump_count(ran_to_receive, Owed, State));
+        undefined -> bump_count(unresolved, Owed, State)
+    end.
+
+not_running(Pid, State) ->
+    case stack(Pid) of
+        {Frames, Complete} -> add(Pid, sleep, Frames, Complete, 1, State);
+        undefined -> State
+    end.
+
+%% The old way, for processes without run states: status and stack at once
+%% (a running process answers at its next receive or schedule-in).
+asked(Pid, State) ->
+    case erlang:process_info(Pid, [status, backtrace]) of
+        [{status, Status}, {backtrace, Text}] ->
+            {Frames, Complete} = beamspy_dump:parse_backtrace(Text, ?MAX_FRAMES),
+            Kind = case Status of
+                       waiting -> sleep;
+                       suspended -> sleep;
+                       _ -> asked
+                   end,
+            add(Pid, Kind, Frames, Complete, 1, State);
         undefined ->
             State
     end.
 
-sleeping(waiting) -> true;
-sleeping(suspended) -> true;
-sleeping(_) -> false.
+%% The whole stack, top first, from the process's backtrace (every frame,
+%% recursion included, at most MAX_FRAMES), and whether it is all of it.
+stack(Pid) ->
+    case erlang:process_info(Pid, backtrace) of
+        {backtrace, Text} -> beamspy_dump:parse_backtrace(Text, ?MAX_FRAMES);
+        undefined -> undefined
+    end.
 
-count(Pid, Sleep, Stack, State0) ->
-    State = with_label(Pid, State0),
-    {FrameIds, State1} = frame_ids(Stack, State),
+bump_count(_, 0, State) ->
+    State;
+bump_count(Key, N, #{counts := Counts} = State) ->
+    State#{counts := Counts#{Key => maps:get(Key, Counts, 0) + N}}.
+
+%% N samples of Pid with Frames (top first).
+add(Pid, Kind, Frames, Complete, N, State0) ->
+    State1 = bump_count(kind_count(Kind), N, State0),
+    State2 = case Complete of
+                 true -> State1;
+                 false -> bump_count(truncated, N, State1)
+             end,
+    State = with_label(Pid, State2),
+    {FrameIds, State3} = frame_ids(Frames, Complete, State),
     #{stack_counts := Counts, distinct_stacks := Distinct,
-      max_stacks := Max, samples := Samples} = State1,
-    Key = {Pid, Sleep, FrameIds},
+      max_stacks := Max, samples := Samples} = State3,
+    Key = {Pid, Kind, FrameIds},
     case Counts of
-        #{Key := N} ->
-            State1#{stack_counts := Counts#{Key := N + 1}, samples := Samples + 1};
+        #{Key := C} ->
+            State3#{stack_counts := Counts#{Key := C + N}, samples := Samples + N};
         #{} when Distinct < Max ->
-            State1#{stack_counts := Counts#{Key => 1}, distinct_stacks := Distinct + 1,
-                    samples := Samples + 1};
+            State3#{stack_counts := Counts#{Key => N}, distinct_stacks := Distinct + 1,
+                    samples := Samples + N};
         #{} ->
             Other = {Pid, other},
-            State1#{stack_counts := Counts#{Other => maps:get(Other, Counts, 0) + 1},
-                    samples := Samples + 1}
+            State3#{stack_counts := Counts#{Other => maps:get(Other, Counts, 0) + N},
+                    samples := Samples + N}
     end.
+
+kind_count(sleep) -> waiting;
+kind_count(asked) -> asked;
+kind_count(_) -> running.
 
 with_label(Pid, #{labels := Labels} = State) ->
     case Labels of
@@ -308,21 +504,22 @@ with_label(Pid, #{labels := Labels} = State) ->
         #{} -> State#{labels := maps:merge(Labels, beamspy_session:labels([Pid]))}
     end.
 
-%% The stack, root first, as a tuple of frame ids.
-frame_ids(Stack, #{frame_ids := Ids0} = State) ->
-    {Frames, Ids} = lists:foldl(fun({M, F, A, _Location}, {Acc, Ids}) ->
-                                        MFA = {M, F, arity(A)},
-                                        case Ids of
-                                            #{MFA := Id} -> {[Id | Acc], Ids};
-                                            #{} ->
-                                                Id = map_size(Ids),
-                                                {[Id | Acc], Ids#{MFA => Id}}
-                                        end
-                                end, {[], Ids0}, Stack),
-    {list_to_tuple(Frames), State#{frame_ids := Ids}}.
-
-arity(A) when is_integer(A) -> A;
-arity(Args) when is_list(Args) -> length(Args).
+%% The stack, root first, as a tuple of frame ids; a stack that is not
+%% complete starts with `[truncated]'.
+frame_ids(Frames, Complete, #{frame_ids := Ids0} = State) ->
+    Rooted = case Complete of
+                 true -> Frames;
+                 false -> Frames ++ [?TRUNCATED_FRAME]
+             end,
+    {Tuple, Ids} = lists:foldl(fun(Frame, {Acc, Ids}) ->
+                                       case Ids of
+                                           #{Frame := Id} -> {[Id | Acc], Ids};
+                                           #{} ->
+                                               Id = map_size(Ids),
+                                               {[Id | Acc], Ids#{Frame => Id}}
+                                       end
+                               end, {[], Ids0}, Rooted),
+    {list_to_tuple(Tuple), State#{frame_ids := Ids}}.
 
 %%% Replies
 
@@ -340,26 +537,31 @@ info_map(#{samples := Samples, rounds := Rounds, labels := Labels,
       elapsed_ms => elapsed_ms(State)}.
 
 result(#{samples := Samples, rounds := Rounds, labels := Labels,
-         interval_ms := Interval} = State) ->
+         interval_ms := Interval, counts := Counts, method := Method} = State) ->
     #{stacks => stacks(State),
       samples => Samples,
       rounds => Rounds,
       processes => map_size(Labels),
       elapsed_ms => elapsed_ms(State),
-      interval_ms => Interval}.
+      interval_ms => Interval,
+      method => case Method of
+                    run_states -> run_states;
+                    {process_info, _} -> process_info
+                end,
+      counts => maps:merge(maps:from_list([{K, 0} || K <- ?COUNT_KEYS]), Counts)}.
 
 %% One {Root, Frames, Count} a stack, sorted so that equal runs give equal
 %% terms. Frames stay raw: whoever shows them spells them.
 stacks(#{stack_counts := Counts, labels := Labels, frame_ids := Ids}) ->
-    MFAs = list_to_tuple([MFA || {MFA, _} <- lists:keysort(2, maps:to_list(Ids))]),
-    lists:sort([stack(Key, Count, Labels, MFAs) || {Key, Count} <- maps:to_list(Counts)]).
+    Frames = list_to_tuple([F || {F, _} <- lists:keysort(2, maps:to_list(Ids))]),
+    lists:sort([stack(Key, Count, Labels, Frames) || {Key, Count} <- maps:to_list(Counts)]).
 
-stack({Pid, other}, Count, Labels, _MFAs) ->
+stack({Pid, other}, Count, Labels, _Frames) ->
     {maps:get(Pid, Labels), [?OTHER_STACKS_FRAME], Count};
-stack({Pid, Sleep, FrameIds}, Count, Labels, MFAs) ->
-    Frames = [element(Id + 1, MFAs) || Id <- tuple_to_list(FrameIds)],
-    Leaf = case Sleep of
-               true -> [?SLEEP_FRAME];
-               false -> []
-           end,
-    {maps:get(Pid, Labels), Frames ++ Leaf, Count}.
+stack({Pid, Kind, FrameIds}, Count, Labels, Frames) ->
+    Path = [element(Id + 1, Frames) || Id <- tuple_to_list(FrameIds)],
+    {maps:get(Pid, Labels), Path ++ leaf(Kind), Count}.
+
+leaf(sleep) -> [?SLEEP_FRAME];
+leaf(ran_to_receive) -> [?RAN_TO_RECEIVE_FRAME];
+leaf(_) -> [].

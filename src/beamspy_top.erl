@@ -14,9 +14,18 @@
 %%% <li>the reductions of every process are read once per {@link report/1}
 %%%   (a full pass), plus once `interval_ms' after start, to pick the
 %%%   processes sampled in the first window;</li>
-%%% <li>every `interval_ms' a tick reads the current function of the
-%%%   `limit' processes that did the most reductions in the previous window
-%%%   only, never of every process;</li>
+%%% <li>every `interval_ms' a tick samples the `limit' processes that did
+%%%   the most reductions in the previous window only, never every process:
+%%%   through {@link beamspy_runstate} (only `running', in/out, of those
+%%%   processes is traced: one NIF callback per time slice), a process that
+%%%   ran when the tick was due counts for the function it stops running in
+%%%   when its slice runs out (where it burns CPU, read from the `out'
+%%%   event), or for `[ran to receive]' when it reaches a receive first
+%%%   (where short handlers ran is not observable without tracing calls).
+%%%   Asking `process_info(P, current_function)' instead is answered from
+%%%   the process's next receive, which put busy servers in their loops;
+%%%   it is done only when the run states are not available (the NIF, or
+%%%   on OTP 25/26 a process already traced by someone else);</li>
 %%% <li>memory: one reductions counter per process (the last full pass),
 %%%   and sample counts per function for at most `limit' processes.</li>
 %%% </ul>
@@ -39,16 +48,19 @@
 -define(DEFAULT_LIMIT, beamspy_opts:default(top_limit)).
 -define(FUNCTIONS_PER_PROCESS, 3).
 -define(FUNCTIONS_PER_REPORT, 20).
+-define(RAN_TO_RECEIVE, <<"[ran to receive]">>).
 
 -type opts() :: #{owner := pid(), interval_ms => pos_integer(), limit => pos_integer()}.
 -type process_row() :: #{pid := binary(), name := binary(), reductions := non_neg_integer(),
                          message_queue_len := non_neg_integer(), memory := non_neg_integer(),
                          current := mfa() | undefined,
-                         functions := [{mfa() | undefined, pos_integer()}]}.
+                         functions := [{top_function(), pos_integer()}]}.
+%% A function, or `<<"[ran to receive]">>' (see the module doc).
+-type top_function() :: mfa() | undefined | binary().
 -type report() :: #{window_ms := non_neg_integer(), process_count := non_neg_integer(),
                     run_queue := non_neg_integer(), total_reductions := non_neg_integer(),
                     samples := non_neg_integer(), processes := [process_row()],
-                    functions := [{mfa() | undefined, pos_integer()}]}.
+                    functions := [{top_function(), pos_integer()}]}.
 -export_type([opts/0, report/0, process_row/0]).
 
 %%% ---------------------------------------------------------------------
@@ -148,15 +160,30 @@ call(Other, _) ->
 %% @private
 -spec init(map()) -> ok.
 init(#{owner := Owner, interval_ms := Interval} = Config) ->
+    %% High priority: told that a sampled process stopped running, top
+    %% must read its state before it runs again.
+    _ = process_flag(priority, high),
     OwnerMon = erlang:monitor(process, Owner),
     _ = erlang:send_after(Interval, self(), {?MODULE, bootstrap}),
+    RS = case beamspy_runstate:open([]) of
+             {ok, R} -> R;
+             {error, _} -> undefined
+         end,
     proc_lib:init_ack({ok, self()}),
-    loop(new_window(Config#{owner_mon => OwnerMon, bootstrapped => false, ticking => false},
-                    full_pass(Owner), [])).
+    try
+        loop(new_window(Config#{owner_mon => OwnerMon, bootstrapped => false, ticking => false,
+                                runstate => RS, pending => #{}},
+                        full_pass(Owner), []))
+    after
+        close_runstate(RS)
+    end.
+
+close_runstate(undefined) -> ok;
+close_runstate(RS) -> beamspy_runstate:close(RS).
 
 %% A window starts from a full pass (Pid => reductions) and samples Pids.
 new_window(State, Pass, Pids) ->
-    State#{baseline => Pass,
+    (watch(State, Pids))#{baseline => Pass,
            window_start_ms => now_ms(),
            sampled => Pids,
            samples => 0,
@@ -169,6 +196,8 @@ loop(#{owner_mon := OwnerMon} = State) ->
             loop(bootstrap(State));
         {?MODULE, tick} ->
             loop(tick(State));
+        {beamspy_out, Pid, Slices, MFA} ->
+            loop(stopped_running(Pid, Slices, MFA, State));
         {?MODULE, report, From, Tag} ->
             {Report, Next} = report_and_renew(State),
             From ! {Tag, Report},
@@ -207,8 +236,11 @@ bootstrap(#{bootstrapped := true} = State) ->
     State;
 bootstrap(#{owner := Owner, baseline := Baseline, limit := Limit} = State) ->
     {Ranked, _} = busiest(full_pass(Owner), Baseline),
-    start_ticks(State#{bootstrapped := true,
-                       sampled := [P || {_, P} <- lists:sublist(Ranked, Limit)]}).
+    Sampled = [P || {_, P} <- lists:sublist(Ranked, Limit)],
+    start_ticks(watch(State#{bootstrapped := true, sampled := Sampled}, Sampled)).
+
+watch(#{runstate := undefined} = State, _) -> State;
+watch(#{runstate := RS} = State, Pids) -> State#{runstate := beamspy_runstate:watch(RS, Pids)}.
 
 %% The ticks begin with the first window's processes (bootstrap or report).
 start_ticks(#{ticking := true} = State) ->
@@ -217,14 +249,78 @@ start_ticks(State) ->
     self() ! {?MODULE, tick},
     State#{ticking := true}.
 
+%% A tick is taken as of a past instant: top is often late, held up by the
+%% busy process it shares a scheduler with, and ticks must not be in phase
+%% with the workload.
 tick(#{interval_ms := Interval, sampled := Pids} = State) ->
     Start = now_ms(),
-    Next = lists:foldl(fun sample/2, State, Pids),
+    Now = erlang:monotonic_time(nanosecond),
+    Last = maps:get(last_tick_ns, State, Now),
+    %% As of an instant drawn since the previous tick: ticks come on timer
+    %% ticks, like many workloads (see beamspy_sampler's sample_time/2).
+    At = case Now > Last of
+             true -> Last + rand:uniform(Now - Last);
+             false -> Now
+         end,
+    Next = sample_all(Pids, At, State),
     _ = erlang:send_after(max(0, Interval - (now_ms() - Start)), self(), {?MODULE, tick}),
-    Next.
+    %% Drawn after this tick's end next time: reading a waiting process's
+    %% function wakes it for an instant, which is not its own work.
+    Next#{last_tick_ns => erlang:monotonic_time(nanosecond)}.
 
-%% A process seen waiting counts for its own row (where it waits), not for
-%% the node's hottest functions: those are what runs.
+sample_all(Pids, _Due, #{runstate := undefined} = State) ->
+    lists:foldl(fun sample/2, State, Pids);
+sample_all(Pids, Due, #{runstate := RS} = State) ->
+    States = beamspy_runstate:states(RS, Pids, Due),
+    lists:foldl(fun({Pid, {running, Slices}}, S) -> owe(Pid, Slices, S);
+                   ({Pid, {stopped, MFA}}, S) -> stopped(Pid, MFA, 1, S);
+                   ({Pid, out}, S) -> waiting(Pid, S);
+                   ({Pid, unknown}, S) -> sample(Pid, S)
+                end, State, lists:zip(Pids, States)).
+
+owe(Pid, Slices, #{pending := Pending} = State) ->
+    N = case Pending of
+            #{Pid := {Slices, Owed}} -> Owed + 1;
+            #{} -> 1
+        end,
+    State#{pending := Pending#{Pid => {Slices, N}}}.
+
+stopped_running(Pid, Slices, MFA, #{pending := Pending} = State) ->
+    case Pending of
+        #{Pid := {Slices, Owed}} ->
+            stopped(Pid, MFA, Owed, State#{pending := maps:remove(Pid, Pending)});
+        #{} ->
+            State
+    end.
+
+%% Preempted: it burned CPU in MFA. Reached a receive: where it ran is not
+%% known, said so.
+stopped(Pid, MFA, Owed, State) ->
+    case beamspy_runstate:settle(Pid, MFA) of
+        preempted -> running_in(Pid, MFA, Owed, State);
+        waited -> running_in(Pid, ?RAN_TO_RECEIVE, Owed, State);
+        gone -> State
+    end.
+
+running_in(Pid, Function, N, #{samples := Samples, process_functions := PF,
+                               functions := Fs} = State) ->
+    State#{samples := Samples + N,
+           process_functions := PF#{Pid => bump(Function, N, maps:get(Pid, PF, #{}))},
+           functions := bump(Function, N, Fs)}.
+
+%% Not running when the tick was due: counted for its own row, where it is.
+waiting(Pid, #{process_functions := PF} = State) ->
+    case erlang:process_info(Pid, current_function) of
+        {current_function, MFA} ->
+            State#{process_functions := PF#{Pid => bump(MFA, maps:get(Pid, PF, #{}))}};
+        undefined ->
+            State
+    end.
+
+%% Without run states: asked blindly (a running process answers at its next
+%% receive or schedule-in). A process seen waiting counts for its own row
+%% (where it waits), not for the node's hottest functions: those are what
+%% runs.
 sample(Pid, #{samples := N, process_functions := PF, functions := Fs} = State) ->
     case erlang:process_info(Pid, [current_function, status]) of
         [{current_function, MFA}, {status, waiting}] ->
@@ -236,6 +332,9 @@ sample(Pid, #{samples := N, process_functions := PF, functions := Fs} = State) -
         undefined ->
             State
     end.
+
+bump(Key, N, Counts) ->
+    Counts#{Key => maps:get(Key, Counts, 0) + N}.
 
 bump(Key, Counts) ->
     Counts#{Key => maps:get(Key, Counts, 0) + 1}.

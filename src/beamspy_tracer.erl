@@ -10,6 +10,7 @@
 
 -export([enabled/3, trace/5]).
 -export([session_new/1, session_seed/4, session_stop/1, session_stop/2, session_pids/1,
+         session_run_states/3,
          session_capturing/2, session_prepare_halt/3,
          session_info/1, session_profile/2, session_write/4, session_encode/3]).
 -export([profile_render/3]).
@@ -25,7 +26,7 @@
 
 -nifs([enabled/3, trace/5, session_new/1, session_seed/4, session_stop/1, session_stop/2,
        session_capturing/2, session_prepare_halt/3,
-       session_pids/1, session_info/1, session_profile/2, session_write/4, session_encode/3, profile_render/3,
+       session_pids/1, session_run_states/3, session_info/1, session_profile/2, session_write/4, session_encode/3, profile_render/3,
        check_pattern/1, frame_name/2,
        seq_write/3, span_event/3, span_event/4, span_exit/2, span_info/1]).
 
@@ -88,7 +89,9 @@ trace(_Tag, _Session, _Tracee, _Term, _Opts) -> erlang:nif_error(not_loaded).
 %% @doc Creates a session. Keys: `max_memory' (bytes), `max_processes',
 %% `max_events', `timeline' (spans kept, 0 = none), `sleep', `gc', `caller'
 %% (booleans), `exclude' (modules treated as untraced), `owner' (a pid told
-%% `{beamspy_limit, Reason}' when a limit stops recording).
+%% `{beamspy_limit, Reason}' when a limit stops recording), `run_states'
+%% (a sampling session: only in/out are traced and nothing is recorded, see
+%% {@link session_run_states/3}).
 -spec session_new(map()) -> session() | {error, enomem}.
 session_new(_Opts) -> erlang:nif_error(not_loaded).
 
@@ -103,6 +106,16 @@ session_stop(_Session) -> erlang:nif_error(not_loaded).
 %% @doc Stops recording for a reason the profile reports as `truncated'.
 -spec session_stop(session(), requested | max_duration) -> ok.
 session_stop(_Session, _Reason) -> erlang:nif_error(not_loaded).
+
+%% @doc Sampling sessions (`run_states'): what each pid was doing at time
+%% T (`erlang:monotonic_time(nanosecond)', not later than now):
+%% `{running, Slices}' (it ran then and still runs; it sends the owner
+%% `{beamspy_out, Pid, Slices, MFA}' when it stops), `{stopped, MFA}' (it
+%% ran then and has stopped since, at MFA, without running again), `out'
+%% (it did not run then), `unknown' (no event yet, or too many to tell).
+-spec session_run_states(session(), [pid()], integer()) ->
+          [{running, non_neg_integer()} | {stopped, mfa() | 0} | out | unknown].
+session_run_states(_Session, _Pids, _T) -> erlang:nif_error(not_loaded).
 
 %% @doc Capture mode: whether a captured call is running in Pid.
 -spec session_capturing(session(), pid()) -> boolean().

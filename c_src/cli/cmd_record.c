@@ -78,7 +78,9 @@ void bs_cmd_record_usage(FILE *out)
           "how:\n"
           "  --mode trace|sample trace (default): every call and return, exact;\n"
           "                      sample: the stacks of the targets every --interval,\n"
-          "                      cheap on busy nodes, approximate (not with --function)\n"
+          "                      cheap on busy nodes, approximate (not with --function);\n"
+          "                      a running process is read where it is preempted, one\n"
+          "                      that ran into a receive first shows [ran to receive]\n"
           "  --interval T        sampling period (default 10ms)\n"
           "  --children          trace: also processes the targets spawn\n",
           out);

@@ -473,6 +473,27 @@ static void note_early_stop(bs_early_stop *e, const bs_eterm *result)
     e->limit_value = map_uint(result, "limit");
 }
 
+/* What the sampler saw (its `counts'), on standard error: which samples
+ * found their process running, and how many of those could not be placed
+ * (short runs that reached a receive, stacks read late or cut). */
+static void say_samples(const bs_job *j, const bs_eterm *result)
+{
+    const bs_eterm *c = bs_eterm_map_get(result, "counts");
+    if (!c || bs_eterm_kind_of(c) != BS_ET_MAP)
+        return;
+    const char *method = bs_eterm_text(bs_eterm_map_get(result, "method"));
+    fprintf(stderr,
+            "beamspy: %s: %llu samples: %llu running (%llu preempted, %llu ran to a receive, %llu read late), "
+            "%llu not running, %llu unresolved; %llu stacks truncated%s\n",
+            j->remote->node.name, map_uint(result, "samples"), map_uint(c, "running"), map_uint(c, "preempted"),
+            map_uint(c, "ran_to_receive"), map_uint(c, "late"), map_uint(c, "waiting"), map_uint(c, "unresolved"),
+            map_uint(c, "truncated"),
+            method && strcmp(method, "process_info") == 0
+                ? "; run states unavailable (a target already traced?): running processes were asked "
+                  "blindly and answer from their next receive"
+                : "");
+}
+
 int bs_job_finish(bs_job *j, unsigned timeout_ms, bs_profile *out)
 {
     ei_x_buff request;
@@ -495,6 +516,8 @@ int bs_job_finish(bs_job *j, unsigned timeout_ms, bs_profile *out)
         return BS_EXIT_FAILURE;
     }
     rc = read_result(j, format, bs_eterm_text(data), bs_eterm_text_len(data), out);
+    if (strcmp(format, "stacks") == 0)
+        say_samples(j, r);
     note_early_stop(&j->early_stop, r);
     bs_eterm_free(t);
     return rc;

@@ -12,6 +12,7 @@
 #include "nif_atoms.h"
 #include "profile_export.h"
 #include "profile_import.h"
+#include "run_state.h"
 #include "session.h"
 #include "tracer_callbacks.h"
 #include "halt_write.h"
@@ -122,6 +123,7 @@ static ERL_NIF_TERM session_new(ErlNifEnv *env, int argc, const ERL_NIF_TERM arg
     s->charge_gc = opt_bool(env, argv[0], a->gc, 0);
     s->halt_hook = opt_bool(env, argv[0], a->halt_hook, 0);
     s->use_caller = opt_bool(env, argv[0], a->caller, 1);
+    s->run_states = opt_bool(env, argv[0], enif_make_atom(env, "run_states"), 0);
     s->keep_timeline = max_spans > 0;
     if (bs_span_session_opts(env, s, argv[0]) < 0) {
         enif_release_resource(s);
@@ -468,6 +470,7 @@ static ErlNifFunc nif_funcs[] = {
     {"session_stop", 1, session_stop, 0},
     {"session_stop", 2, session_stop, 0},
     {"session_pids", 1, session_pids, 0},
+    {"session_run_states", 3, bs_nif_session_run_states, 0},
     {"session_capturing", 2, session_capturing, 0},
     {"session_prepare_halt", 3, session_prepare_halt, 0},
     {"session_info", 1, session_info, 0},

@@ -14,6 +14,8 @@
 
 #include "../engine/stack_rebuild.h"
 
+#define BS_RUN_RING 16 /* slices remembered by sampling sessions (run_state.c) */
+
 /* A finished capture of one call (capture mode, see capture.c). */
 typedef struct bs_capture {
     bs_proc proc;
@@ -27,6 +29,15 @@ typedef struct bs_traced_proc {
     uint32_t uncounted;   /* events not yet added to the session's count */
     bs_proc proc;         /* the recording (in capture mode: of the running capture) */
     int span_seen;        /* a span event of this process was seen (spans-only sessions) */
+    /* sampling sessions only (run_state.c): read by the sampler's thread */
+    _Atomic int running;        /* the last scheduling event was `in` */
+    _Atomic uint32_t slices;    /* `in` events seen */
+    _Atomic int want_out;       /* tell the owner at the next `out` */
+    /* ERTS monotonic ns of the in and out of the last BS_RUN_RING slices,
+     * slice n at n % BS_RUN_RING (out 0: not yet out) */
+    _Atomic int64_t ring_in[BS_RUN_RING], ring_out[BS_RUN_RING];
+    _Atomic uint64_t out_m, out_f;       /* where the last `out` left it (atoms)... */
+    _Atomic uint32_t out_a;              /* ...and arity; out_m 0: unknown */
     /* capture mode only */
     _Atomic int capturing;     /* a captured call is running in this process */
     uint32_t capture_depth;    /* nested calls of the captured function */

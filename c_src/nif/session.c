@@ -51,6 +51,7 @@ int bs_session_init(bs_session *s, size_t max_memory, uint32_t max_procs)
     atomic_init(&s->stop_reason, BS_STOP_NONE);
     atomic_init(&s->lost_processes, 0);
     atomic_init(&s->events_counted, 0);
+    atomic_init(&s->run_notes_lost, 0);
     s->start_ns = bs_now_ns();
     return 0;
 }
@@ -140,6 +141,16 @@ bs_traced_proc *bs_session_proc(ErlNifEnv *env, bs_session *s, uint64_t pid, uin
             r->proc.skip_root = s->spans_only ? 1 : 0;
             atomic_init(&r->busy, 0);
             atomic_init(&r->capturing, 0);
+            atomic_init(&r->running, 0);
+            atomic_init(&r->slices, 0);
+            atomic_init(&r->want_out, 0);
+            for (int k = 0; k < BS_RUN_RING; k++) {
+                atomic_init(&r->ring_in[k], 0);
+                atomic_init(&r->ring_out[k], 0);
+            }
+            atomic_init(&r->out_m, 0);
+            atomic_init(&r->out_f, 0);
+            atomic_init(&r->out_a, 0);
             r->capture_depth = 0;
             r->capture_index = 0;
             r->captures = NULL;

@@ -52,6 +52,9 @@ typedef struct bs_session {
     bs_key span_anchors[2];          /* telemetry:execute/3, do_execute/4: spans sit below them */
     _Atomic uint64_t spans_left;     /* span starts still accepted (max_spans) */
     _Atomic uint64_t spans_dropped;  /* span starts refused by max_spans */
+    /* sampling (run_state.c): only in/out are traced, nothing is recorded */
+    int run_states;
+    _Atomic uint64_t run_notes_lost; /* `out` messages that could not be sent */
 } bs_session;
 
 typedef enum bs_stop_reason {

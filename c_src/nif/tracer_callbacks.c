@@ -10,6 +10,7 @@
 #include "capture.h"
 #include "nif_atoms.h"
 #include "halt_write.h"
+#include "run_state.h"
 #include "session.h"
 
 /* The tracer state is the session resource, or {beamspy_meta, Session} for
@@ -175,7 +176,9 @@ ERL_NIF_TERM bs_nif_trace(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
     atomic_store(&r->busy, 1);
     if (atomic_load(&s->recording)) {
         int rc = 0;
-        if (is_meta)
+        if (s->run_states)
+            bs_run_state_event(env, a, s, r, argv[0], argv[3]);
+        else if (is_meta)
             rc = bs_capture_on_meta(env, a, s, r, argv[0], argv[3], t);
         else if (!s->capture_mode || atomic_load(&r->capturing)) {
             rc = dispatch(env, a, s, &r->proc, argv[0], argv[3], argv[4], t);

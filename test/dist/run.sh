@@ -13,7 +13,8 @@
 # ONLY=deadlocks runs the wait-for graph tests of dump alone (deadlocks.sh),
 # ONLY=seq the checks of `beamspy seq' alone (seq_checks.sh), ONLY=memory
 # that jobs write no profile file on the node (no_files_checks.sh), ONLY=names
-# the spelling of frames in every mode alone (names.sh).
+# the spelling of frames in every mode alone (names.sh), ONLY=sample that
+# sampling and top count what runs (sample_checks.sh).
 set -u
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -57,8 +58,8 @@ fi
 rm -f "$build.make.log"
 rm -rf "$build"
 mkdir -p "$build/out"
-erlc -o "$build" "$here/bs_dist_wl.erl" "$here/bs_deadlock_wl.erl" || {
-    fail build "erlc bs_dist_wl.erl bs_deadlock_wl.erl"
+erlc -o "$build" "$here/bs_dist_wl.erl" "$here/bs_deadlock_wl.erl" "$root/test/erlang/bs_decode_wl.erl" || {
+    fail build "erlc bs_dist_wl.erl bs_deadlock_wl.erl bs_decode_wl.erl"
     finish
 }
 
@@ -119,6 +120,12 @@ out="$build/out"
 # ONLY=seq: only the checks of `beamspy seq' (seq_checks.sh).
 if [ "${ONLY:-}" = seq ]; then
     . "$here/seq_checks.sh"
+    finish
+fi
+
+# ONLY=sample: only that sampling counts what runs (sample_checks.sh).
+if [ "${ONLY:-}" = sample ]; then
+    . "$here/sample_checks.sh"
     finish
 fi
 
@@ -186,6 +193,7 @@ bs record --node "$n1" --all --mode sample --interval 5ms --duration 1s -o "$out
 check "record --mode sample: the busy process's stacks" grep -q '> busy;.*bs_dist_wl:spin/1' "$out/sample.folded"
 check "record --mode sample: idle processes end in SLEEP" grep -q ';SLEEP [0-9]*$' "$out/sample.folded"
 check "record --mode sample: nothing left on the node" clean n1
+. "$here/sample_checks.sh"
 
 # File handling on the node does not depend on the release: not repeated on
 # the other OTP releases (BEAMSPY_OTP_REPEAT, test/otp/run.sh).

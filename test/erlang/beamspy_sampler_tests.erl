@@ -1,8 +1,9 @@
 %%% beamspy_sampler: statistical sampling of stacks (`record --mode
 %%% sample'). A busy process is seen in its function, an idle one in SLEEP;
-%%% the raw stacks spell and add up; backtrace_depth is raised while sampling and put
-%%% back on stop, on the owner's death and after max_duration_ms; the
-%%% max_stacks cap holds.
+%%% a gen_server busy decoding is seen decoding, not in its loop, and an
+%%% idle one waiting; deep stacks are complete or marked truncated; the raw
+%%% stacks spell and add up; no system flag changes; tracing is switched
+%%% off on stop; the max_stacks cap holds.
 -module(beamspy_sampler_tests).
 
 -include_lib("eunit/include/eunit.hrl").
@@ -16,8 +17,20 @@ sampler_test_() ->
       {"an idle process's samples end in SLEEP", {timeout, 60, fun idle/0}},
       {"targets => all: the stacks spell and add up", {timeout, 60, fun all_parses/0}},
       {"roots are labelled like beamspy_session:labels/1", {timeout, 60, fun labels/0}},
-      {"stop restores backtrace_depth (64 while sampling)", {timeout, 60, fun depth_on_stop/0}},
-      {"the owner's death stops the sampler and restores backtrace_depth",
+      {"backtrace_depth is left alone", {timeout, 60, fun depth_on_stop/0}},
+      {"a gen_server busy decoding is sampled in its decoder, not its loop",
+       {timeout, 120, fun busy_decoder/0}},
+      {"a server running short handlers is never counted running in its loop",
+       {timeout, 120, fun short_handlers/0}},
+      {"an idle gen_server is counted waiting", {timeout, 60, fun idle_server/0}},
+      {"a stack 200 frames deep is sampled whole, recursion included",
+       {timeout, 60, fun deep_stack/0}},
+      {"a stack deeper than 1000 frames is marked [truncated]",
+       {timeout, 60, fun too_deep/0}},
+      {"tracing is off after stop", {timeout, 60, fun tracing_off/0}},
+      {"a target traced by someone else (OTP 25/26): sampled the old way, and said so",
+       {timeout, 60, fun already_traced/0}},
+      {"the owner's death stops the sampler and leaves backtrace_depth alone",
        {timeout, 60, fun owner_death/0}},
       {"max_duration_ms ends sampling; the samples stay for stop",
        {timeout, 60, fun max_duration/0}},
@@ -36,7 +49,7 @@ busy() ->
     try
         {ok, S} = beamspy_sampler:start(#{owner => self(), targets => [Busy], interval_ms => 2}),
         wait_rounds(S, 50),
-        {ok, #{stacks := Stacks, samples := Samples}} = beamspy_sampler:stop(S),
+        {ok, #{stacks := Stacks, samples := Samples} = Result} = beamspy_sampler:stop(S),
         Lines = parse(Stacks),
         ?assertEqual(Samples, lists:sum([C || {_, C} <- Lines])),
         Root = label(Busy),
@@ -44,8 +57,10 @@ busy() ->
         InSum = lists:sum([C || {Frames, C} <- Lines,
                                 lists:member(<<"bs_stuck_wl:busy_sum/1">>, Frames)]),
         ?assert(InSum * 2 > Samples),
-        %% Running, never waiting: no SLEEP leaf.
-        ?assertEqual([], [F || {F, _} <- Lines, lists:last(F) =:= <<"SLEEP">>])
+        %% Runnable but not running at a sample's time (two cores, shared)
+        %% counts as SLEEP, as in traced mode; running is the clear majority.
+        #{method := run_states, counts := #{running := Running}} = Result,
+        ?assert(Running * 2 > Samples)
     after
         ?WL:stop(Busy)
     end.
@@ -116,7 +131,7 @@ depth_on_stop() ->
     try
         {ok, S} = beamspy_sampler:start(#{owner => self(), targets => [self()]}),
         wait_rounds(S, 2),
-        ?assertEqual(64, erlang:system_flag(backtrace_depth, 64)),
+        ?assertEqual(12, erlang:system_flag(backtrace_depth, 12)),
         {ok, _} = beamspy_sampler:stop(S),
         ?assertEqual(12, erlang:system_flag(backtrace_depth, 12))
     after
@@ -255,6 +270,143 @@ frame_names() ->
     ?assertError(badarg, beamspy_tracer:frame_name({m, f, 256}, erlang)),
     ?assertError(badarg, beamspy_tracer:frame_name({m, f, 1}, perl)).
 
+%% The workload of issue 14: a gen_server that spends ~95% of its CPU
+%% decoding (traced profile), kept busy. Its running samples are in the
+%% decoder, not in gen_server:loop/7 (before: blind process_info samples
+%% answered from the receive loop).
+busy_decoder() ->
+    Server = bs_decode_wl:start(20),
+    _ = bs_decode_wl:feed(Server, saturated),
+    try
+        {Running, Leaves} = sample_server(Server, 3000),
+        Decoder = count_leaves(fun is_decoder/1, Leaves),
+        ?assert(Running >= 20),
+        ?assert(Decoder * 2 > Running)
+    after
+        bs_decode_wl:stop(Server)
+    end.
+
+%% Ten short handlers every millisecond: bursts shorter than a time slice,
+%% never preempted. Where they ran cannot be seen by sampling, and the
+%% sampler says so ([ran to receive]) instead of charging gen_server:loop/7.
+short_handlers() ->
+    Server = bs_decode_wl:start(20),
+    _ = bs_decode_wl:feed(Server, {rate, 10}),
+    try
+        {Running, Leaves} = sample_server(Server, 2000),
+        Loop = count_leaves(fun(F) -> F =:= <<"gen_server:loop/7">> end, Leaves),
+        ?assert(Loop * 2 =< Running)
+    after
+        bs_decode_wl:stop(Server)
+    end.
+
+idle_server() ->
+    Server = bs_decode_wl:start(20),
+    try
+        {ok, S} = beamspy_sampler:start(#{owner => self(), targets => [Server], interval_ms => 2}),
+        wait_rounds(S, 20),
+        {ok, #{stacks := Stacks, samples := Samples, counts := Counts}} = beamspy_sampler:stop(S),
+        %% Reading its stack wakes it for an instant (the sampler's own
+        %% probe); on a loaded machine that instant can stretch, and a
+        %% sample may fall in it: waiting is the clear majority, and no
+        %% sample counts it running in gen_server:loop/7.
+        #{waiting := Waiting} = Counts,
+        ?assert(Waiting * 4 > Samples * 3),
+        Lines = parse(Stacks),
+        ?assertEqual(Waiting, lists:sum([C || {F, C} <- Lines, lists:last(F) =:= <<"SLEEP">>])),
+        ?assertEqual([], [F || {F, _} <- Lines, lists:last(F) =:= <<"gen_server:loop/7">>]),
+        [?assert(lists:member(<<"gen_server:loop/7">>, F)) || {F, _} <- Lines]
+    after
+        bs_decode_wl:stop(Server)
+    end.
+
+deep_stack() ->
+    Deep = spawn(bs_decode_wl, deep, [200]),
+    ok = ?WL:wait_until_in(Deep, {bs_decode_wl, deep, 1}, ?WAIT_MS),
+    try
+        {ok, S} = beamspy_sampler:start(#{owner => self(), targets => [Deep], interval_ms => 2}),
+        wait_rounds(S, 5),
+        {ok, #{stacks := Stacks, counts := #{truncated := 0}}} = beamspy_sampler:stop(S),
+        [{Frames, _}] = parse(Stacks),
+        ?assert(length([F || F <- Frames, F =:= <<"bs_decode_wl:deep/1">>]) >= 200),
+        ?assertNot(lists:member(<<"[truncated]">>, Frames))
+    after
+        exit(Deep, kill)
+    end.
+
+too_deep() ->
+    Deep = spawn(bs_decode_wl, deep, [1500]),
+    ok = ?WL:wait_until_in(Deep, {bs_decode_wl, deep, 1}, ?WAIT_MS),
+    try
+        {ok, S} = beamspy_sampler:start(#{owner => self(), targets => [Deep], interval_ms => 2}),
+        wait_rounds(S, 3),
+        {ok, #{stacks := Stacks, samples := Samples, counts := #{truncated := Samples}}} =
+            beamspy_sampler:stop(S),
+        [{[_Root, <<"[truncated]">> | Frames], _}] = parse(Stacks),
+        ?assertEqual(1001, length(Frames)) % 1000 frames and SLEEP
+    after
+        exit(Deep, kill)
+    end.
+
+tracing_off() ->
+    Server = bs_decode_wl:start(20),
+    _ = bs_decode_wl:feed(Server, {rate, 2}),
+    try
+        {ok, S} = beamspy_sampler:start(#{owner => self(), targets => [Server], interval_ms => 2}),
+        wait_rounds(S, 5),
+        {ok, #{method := run_states}} = beamspy_sampler:stop(S),
+        case beamspy_backend:sessions_supported() of
+            true -> ?assertEqual([], [T || T <- trace:session_info(all), is_tuple(T)]);
+            false -> ?assertEqual({flags, []}, erlang:trace_info(Server, flags))
+        end
+    after
+        bs_decode_wl:stop(Server)
+    end.
+
+already_traced() ->
+    case beamspy_backend:sessions_supported() of
+        true ->
+            ok; % dynamic trace sessions never conflict
+        false ->
+            Idle = spawn(?WL, idle, []),
+            ok = ?WL:wait_until_in(Idle, {?WL, idle, 0}, ?WAIT_MS),
+            Tracer = spawn(fun() -> receive stop -> ok end end),
+            1 = erlang:trace(Idle, true, [send, {tracer, Tracer}]),
+            try
+                {ok, S} = beamspy_sampler:start(#{owner => self(), targets => [Idle]}),
+                wait_rounds(S, 3),
+                {ok, #{method := process_info, samples := Samples,
+                       counts := #{asked := 0, waiting := Samples}}} = beamspy_sampler:stop(S),
+                ?assert(Samples > 0),
+                %% The other tracer is left as it was.
+                ?assertEqual({tracer, Tracer}, erlang:trace_info(Idle, tracer))
+            after
+                ?WL:stop_all([Idle, Tracer])
+            end
+    end.
+
+%%% ---------------------------------------------------------------------
+%%% Helpers
+
+%% Samples Server for Ms: its running samples, and their leaves spelled.
+sample_server(Server, Ms) ->
+    timer:sleep(200),
+    {ok, S} = beamspy_sampler:start(#{owner => self(), targets => [Server], interval_ms => 5}),
+    timer:sleep(Ms),
+    {ok, #{stacks := Stacks, method := run_states, counts := #{running := Running, asked := Asked}} = R} =
+        beamspy_sampler:stop(S),
+    check_result(R),
+    Leaves = [{lists:last(F), C} || {F, C} <- parse(Stacks), lists:last(F) =/= <<"SLEEP">>],
+    ?assertEqual(Running + Asked, lists:sum([C || {_, C} <- Leaves])),
+    {Running, Leaves}.
+
+count_leaves(Pred, Leaves) ->
+    lists:sum([C || {F, C} <- Leaves, Pred(F)]).
+
+is_decoder(F) ->
+    lists:member(F, [<<"bs_decode_wl:decode/1">>, <<"bs_decode_wl:list/2">>,
+                     <<"bs_decode_wl:number/2">>]).
+
 %%% ---------------------------------------------------------------------
 %%% Helpers
 %%% ---------------------------------------------------------------------
@@ -292,7 +444,16 @@ check_info(Info) ->
     ?assert(maps:get(memory, Info) > 0).
 
 check_result(Result) ->
-    ?assertEqual(lists:sort([stacks, samples, rounds, processes, elapsed_ms, interval_ms]),
+    ?assertEqual(lists:sort([stacks, samples, rounds, processes, elapsed_ms, interval_ms, counts,
+                             method]),
                  lists:sort(maps:keys(Result))),
     ?assert(is_list(maps:get(stacks, Result))),
-    [?assert(is_integer(V) andalso V >= 0) || V <- maps:values(maps:remove(stacks, Result))].
+    ?assert(lists:member(maps:get(method, Result), [run_states, process_info])),
+    Counts = maps:get(counts, Result),
+    ?assertEqual(lists:sort([running, preempted, ran_to_receive, late, waiting, asked, unresolved,
+                             truncated]), lists:sort(maps:keys(Counts))),
+    [?assert(is_integer(V) andalso V >= 0) || V <- maps:values(Counts)],
+    #{running := Running, preempted := P, ran_to_receive := R, late := L} = Counts,
+    ?assertEqual(Running, P + R + L),
+    [?assert(is_integer(V) andalso V >= 0)
+     || V <- maps:values(maps:without([stacks, counts, method], Result))].
