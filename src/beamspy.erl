@@ -731,6 +731,7 @@ traced_call(Fun, Args, Opts, Outputs, Finish) ->
 call_traced(Fun, Args, Session, Owner, Opts) ->
     Flags = [call, arity, return_to, running, exiting]
         ++ [set_on_spawn || maps:get(children, Opts)]
+        ++ ['receive' || maps:get(sleep, Opts)]
         ++ [garbage_collection || maps:get(gc, Opts)],
     try
         _ = erlang:trace(self(), true, [{tracer, beamspy_tracer, Session} | Flags]),
@@ -982,6 +983,7 @@ start_live(Targets, Norm, Opts, {Outputs, Formats, Encode}, Explicit) ->
 trace_flags(Opts) ->
     [call, arity, return_to, running, exiting]
         ++ [set_on_spawn || maps:get(children, Opts)]
+        ++ ['receive' || maps:get(sleep, Opts)]
         ++ [garbage_collection || maps:get(gc, Opts)].
 
 limits(Opts) ->

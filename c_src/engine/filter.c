@@ -85,7 +85,7 @@ static int apply_filters(bs_profile *p, const bs_filter *f, const unsigned char 
             path_inc[i] = (unsigned char)(hit_inc || (i > 0 && path_inc[t->nodes[i].parent]));
             path_exc[i] = (unsigned char)(hit_exc || (i > 0 && path_exc[t->nodes[i].parent]));
             keep[i] = (unsigned char)((!inc || path_inc[i]) && (!exc || !path_exc[i]) &&
-                                      !(f->drop_sleep && i > 0 && fr == p->sleep_frame));
+                                      !(f->drop_sleep && i > 0 && bs_profile_is_sched_out(p, fr)));
         }
         int rc = compact_tree(t, keep);
         free(keep), free(path_inc), free(path_exc);

@@ -13,7 +13,12 @@ int bs_profile_init(bs_profile *p)
     bs_frame_table_init(&p->frames);
     p->sleep_frame = bs_frame_table_intern(&p->frames, "SLEEP", 5);
     p->gc_frame = bs_frame_table_intern(&p->frames, "GC", 2);
-    return (p->sleep_frame == UINT32_MAX || p->gc_frame == UINT32_MAX) ? -1 : 0;
+    p->wait_frame = bs_frame_table_intern(&p->frames, "WAIT", 4);
+    p->runnable_frame = bs_frame_table_intern(&p->frames, "RUNNABLE", 8);
+    return (p->sleep_frame == UINT32_MAX || p->gc_frame == UINT32_MAX || p->wait_frame == UINT32_MAX ||
+            p->runnable_frame == UINT32_MAX)
+               ? -1
+               : 0;
 }
 
 static void free_notes(bs_ptree *t)
@@ -179,7 +184,12 @@ int bs_profile_add_proc(bs_profile *p, const bs_proc *proc, const char *label, b
         if (i == 0) {
             d->frame = root;
         } else if (bs_key_is_pseudo(&s->key)) {
-            d->frame = s->key.function == BS_PSEUDO_GC ? p->gc_frame : p->sleep_frame;
+            switch (s->key.function) {
+            case BS_PSEUDO_GC: d->frame = p->gc_frame; break;
+            case BS_PSEUDO_WAIT: d->frame = p->wait_frame; break;
+            case BS_PSEUDO_RUNNABLE: d->frame = p->runnable_frame; break;
+            default: d->frame = p->sleep_frame; break;
+            }
         } else {
             int len = namer(ctx, &s->key, name, sizeof name);
             if (len < 0)
@@ -315,6 +325,8 @@ int bs_profile_clone(const bs_profile *src, bs_profile *dst)
     dst->meta = src->meta;
     dst->sleep_frame = src->sleep_frame;
     dst->gc_frame = src->gc_frame;
+    dst->wait_frame = src->wait_frame;
+    dst->runnable_frame = src->runnable_frame;
     memcpy(dst->truncated, src->truncated, sizeof dst->truncated);
     memcpy(dst->notes, src->notes, sizeof dst->notes);
     dst->start_ns = src->start_ns;

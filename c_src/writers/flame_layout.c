@@ -19,7 +19,7 @@ static const char *node_name(const bs_profile *p, uint32_t tree, uint32_t node)
 
 static int is_dropped(const bs_flame_layout *l, const bs_pnode *n)
 {
-    return l->drop_sleep && n->frame == l->p->sleep_frame;
+    return l->drop_sleep && bs_profile_is_sched_out(l->p, n->frame);
 }
 
 /* Time covered by a tree's timeline, and where it starts. */

@@ -45,7 +45,7 @@ typedef struct ss_writer {
 
 static int skipped(const ss_writer *w, const bs_pnode *n)
 {
-    return w->drop_sleep && n->frame == w->p->sleep_frame;
+    return w->drop_sleep && bs_profile_is_sched_out(w->p, n->frame);
 }
 
 static void put_sep(ss_writer *w)

@@ -5,7 +5,8 @@
  * tail-recursive loop, even/odd mutual recursion, 100,000-deep body recursion
  * (run on a thread with a small stack, through the profile, totals, merge and
  * the folded writer), exceptions, return_to undefined / unknown frames,
- * already-running processes (seeded or not), SLEEP and GC leaves, exit, and
+ * already-running processes (seeded or not), SLEEP and GC leaves, the
+ * WAIT/RUNNABLE split told by receive events (tree and timeline), exit, and
  * one process's events fed from two threads in turn. */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
@@ -563,6 +564,67 @@ static void test_sleep_and_gc_leaves(void **state)
     bs_proc_free(&p);
 }
 
+/* With the split, an out interval is WAIT when the first event after its
+ * `in' is a receive (woken by a message or a timeout), RUNNABLE otherwise
+ * (preempted): in the tree and in the timeline. */
+static void test_wait_and_runnable_leaves(void **state)
+{
+    (void)state;
+    bs_span_quota quota;
+    bs_span_quota_init(&quota, 1000);
+    bs_proc p;
+    new_proc(&p, 0, 1, 0);
+    bs_proc_split_waits(&p);
+    bs_proc_enable_timeline(&p, &quota);
+    CALL_ROOT(&p, TOP, 0);
+    CALL(&p, A, TOP, 100);
+    assert_int_equal(bs_proc_sched_out(&p, 200), 0); /* in a receive */
+    assert_int_equal(bs_proc_sched_in(&p, 1200), 0);
+    assert_int_equal(bs_proc_received(&p, 1210), 0); /* woken by a message: [200,1200) WAIT */
+    assert_int_equal(bs_proc_received(&p, 1220), 0); /* not after an in: changes nothing */
+    CALL(&p, B, A, 1300);
+    assert_int_equal(bs_proc_sched_out(&p, 1400), 0); /* preempted */
+    assert_int_equal(bs_proc_sched_in(&p, 1450), 0);
+    RET(&p, A, 1500); /* [1400,1450) RUNNABLE */
+    assert_int_equal(bs_proc_sched_out(&p, 1600), 0); /* preempted, then out again at once */
+    assert_int_equal(bs_proc_sched_in(&p, 1620), 0);
+    assert_int_equal(bs_proc_sched_out(&p, 1630), 0);
+    assert_int_equal(bs_proc_sched_in(&p, 1700), 0);
+    bs_proc_flush(&p, 1800); /* not a receive: RUNNABLE */
+    /* b's WAIT leaf is left empty (writers draw no empty leaf) */
+    assert_tree(&p, "<root> 0 0\n"
+                    "m:top/0 100 1\n"
+                    "m:top/0;m:a/0 410 1\n"
+                    "m:top/0;m:a/0;WAIT 1000 1\n"
+                    "m:top/0;m:a/0;m:b/0 150 1\n"
+                    "m:top/0;m:a/0;m:b/0;WAIT 0 0\n"
+                    "m:top/0;m:a/0;m:b/0;RUNNABLE 50 1\n"
+                    "m:top/0;m:a/0;RUNNABLE 90 2\n");
+    /* the timeline's spans name the same leaves */
+    uint64_t wait_ns = 0, runnable_ns = 0;
+    for (uint32_t i = 0; i < p.timeline.n; i++) {
+        const bs_span *sp = &p.timeline.spans[i];
+        const bs_key *k = &p.tree.nodes[sp->node].key;
+        if (bs_key_is_pseudo(k))
+            *(k->function == BS_PSEUDO_WAIT ? &wait_ns : &runnable_ns) += sp->end_ns - sp->start_ns;
+    }
+    assert_int_equal(wait_ns, 1000);
+    assert_int_equal(runnable_ns, 140);
+    bs_proc_free(&p);
+
+    /* without the split (no receive events): SLEEP, as before */
+    new_proc(&p, 0, 1, 0);
+    CALL_ROOT(&p, TOP, 0);
+    assert_int_equal(bs_proc_sched_out(&p, 100), 0);
+    assert_int_equal(bs_proc_sched_in(&p, 300), 0);
+    assert_int_equal(bs_proc_received(&p, 310), 0);
+    bs_proc_flush(&p, 400);
+    assert_tree(&p, "<root> 0 0\n"
+                    "m:top/0 200 1\n"
+                    "m:top/0;SLEEP 200 1\n");
+    bs_proc_free(&p);
+}
+
 static void test_exit_stops_charging(void **state)
 {
     (void)state;
@@ -737,6 +799,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_already_running_seeded),
         cmocka_unit_test(test_already_running_unseeded),
         cmocka_unit_test(test_sleep_and_gc_leaves),
+        cmocka_unit_test(test_wait_and_runnable_leaves),
         cmocka_unit_test(test_exit_stops_charging),
         cmocka_unit_test(test_migration_between_threads),
         cmocka_unit_test(test_random_streams_keep_invariants),
