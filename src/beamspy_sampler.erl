@@ -9,9 +9,11 @@
 %%%
 %%% A sampler is one process. Every `interval_ms' it takes a round: for each
 %%% target process it reads `status' and `current_stacktrace' and counts the
-%%% stack. A process that is waiting (in a `receive', say) or suspended is
-%%% counted under its stack with a last frame `SLEEP', as beamspy's tracing
-%%% mode charges scheduled-out time to a `SLEEP' leaf. Rounds are spaced by
+%%% stack. A process that is waiting (in a `receive') is counted under its
+%%% stack with a last frame `WAIT', one that is suspended with `SLEEP', as
+%%% beamspy's tracing mode charges time spent waiting for a message to a
+%%% `WAIT' leaf. A runnable process is counted as running (its place in the
+%%% run queue is not told apart). Rounds are spaced by
 %%% `interval_ms' from the start of one to the start of the next; a round
 %%% that takes longer than that is followed by the next at once.
 %%%
@@ -59,6 +61,7 @@
 -define(DEFAULT_MAX_DURATION_MS, 60000).
 -define(SAMPLING_DEPTH, 64).
 -define(SLEEP_FRAME, <<"SLEEP">>).
+-define(WAIT_FRAME, <<"WAIT">>).
 -define(OTHER_STACKS_FRAME, <<"[other stacks]">>).
 
 -type target() :: pid() | atom().
@@ -125,13 +128,14 @@ info(Sampler) ->
 %% as `stacks': one `{Root, Frames, Count}' per distinct stack, Frames root
 %% first, where Root is the process label as {@link
 %% beamspy_session:labels/1} spells it and each frame is raw: an `{M, F, A}',
-%% or the text `<<"SLEEP">>' (the last frame of a waiting process) or
+%% or the text `<<"WAIT">>' (the last frame of a process waiting in a
+%% receive), `<<"SLEEP">>' (of a suspended one) or
 %% `<<"[other stacks]">>'. {@link beamspy_tracer:frame_name/2} spells them
 %% as every output does. The sampler exits.
 %%
 %% ```
 %% {ok, #{stacks := [{<<"<0.90.0> my_server">>,
-%%                    [{proc_lib, init_p_do_apply, 3}, {gen_server, loop, 7}, <<"SLEEP">>],
+%%                    [{proc_lib, init_p_do_apply, 3}, {gen_server, loop, 7}, <<"WAIT">>],
 %%                    498}]}} = beamspy_sampler:stop(S).
 %% '''
 -spec stop(pid()) -> {ok, result()} | {error, term()}.
@@ -279,7 +283,7 @@ sample(Pid, State) ->
             State
     end.
 
-sleeping(waiting) -> true;
+sleeping(waiting) -> wait;
 sleeping(suspended) -> true;
 sleeping(_) -> false.
 
@@ -358,6 +362,7 @@ stack({Pid, other}, Count, Labels, _MFAs) ->
 stack({Pid, Sleep, FrameIds}, Count, Labels, MFAs) ->
     Frames = [element(Id + 1, MFAs) || Id <- tuple_to_list(FrameIds)],
     Leaf = case Sleep of
+               wait -> [?WAIT_FRAME];
                true -> [?SLEEP_FRAME];
                false -> []
            end,

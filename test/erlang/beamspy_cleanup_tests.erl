@@ -119,7 +119,7 @@ after_kill() ->
         ?assertMatch("beamspy-" ++ _, File),
         ?assertEqual(".folded", filename:extension(File)),
         {ok, Bin} = file:read_file(filename:join(Dir, File)),
-        ?assertNotEqual(nomatch, binary:match(Bin, <<"bs_wl:sleeper/2;timer:sleep/1;SLEEP">>))
+        ?assertNotEqual(nomatch, binary:match(Bin, <<"bs_wl:sleeper/2;timer:sleep/1;WAIT">>))
     after
         bs_wl:stop_waiters(Kids),
         rm_rf(Dir)

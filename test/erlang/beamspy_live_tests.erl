@@ -593,7 +593,7 @@ new_traced_elsewhere_legacy() ->
     assert_live_clean([server()]).
 
 %% A process already waiting in a receive when a live session starts: its
-%% wait is SLEEP, not time in its top frame (on OTP 28+ it is switched on
+%% wait is WAIT, not time in its top frame (on OTP 28+ it is switched on
 %% without being suspended, so no in/out event tells the engine before it
 %% runs again).
 waiting_process_sleeps_test() ->
@@ -604,7 +604,7 @@ waiting_process_sleeps_test() ->
     {ok, #{profile := Profile}} = beamspy:stop(S, #{profile => true}),
     P ! stop,
     Nodes = bs_test_lib:tree_of(P, Profile),
-    Sleep = lists:sum([Self || {_, _, <<"SLEEP">>, Self, _, _} <- Nodes]),
+    Sleep = lists:sum([Self || {_, _, <<"WAIT">>, Self, _, _} <- Nodes]),
     All = lists:sum([Self || {_, _, _, Self, _, _} <- Nodes]),
     ?assert(All > 0),
     ?assert(Sleep >= All * 9 div 10, {sleep_ns, Sleep, of_ns, All, Nodes}).
