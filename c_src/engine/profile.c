@@ -163,13 +163,39 @@ int bs_profile_add_tree(bs_profile *p, const char *label)
     return 0;
 }
 
+static int add_proc_nodes(bs_profile *p, const bs_proc *proc, uint32_t root, const uint32_t *remap, uint32_t kept,
+                          bs_key_namer namer, void *ctx);
+
+/* A WAIT leaf whose only interval turned out to be RUNNABLE is left with no
+ * entry and no time (stack_rebuild.h): it is not exported. Pseudo frames are
+ * always leaves, so leaving one out orphans nothing. */
+static int empty_pseudo(const bs_tree_node *s)
+{
+    return bs_key_is_pseudo(&s->key) && s->calls == 0 && s->self_ns == 0;
+}
+
 int bs_profile_add_proc(bs_profile *p, const bs_proc *proc, const char *label, bs_key_namer namer, void *ctx)
 {
     const bs_call_tree *src = &proc->tree;
     uint32_t root = intern_str(p, label);
     if (root == UINT32_MAX)
         return -1;
-    bs_ptree *t = new_tree(p, src->n_nodes);
+    uint32_t *remap = malloc((src->n_nodes ? src->n_nodes : 1) * sizeof *remap);
+    if (!remap)
+        return -1;
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < src->n_nodes; i++)
+        remap[i] = i > 0 && empty_pseudo(&src->nodes[i]) ? UINT32_MAX : kept++;
+    int rc = add_proc_nodes(p, proc, root, remap, kept, namer, ctx);
+    free(remap);
+    return rc;
+}
+
+static int add_proc_nodes(bs_profile *p, const bs_proc *proc, uint32_t root, const uint32_t *remap, uint32_t kept,
+                          bs_key_namer namer, void *ctx)
+{
+    const bs_call_tree *src = &proc->tree;
+    bs_ptree *t = new_tree(p, kept);
     if (!t)
         return -1;
     t->events = proc->events;
@@ -177,8 +203,10 @@ int bs_profile_add_proc(bs_profile *p, const bs_proc *proc, const char *label, b
     char name[1024];
     for (uint32_t i = 0; i < src->n_nodes; i++) {
         const bs_tree_node *s = &src->nodes[i];
-        bs_pnode *d = &t->nodes[i];
-        d->parent = i == 0 ? UINT32_MAX : s->parent;
+        if (remap[i] == UINT32_MAX)
+            continue;
+        bs_pnode *d = &t->nodes[remap[i]];
+        d->parent = i == 0 ? UINT32_MAX : remap[s->parent];
         d->self_ns = s->self_ns;
         d->calls = s->calls;
         if (i == 0) {
@@ -212,13 +240,17 @@ int bs_profile_add_proc(bs_profile *p, const bs_proc *proc, const char *label, b
             t->spans = malloc((size_t)tl->n * sizeof *t->spans);
             if (!t->spans)
                 return -1;
+            uint32_t k = 0;
             for (uint32_t i = 0; i < tl->n; i++) {
-                t->spans[i].node = tl->spans[i].node;
-                t->spans[i].start_ns = tl->spans[i].start_ns;
+                if (remap[tl->spans[i].node] == UINT32_MAX)
+                    continue;
+                t->spans[k].node = remap[tl->spans[i].node];
+                t->spans[k].start_ns = tl->spans[i].start_ns;
                 /* A span still open was cut by the end of recording. */
-                t->spans[i].end_ns = tl->spans[i].end_ns ? tl->spans[i].end_ns : tl->spans[i].start_ns;
+                t->spans[k].end_ns = tl->spans[i].end_ns ? tl->spans[i].end_ns : tl->spans[i].start_ns;
+                k++;
             }
-            t->n_spans = tl->n;
+            t->n_spans = k;
         }
     }
     if (proc->n_notes) {
@@ -226,7 +258,7 @@ int bs_profile_add_proc(bs_profile *p, const bs_proc *proc, const char *label, b
         if (!tmp)
             return -1;
         for (uint32_t i = 0; i < proc->n_notes; i++)
-            tmp[i] = (bs_pnote){proc->notes[i].node, i, proc->notes[i].start_ns, proc->notes[i].text};
+            tmp[i] = (bs_pnote){remap[proc->notes[i].node], i, proc->notes[i].start_ns, proc->notes[i].text};
         int rc = copy_notes(t, tmp, proc->n_notes);
         free(tmp);
         if (rc < 0)
@@ -333,6 +365,7 @@ int bs_profile_clone(const bs_profile *src, bs_profile *dst)
     dst->duration_ns = src->duration_ns;
     dst->has_timeline = src->has_timeline;
     dst->timeline_truncated = src->timeline_truncated;
+    dst->ordered_by_cpu = src->ordered_by_cpu;
     for (uint32_t ti = 0; ti < src->n_trees; ti++) {
         const bs_ptree *s = &src->trees[ti];
         bs_ptree *d = new_tree(dst, s->n_nodes);

@@ -83,6 +83,8 @@ typedef struct bs_profile {
     uint64_t duration_ns;
     int has_timeline;               /* spans were recorded */
     int timeline_truncated;         /* some calls are not in the timeline */
+    int ordered_by_cpu;             /* trees are by running time (filter order_by_cpu):
+                                       writers keep that order for processes */
 } bs_profile;
 
 /* Turns a recording key into text; returns the length written (< cap) or -1. */

@@ -28,8 +28,8 @@
  *    (preempted, yielded, rescheduled by the tracer's own work: able to run,
  *    waiting for a scheduler). The interval is charged to WAIT and moved to
  *    RUNNABLE at that next event (a WAIT leaf left with no time and no
- *    entry stays in the tree: writers draw nothing of it). Without the
- *    split it is SLEEP.
+ *    entry stays in the tree; profiles leave it out). Without the split it
+ *    is SLEEP.
  * Events of one process must arrive in time order; nothing here is shared
  * between processes, so no locking is needed. */
 #ifndef BS_STACK_REBUILD_H
