@@ -6,7 +6,9 @@
  * (run on a thread with a small stack, through the profile, totals, merge and
  * the folded writer), exceptions, return_to undefined / unknown frames,
  * already-running processes (seeded or not), SLEEP and GC leaves, the
- * WAIT/RUNNABLE split told by receive events (tree and timeline), exit, and
+ * WAIT/RUNNABLE split told by receive events (tree and timeline; empty
+ * leaves not exported) and whole-VM filtering (WAIT left out and said,
+ * processes by running time), exit, and
  * one process's events fed from two threads in turn. */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
@@ -17,6 +19,7 @@
 #include <cmocka.h>
 #include <pthread.h>
 
+#include "engine/filter.h"
 #include "writers/folded.h"
 #include "test_util.h"
 
@@ -625,6 +628,48 @@ static void test_wait_and_runnable_leaves(void **state)
     bs_proc_free(&p);
 }
 
+/* Whole-VM views: drop_wait leaves WAIT out and the notes say how much;
+ * order_by_cpu puts the busiest process first; a WAIT leaf emptied by the
+ * split is not exported. */
+static void test_whole_vm_filter(void **state)
+{
+    (void)state;
+    bs_proc idle, busy;
+    new_proc(&idle, 0, 1, 0);
+    new_proc(&busy, 0, 1, 0);
+    bs_proc_split_waits(&idle);
+    bs_proc_split_waits(&busy);
+    CALL_ROOT(&idle, LOOPG, 0);
+    assert_int_equal(bs_proc_sched_out(&idle, 10), 0); /* waits to the end */
+    bs_proc_flush(&idle, 2000000);
+    CALL_ROOT(&busy, F, 0);
+    assert_int_equal(bs_proc_sched_out(&busy, 1000000), 0); /* preempted */
+    assert_int_equal(bs_proc_sched_in(&busy, 1000100), 0);
+    CALL(&busy, A, F, 1000200);
+    bs_proc_flush(&busy, 2000000);
+    bs_profile prof;
+    assert_int_equal(bs_profile_init(&prof), 0);
+    assert_int_equal(bs_profile_add_proc(&prof, &idle, "<0.1.0> idle", tu_namer, NULL), 0);
+    assert_int_equal(bs_profile_add_proc(&prof, &busy, "<0.2.0> busy", tu_namer, NULL), 0);
+    /* busy's WAIT leaf went empty (its interval was RUNNABLE): not exported */
+    for (uint32_t i = 0; i < prof.trees[1].n_nodes; i++)
+        assert_int_not_equal(prof.trees[1].nodes[i].frame, prof.wait_frame);
+    assert_int_equal(bs_profile_filter(&prof, &(bs_filter){.drop_wait = 1, .order_by_cpu = 1}), 0);
+    assert_string_equal(bs_frame_name(&prof.frames, prof.trees[0].nodes[0].frame), "<0.2.0> busy");
+    int runnable = 0;
+    for (uint32_t t = 0; t < prof.n_trees; t++)
+        for (uint32_t i = 0; i < prof.trees[t].n_nodes; i++) {
+            assert_int_not_equal(prof.trees[t].nodes[i].frame, prof.wait_frame);
+            runnable += prof.trees[t].nodes[i].frame == prof.runnable_frame;
+        }
+    assert_int_equal(runnable, 1);
+    assert_non_null(strstr(prof.notes, "idle time left out: 0.002 s of WAIT in 1 processes"));
+    assert_non_null(strstr(prof.notes, "RUNNABLE: able to run"));
+    bs_profile_free(&prof);
+    bs_proc_free(&idle);
+    bs_proc_free(&busy);
+}
+
 static void test_exit_stops_charging(void **state)
 {
     (void)state;
@@ -800,6 +845,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_already_running_unseeded),
         cmocka_unit_test(test_sleep_and_gc_leaves),
         cmocka_unit_test(test_wait_and_runnable_leaves),
+        cmocka_unit_test(test_whole_vm_filter),
         cmocka_unit_test(test_exit_stops_charging),
         cmocka_unit_test(test_migration_between_threads),
         cmocka_unit_test(test_random_streams_keep_invariants),

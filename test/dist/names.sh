@@ -13,12 +13,12 @@ bs record --node "$n1" --name quoted --elixir --duration 300ms -o "$out/q_trace_
 bs record --node "$n1" --name quoted --elixir --mode sample --interval 5ms --duration 300ms \
     -o "$out/q_sample_ex.folded" 2>/dev/null
 for f in trace sample; do
-    check "names: record --mode $f quotes a reserved word" grep -qF ";$q_erl;SLEEP " "$out/q_$f.folded"
-    check "names: record --mode $f --elixir spells it the Elixir way" grep -qF ";$q_ex;SLEEP " "$out/q_${f}_ex.folded"
+    check "names: record --mode $f quotes a reserved word" grep -qF ";$q_erl;WAIT " "$out/q_$f.folded"
+    check "names: record --mode $f --elixir spells it the Elixir way" grep -qF ";$q_ex;WAIT " "$out/q_${f}_ex.folded"
 done
 # The stacks under the root, counts left out: every sampled one is also a
 # traced one, spelled alike (tracing may add the frame's own time, a line
-# without SLEEP, that sampling a waiting process never sees).
+# without WAIT, that sampling a waiting process never sees).
 frames_of() { sed 's/ [0-9]*$//' "$1" | grep ';' | cut -d';' -f2- | sort -u; }
 same_frames() {
     local sampled
