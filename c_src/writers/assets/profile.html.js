@@ -78,6 +78,9 @@
     return { n, parent, frame, self: p.self, calls: p.calls, rootFrame, synthetic: p.syntheticRoot,
       label, totalTime: sum };
   });
+  // Whole-VM views order processes by running time (busiest first): their
+  // root frames keep that order, ahead of every name-sorted frame.
+  if (D.orderedByCpu) PROCS.forEach((p, i) => { if (p.n && !p.synthetic) RANK[p.frame[0]] = i - PROCS.length; });
 
   // ---- Trees --------------------------------------------------------------
 
