@@ -324,6 +324,8 @@ void bs_proc_exit(bs_proc *p, uint64_t t)
     p->events++;
     if (p->state == BS_EXITED)
         return;
+    if (p->woke) /* scheduled in only to exit: an exit signal ended its wait */
+        settle_wake(p, 1);
     (void)charge(p, t);
     p->state = BS_EXITED;
     forget_spans(p, &p->span_counts.died);

@@ -26,7 +26,9 @@
  *    an out interval whose `in' is followed first by a receive is WAIT
  *    (waiting for a message); one followed by anything else is RUNNABLE
  *    (preempted, yielded, rescheduled by the tracer's own work: able to run,
- *    waiting for a scheduler). The interval is charged to WAIT and moved to
+ *    waiting for a scheduler). An exit right after the `in' (killed while
+ *    waiting: the VM sends `in', then `out_exited') keeps it WAIT. The
+ *    interval is charged to WAIT and moved to
  *    RUNNABLE at that next event (a WAIT leaf left with no time and no
  *    entry stays in the tree; profiles leave it out). Without the split it
  *    is SLEEP.

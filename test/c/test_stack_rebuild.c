@@ -615,6 +615,18 @@ static void test_wait_and_runnable_leaves(void **state)
     assert_int_equal(runnable_ns, 140);
     bs_proc_free(&p);
 
+    /* killed while waiting: in, then out_exited: the wait stays WAIT */
+    new_proc(&p, 0, 1, 0);
+    bs_proc_split_waits(&p);
+    CALL_ROOT(&p, TOP, 0);
+    assert_int_equal(bs_proc_sched_out(&p, 100), 0);
+    assert_int_equal(bs_proc_sched_in(&p, 900), 0);
+    bs_proc_exit(&p, 910);
+    assert_tree(&p, "<root> 0 0\n"
+                    "m:top/0 110 1\n"
+                    "m:top/0;WAIT 800 1\n");
+    bs_proc_free(&p);
+
     /* without the split (no receive events): SLEEP, as before */
     new_proc(&p, 0, 1, 0);
     CALL_ROOT(&p, TOP, 0);
