@@ -63,8 +63,13 @@ defmodule BeamSpy do
       a page that opens in any browser). Default `[:html]`.
     * `:children` — also record the processes the call spawns, each under its
       own pid. Default `true`.
-    * `:sleep` — charge the time a process spends scheduled out (waiting in
-      `receive`, preempted) to a `SLEEP` leaf. Default `true`.
+    * `:sleep` — charge the time a process spends scheduled out to a leaf:
+      `WAIT` (waiting in `receive` for a message or a timeout) or `RUNNABLE`
+      (able to run, not running: preempted, yielding, rescheduled by
+      tracing). Default `true`.
+    * `:show_idle` — a whole-VM session (`start(:all, ...)`) orders processes
+      by running time and leaves their `WAIT` time out of the outputs (their
+      notes say how much); `true` keeps it. Default `false`.
     * `:gc` — charge garbage collections to a `GC` leaf. Default `false`.
     * `:max_memory` — bytes the recording may use; past it, recording stops
       and the profile is marked truncated. Default 256 MiB.

@@ -33,9 +33,17 @@
 %%%   format (else refused).</li>
 %%% <li>`children' — also trace processes spawned by the call, each under its
 %%%   own pid. Default `true' for `apply', `false' for a live session.</li>
-%%% <li>`sleep' — charge time spent scheduled out to a `SLEEP' leaf. Default
-%%%   `true'.</li>
+%%% <li>`sleep' — charge time spent scheduled out to a leaf under the stack
+%%%   it was spent in: `WAIT' (waiting in a `receive' for a message or its
+%%%   timeout) or `RUNNABLE' (able to run but not running: preempted at the
+%%%   end of its time slice, yielding, or rescheduled by tracing's own work).
+%%%   `SLEEP' is scheduled-out time whose reason is not known (profiles read
+%%%   from files). Default `true'.</li>
 %%% <li>`gc' — charge garbage collection to a `GC' leaf. Default `false'.</li>
+%%% <li>`show_idle' — a whole-VM session (`start(all, ...)') orders its
+%%%   processes by running time and leaves their `WAIT' time out of the
+%%%   outputs, whose notes say how much was left out; `true' keeps it.
+%%%   Default `false'.</li>
 %%% <li>`max_memory' — bytes the recording may use; when reached, recording
 %%%   stops and the profile is marked truncated. Default 256 MiB.</li>
 %%% <li>`max_processes' — processes recorded at most. Default 10000.</li>
@@ -458,6 +466,14 @@ start_capture(_MFA, N, _Opts, _Report, _Encode) ->
 given(Opts) when is_map(Opts) -> Opts;
 given(Opts) when is_list(Opts) -> maps:from_list([case E of {K, V} -> {K, V}; K -> {K, true} end || E <- Opts]).
 
+%% A whole-VM session (`all'): processes by running time, and the time they
+%% spent waiting for messages left out unless show_idle (the outputs' notes
+%% say how much).
+whole_vm(#{existing := all, new := true}, Opts, Write) ->
+    Write#{order_by_cpu => true, drop_wait => not maps:get(show_idle, Opts)};
+whole_vm(_Norm, _Opts, Write) ->
+    Write.
+
 write_meta(Opts, Source) ->
     (beamspy_opts:write_options(Opts))#{
       node => atom_to_binary(node()),
@@ -741,6 +757,7 @@ traced_call(Fun, Args, Opts, Outputs, Finish) ->
 call_traced(Fun, Args, Session, Owner, Opts) ->
     Flags = [call, arity, return_to, running, exiting]
         ++ [set_on_spawn || maps:get(children, Opts)]
+        ++ ['receive' || maps:get(sleep, Opts)]
         ++ [garbage_collection || maps:get(gc, Opts)],
     try
         _ = erlang:trace(self(), true, [{tracer, beamspy_tracer, Session} | Flags]),
@@ -983,7 +1000,7 @@ sessions() ->
 start_live(Targets, Norm, Opts, {Outputs, Formats, Encode}, Explicit) ->
     Start0 = #{nif => beamspy_opts:nif_options(Opts, Formats),
               outputs => Outputs,
-              write => write_meta(Opts, io_lib:format("beamspy:start(~0tp)", [Targets])),
+              write => whole_vm(Norm, Opts, write_meta(Opts, io_lib:format("beamspy:start(~0tp)", [Targets]))),
               max_duration => maps:get(max_duration, Opts),
               limits => limits(Opts),
               targets => Norm,
@@ -995,6 +1012,7 @@ start_live(Targets, Norm, Opts, {Outputs, Formats, Encode}, Explicit) ->
 trace_flags(Opts) ->
     [call, arity, return_to, running, exiting]
         ++ [set_on_spawn || maps:get(children, Opts)]
+        ++ ['receive' || maps:get(sleep, Opts)]
         ++ [garbage_collection || maps:get(gc, Opts)].
 
 limits(Opts) ->

@@ -397,7 +397,9 @@ begin_job(record, Opts) ->
                   Many -> Many
               end,
     Ignore = [self() | [P || P <- [maps:get(starter, Opts, undefined)], is_pid(P), node(P) =:= node()]],
-    case beamspy:start_encoded(Targets, (session_opts(Opts))#{quiet => true, ignore => Ignore}, [bspy]) of
+    %% show_idle: the tool draws the profile and leaves idle time out itself.
+    case beamspy:start_encoded(Targets, (session_opts(Opts))#{quiet => true, ignore => Ignore, show_idle => true},
+                               [bspy]) of
         {ok, Session} ->
             %% `all' and `existing' trace every process, the job's too: it
             %% is not the tool's to record.

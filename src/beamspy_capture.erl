@@ -169,6 +169,7 @@ set_patterns({M, F, A} = MFA, Session, Opts) ->
     [erlang:trace_pattern(B, false, [local]) || B <- beamspy_backend:untraced_bifs()],
     Flags = [call, arity, return_to, running, exiting]
         ++ [set_on_spawn || maps:get(children, Opts)]
+        ++ ['receive' || maps:get(sleep, maps:get(nif, Opts, #{}), true)]
         ++ [garbage_collection || maps:get(gc, Opts)],
     Body = [{trace, [], Flags ++ [{{tracer, beamspy_tracer, {const, Session}}}]}, {exception_trace}],
     MetaMS = case maps:get(pids, Opts, all) of

@@ -35,6 +35,7 @@
                      flamechart := boolean(),
                      palette := hot | beam,
                      drop_sleep := boolean(),
+                     show_idle := boolean(),
                      collapse_recursion := boolean(),
                      merge := boolean() | both,
                      timeout => infinity | pos_integer(),
@@ -88,7 +89,7 @@ option_table() ->
     [{output, api, #{apply => "."}, "a directory (one file per format) or a file"},
      {formats, api, #{apply => [html]}, "the formats written to a directory output"},
      {children, api, #{apply => true, live => false}, "also trace the processes a target spawns"},
-     {sleep, api, #{apply => true}, "charge scheduled-out time to a SLEEP leaf"},
+     {sleep, api, #{apply => true}, "charge scheduled-out time to a WAIT or RUNNABLE leaf"},
      {gc, api, #{apply => false}, "charge garbage collection to a GC leaf"},
      {max_memory, api, #{apply => 256 * 1024 * 1024}, "bytes the recording may use"},
      {max_processes, api, #{apply => 10000}, "processes recorded at most"},
@@ -101,7 +102,8 @@ option_table() ->
      {inverted, api, #{apply => false}, "icicle graph (root at the top)"},
      {flamechart, api, #{apply => false}, "SVG with x as time"},
      {palette, api, #{apply => hot}, "SVG and HTML colours: hot or beam"},
-     {drop_sleep, api, #{apply => false}, "leave SLEEP frames out of the outputs"},
+     {drop_sleep, api, #{apply => false}, "leave SLEEP, WAIT and RUNNABLE frames out of the outputs"},
+     {show_idle, api, #{apply => false}, "whole-VM sessions (start(all)): keep the WAIT frames left out by default"},
      {collapse_recursion, api, #{apply => false}, "fold direct recursion into one frame"},
      {merge, api, #{apply => false}, "one tree for all processes"},
      {ignore, api, #{apply => []}, "local pids never recorded (the tool's own job processes)"},
@@ -283,7 +285,7 @@ check({formats, V}, Acc) -> Acc#{formats => formats_option(V, ?FORMATS)};
 %% capture/3's merge takes both (per call and merged) besides true and false.
 check({merge, both}, Acc) -> Acc#{merge => both};
 check({K, V}, Acc) when K =:= children; K =:= sleep; K =:= gc; K =:= quiet; K =:= open;
-                        K =:= inverted; K =:= flamechart; K =:= drop_sleep; K =:= merge;
+                        K =:= inverted; K =:= flamechart; K =:= drop_sleep; K =:= merge; K =:= show_idle;
                         K =:= collapse_recursion ->
     case is_boolean(V) of
         true -> Acc#{K => V};

@@ -100,7 +100,8 @@ keeper(Parent, Ref) ->
     receive
         {Ref, start, Output, Opts, Control} ->
             Duration = maps:get(max_duration, Opts, infinity),
-            Start = maps:merge(Opts, #{output => Output, until_halt => true, quiet => true,
+            %% show_idle: the tool draws the profile and leaves idle time out itself.
+            Start = maps:merge(Opts, #{output => Output, until_halt => true, quiet => true, show_idle => true,
                                        ignore => [self()], max_duration => infinity}),
             case beamspy:start(all, Start) of
                 {ok, Session} ->

@@ -17,8 +17,9 @@
 %%% time slice):
 %%% <ul>
 %%% <li>a target that was not running is counted where it is, with a last
-%%%   frame `SLEEP' (waiting, suspended, or runnable and not yet
-%%%   scheduled), as beamspy's tracing mode charges scheduled-out time;</li>
+%%%   frame as beamspy's tracing mode charges scheduled-out time: `WAIT'
+%%%   (waiting in a `receive'), `RUNNABLE' (runnable, not yet scheduled) or
+%%%   `SLEEP' (suspended);</li>
 %%% <li>a target that was running is counted when it stops running: if its
 %%%   slice ran out (preempted), its stack is read while it is descheduled,
 %%%   exactly where it burned CPU; if it reached a `receive' before, where
@@ -86,6 +87,8 @@
 -define(LATE_TRIES, 3).
 -define(SLEEP_FRAME, <<"SLEEP">>).
 -define(RAN_TO_RECEIVE_FRAME, <<"[ran to receive]">>).
+-define(WAIT_FRAME, <<"WAIT">>).
+-define(RUNNABLE_FRAME, <<"RUNNABLE">>).
 -define(TRUNCATED_FRAME, <<"[truncated]">>).
 -define(OTHER_STACKS_FRAME, <<"[other stacks]">>).
 -define(COUNT_KEYS, [running, preempted, ran_to_receive, late, waiting, asked, unresolved,
@@ -157,7 +160,8 @@ info(Sampler) ->
 %% as `stacks': one `{Root, Frames, Count}' per distinct stack, Frames root
 %% first, where Root is the process label, raw as {@link
 %% beamspy_session:labels/1} gives it, and each frame is raw too: an `{M, F,
-%% A}', or a text: `<<"SLEEP">>' (the last frame of a process not running),
+%% A}', or a text: `<<"WAIT">>', `<<"RUNNABLE">>' or `<<"SLEEP">>' (the last
+%% frame of a process not running: waiting in a receive, runnable, suspended),
 %% `<<"[ran to receive]">>' (the last frame of a running process that
 %% reached a receive before it could be seen), `<<"[truncated]">>' (the
 %% first frame of an incomplete stack) or `<<"[other stacks]">>'. `counts'
@@ -167,7 +171,7 @@ info(Sampler) ->
 %%
 %% ```
 %% {ok, #{stacks := [{{<<"<0.90.0>">>, my_server},
-%%                    [{proc_lib, init_p_do_apply, 3}, {gen_server, loop, 7}, <<"SLEEP">>],
+%%                    [{proc_lib, init_p_do_apply, 3}, {gen_server, loop, 7}, <<"WAIT">>],
 %%                    498}]}} = beamspy_sampler:stop(S).
 %% '''
 -spec stop(pid()) -> {ok, result()} | {error, term()}.
@@ -436,10 +440,18 @@ ran_to_receive(Pid, Owed, State) ->
     end.
 
 not_running(Pid, State) ->
-    case stack(Pid) of
-        {Frames, Complete} -> add(Pid, sleep, Frames, Complete, 1, State);
-        undefined -> State
+    case erlang:process_info(Pid, [status, backtrace]) of
+        [{status, Status}, {backtrace, Text}] ->
+            {Frames, Complete} = beamspy_dump:parse_backtrace(Text, ?MAX_FRAMES),
+            add(Pid, scheduled_out(Status), Frames, Complete, 1, State);
+        undefined ->
+            State
     end.
+
+%% How a process that is not running is scheduled out, by its status.
+scheduled_out(waiting) -> wait;
+scheduled_out(suspended) -> sleep;
+scheduled_out(_) -> runnable.
 
 %% The old way, for processes without run states: status and stack at once
 %% (a running process answers at its next receive or schedule-in).
@@ -448,7 +460,7 @@ asked(Pid, State) ->
         [{status, Status}, {backtrace, Text}] ->
             {Frames, Complete} = beamspy_dump:parse_backtrace(Text, ?MAX_FRAMES),
             Kind = case Status of
-                       waiting -> sleep;
+                       waiting -> wait;
                        suspended -> sleep;
                        _ -> asked
                    end,
@@ -495,6 +507,8 @@ add(Pid, Kind, Frames, Complete, N, State0) ->
     end.
 
 kind_count(sleep) -> waiting;
+kind_count(wait) -> waiting;
+kind_count(runnable) -> waiting;
 kind_count(asked) -> asked;
 kind_count(_) -> running.
 
@@ -563,5 +577,7 @@ stack({Pid, Kind, FrameIds}, Count, Labels, Frames) ->
     {maps:get(Pid, Labels), Path ++ leaf(Kind), Count}.
 
 leaf(sleep) -> [?SLEEP_FRAME];
+leaf(wait) -> [?WAIT_FRAME];
+leaf(runnable) -> [?RUNNABLE_FRAME];
 leaf(ran_to_receive) -> [?RAN_TO_RECEIVE_FRAME];
 leaf(_) -> [].

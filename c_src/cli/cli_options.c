@@ -109,7 +109,7 @@ int bs_cli_shared_option(const char *cmd, int code, const char *arg, bs_render_o
 void bs_cli_shared_options_usage(FILE *out, const char *default_title)
 {
     fputs("filters (applied before drawing, in this order):\n"
-          "  --drop-sleep        leave out SLEEP frames (time spent scheduled out)\n"
+          "  --drop-sleep        leave out SLEEP, WAIT and RUNNABLE frames (time scheduled out)\n"
           "  --include REGEX     keep only stacks with a frame matching REGEX\n"
           "                      (POSIX extended regular expression)\n"
           "  --exclude REGEX     drop stacks with a frame matching REGEX\n"

@@ -245,7 +245,10 @@ static void wait_a_little(long long ms, const sigset_t *waiting_mask)
 
 static int write_profile(const record_args *a, const bs_profile *p, const char *node)
 {
-    return bs_cli_write_outputs(a->outputs, a->n_outputs, BS_FORMAT_UNKNOWN, p, &a->render, node, 1, a->open);
+    bs_render_opts o = a->render;
+    if (a->job.target_kind == BS_TARGET_ALL)
+        bs_job_whole_vm_view(&a->job, p, &o);
+    return bs_cli_write_outputs(a->outputs, a->n_outputs, BS_FORMAT_UNKNOWN, p, &o, node, 1, a->open);
 }
 
 /* One line, rewritten in place: elapsed time, events, memory on the node,

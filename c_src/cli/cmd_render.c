@@ -50,8 +50,8 @@ void bs_cmd_render_usage(FILE *out)
           "  --flamechart        SVG: x is time, not merged stacks (needs a profile\n"
           "                      recorded with a timeline); titled \"Flame Chart\"\n"
           "  --palette hot|beam  SVG and HTML colours. hot: warm colours (default);\n"
-          "                      beam: OTP apps, Elixir, user code, SLEEP and GC in\n"
-          "                      distinct hues\n",
+          "                      beam: OTP apps, Elixir, user code, WAIT, RUNNABLE and\n"
+          "                      GC in distinct hues\n",
           out);
     fputs(BS_CLI_OPEN_USAGE, out);
     bs_cli_shared_options_usage(out, "\"Flame Graph\"");

@@ -414,7 +414,9 @@ static int render(const run_args *a, const char *dir, char *truncated, size_t ca
         return BS_EXIT_FAILURE;
     }
     snprintf(truncated, cap, "%s", p.truncated);
-    rc = bs_cli_write_outputs(a->outputs, a->n_outputs, BS_FORMAT_UNKNOWN, &p, &a->render, NULL, 1, a->open);
+    bs_render_opts o = a->render;
+    bs_job_whole_vm_view(&a->job, &p, &o);
+    rc = bs_cli_write_outputs(a->outputs, a->n_outputs, BS_FORMAT_UNKNOWN, &p, &o, NULL, 1, a->open);
     bs_profile_free(&p);
     return rc;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../dist/call_args.h"
+#include "../engine/filter.h"
 #include "../readers/readers.h"
 #include "cli.h"
 #include "term_frame.h"
@@ -44,6 +45,9 @@ int bs_job_option(const char *cmd, int code, const char *arg, bs_job_spec *s, bs
         return 0;
     case BS_OPT_NO_SLEEP:
         s->no_sleep = 1;
+        return 0;
+    case BS_OPT_SHOW_IDLE:
+        s->show_idle = 1;
         return 0;
     case BS_OPT_TIMELINE:
         if (bs_parse_count(arg, &v) < 0 || v > 100000000)
@@ -99,7 +103,9 @@ void bs_job_options_usage(FILE *out)
 {
     fputs("  --duration T        stop recording after T: 500ms, 10s, 2m\n"
           "  --gc                trace: charge garbage collection to a GC frame\n"
-          "  --no-sleep          trace: leave out time spent scheduled out (SLEEP)\n"
+          "  --no-sleep          trace: leave out time spent scheduled out (WAIT, RUNNABLE)\n"
+          "  --show-idle         whole-VM views (--all, run): keep the time processes\n"
+          "                      spent waiting for a message (WAIT), left out by default\n"
           "  --timeline N        trace: calls kept in time order for flame charts,\n"
           "                      Chrome trace and speedscope (default 1000000; 0: none)\n"
           "  --max-events N      trace: stop after N events (default: no limit)\n"
@@ -585,4 +591,24 @@ void bs_job_free(bs_job *j)
     j->last_poll = NULL;
     if (j->pid.buff)
         ei_x_free(&j->pid);
+}
+
+void bs_job_whole_vm_view(const bs_job_spec *s, const bs_profile *p, bs_render_opts *o)
+{
+    o->order_by_cpu = 1;
+    if (s->show_idle || o->drop_sleep)
+        return;
+    o->drop_wait = 1;
+    uint32_t procs = 0, all = 0;
+    uint64_t wait_ns = bs_profile_frame_time(p, p->wait_frame, &procs);
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < p->n_trees; i++)
+        for (uint32_t n = 0; n < p->trees[i].n_nodes; n++)
+            total += p->trees[i].nodes[n].self_ns;
+    all = p->n_trees;
+    if (wait_ns > 0)
+        fprintf(stderr,
+                "beamspy: idle time left out: %.3f s waiting for messages (WAIT) in %u of %u processes, "
+                "%.0f%% of the time recorded (--show-idle to see it)\n",
+                (double)wait_ns / 1e9, procs, all, total ? 100.0 * (double)wait_ns / (double)total : 0.0);
 }

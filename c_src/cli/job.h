@@ -39,6 +39,7 @@ typedef struct bs_job_spec {
     int children, gc, no_sleep;
     int elixir;                       /* 1 Elixir names, 0 Erlang's, -1 (default) as
                                        * the node runs (bs_remote_choose_names) */
+    int show_idle;                    /* whole-VM views: keep WAIT frames */
     long long timeline;               /* -1: default */
     unsigned lease_ms;                /* 0: default (5 s) */
     unsigned limit;                   /* top: processes listed */
@@ -84,6 +85,7 @@ enum {
     BS_OPT_FUNCTION,
     BS_OPT_CALLS,
     BS_OPT_LEASE,
+    BS_OPT_SHOW_IDLE,
     BS_OPT_RECORDING_FIRST_OWN
 };
 
@@ -99,7 +101,8 @@ enum {
     {"erlang", no_argument, NULL, BS_OPT_ERLANG},                        \
     {"flamechart", no_argument, NULL, BS_OPT_FLAMECHART},                \
     {"palette", required_argument, NULL, BS_OPT_PALETTE},                \
-    {"strict", no_argument, NULL, BS_OPT_STRICT}
+    {"strict", no_argument, NULL, BS_OPT_STRICT},                        \
+    {"show-idle", no_argument, NULL, BS_OPT_SHOW_IDLE}
 
 /* Applies recording option `code`: 0 done, -1 not a recording option,
  * else the exit code (message printed). */
@@ -145,5 +148,10 @@ int bs_job_finish_raw(bs_job *j, unsigned timeout_ms, bs_eterm_tree **out, const
 /* Ends the job, discarding any result. */
 void bs_job_stop(bs_job *j);
 void bs_job_free(bs_job *j);
+
+/* Whole-VM views (`record --all', `run'): processes ordered by running
+ * time and, unless --show-idle, WAIT frames left out of o; says on stderr
+ * how much waiting was left out. */
+void bs_job_whole_vm_view(const bs_job_spec *s, const bs_profile *p, bs_render_opts *o);
 
 #endif

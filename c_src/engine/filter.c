@@ -3,6 +3,7 @@
 #include "filter.h"
 
 #include <regex.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,13 +86,94 @@ static int apply_filters(bs_profile *p, const bs_filter *f, const unsigned char 
             path_inc[i] = (unsigned char)(hit_inc || (i > 0 && path_inc[t->nodes[i].parent]));
             path_exc[i] = (unsigned char)(hit_exc || (i > 0 && path_exc[t->nodes[i].parent]));
             keep[i] = (unsigned char)((!inc || path_inc[i]) && (!exc || !path_exc[i]) &&
-                                      !(f->drop_sleep && i > 0 && fr == p->sleep_frame));
+                                      !(f->drop_sleep && i > 0 && bs_profile_is_sched_out(p, fr)) &&
+                                      !(f->drop_wait && i > 0 && fr == p->wait_frame));
         }
         int rc = compact_tree(t, keep);
         free(keep), free(path_inc), free(path_exc);
         if (rc < 0)
             return -1;
     }
+    return 0;
+}
+
+uint64_t bs_profile_frame_time(const bs_profile *p, uint32_t frame, uint32_t *n_trees)
+{
+    uint64_t sum = 0;
+    *n_trees = 0;
+    for (uint32_t ti = 0; ti < p->n_trees; ti++) {
+        uint64_t before = sum;
+        const bs_ptree *t = &p->trees[ti];
+        for (uint32_t i = 1; i < t->n_nodes; i++)
+            if (t->nodes[i].frame == frame)
+                sum += t->nodes[i].self_ns;
+        *n_trees += sum > before;
+    }
+    return sum;
+}
+
+/* Says in the profile's notes how much waiting drop_wait left out. */
+static void note_dropped_wait(bs_profile *p, uint64_t ns, uint32_t n_procs)
+{
+    size_t len = strlen(p->notes);
+    if (ns == 0 || len + 1 >= sizeof p->notes)
+        return;
+    snprintf(p->notes + len, sizeof p->notes - len, "%sidle time left out: %.3f s of WAIT in %u processes",
+             len ? "; " : "", (double)ns / 1e9, n_procs);
+}
+
+/* Says what the scheduled-out frames drawn mean. */
+static void note_legend(bs_profile *p)
+{
+    uint32_t n_wait, n_runnable;
+    (void)bs_profile_frame_time(p, p->wait_frame, &n_wait);
+    (void)bs_profile_frame_time(p, p->runnable_frame, &n_runnable);
+    size_t len = strlen(p->notes);
+    if ((n_wait || n_runnable) && len + 1 < sizeof p->notes)
+        snprintf(p->notes + len, sizeof p->notes - len, "%s%s", len ? "; " : "",
+                 "WAIT: waiting for a message; RUNNABLE: able to run, not running (preempted; tracing adds to it)");
+}
+
+/* Running time of a tree: its time outside SLEEP, WAIT and RUNNABLE. */
+static uint64_t cpu_time(const bs_profile *p, const bs_ptree *t)
+{
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < t->n_nodes; i++)
+        if (i == 0 || !bs_profile_is_sched_out(p, t->nodes[i].frame))
+            sum += t->nodes[i].self_ns;
+    return sum;
+}
+
+typedef struct tree_rank {
+    uint64_t cpu;
+    uint32_t index;
+} tree_rank;
+
+static int cmp_rank(const void *pa, const void *pb)
+{
+    const tree_rank *a = pa, *b = pb;
+    if (a->cpu != b->cpu)
+        return a->cpu > b->cpu ? -1 : 1;
+    return a->index < b->index ? -1 : a->index > b->index;
+}
+
+static int order_by_cpu(bs_profile *p)
+{
+    uint32_t n = p->n_trees;
+    tree_rank *r = malloc((n ? n : 1) * sizeof *r);
+    bs_ptree *sorted = malloc((n ? n : 1) * sizeof *sorted);
+    if (!r || !sorted) {
+        free(r), free(sorted);
+        return -1;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        r[i] = (tree_rank){cpu_time(p, &p->trees[i]), i};
+    qsort(r, n, sizeof *r, cmp_rank);
+    for (uint32_t i = 0; i < n; i++)
+        sorted[i] = p->trees[r[i].index];
+    memcpy(p->trees, sorted, n * sizeof *sorted);
+    free(r), free(sorted);
+    p->ordered_by_cpu = 1;
     return 0;
 }
 
@@ -120,7 +202,9 @@ int bs_profile_filter(bs_profile *p, const bs_filter *f)
         return -1;
     }
     int rc = 0;
-    if (have_inc || have_exc || f->drop_sleep) {
+    uint32_t wait_procs = 0;
+    uint64_t wait_ns = f->drop_wait && !f->drop_sleep ? bs_profile_frame_time(p, p->wait_frame, &wait_procs) : 0;
+    if (have_inc || have_exc || f->drop_sleep || f->drop_wait) {
         unsigned char *inc = have_inc ? match_frames(p, &inc_re) : NULL;
         unsigned char *exc = have_exc ? match_frames(p, &exc_re) : NULL;
         if ((have_inc && !inc) || (have_exc && !exc))
@@ -134,6 +218,12 @@ int bs_profile_filter(bs_profile *p, const bs_filter *f)
         regfree(&inc_re);
     if (have_exc)
         regfree(&exc_re);
+    if (rc == 0) {
+        note_dropped_wait(p, wait_ns, wait_procs);
+        note_legend(p);
+    }
+    if (rc == 0 && f->order_by_cpu)
+        rc = order_by_cpu(p);
     if (rc == 0 && f->collapse_recursion)
         rc = bs_profile_collapse_recursion(p);
     if (rc == 0) {

@@ -3,7 +3,7 @@
  * The engine never sees BEAM terms: whoever feeds it events (the NIF, a reader,
  * a test) picks two opaque 64-bit words and an arity that identify a function,
  * and turns them back into a name only when a profile is built. module == 0 is
- * reserved for the engine's own pseudo-frames (SLEEP, GC); module ==
+ * reserved for the engine's own pseudo-frames (SLEEP, WAIT, RUNNABLE, GC); module ==
  * BS_SPAN_MODULE marks a telemetry span frame (span_frames.h), whose function
  * word names the span for whoever names frames. */
 #ifndef BS_FRAME_KEY_H
@@ -17,7 +17,9 @@ typedef struct bs_key {
     uint32_t arity;
 } bs_key;
 
-enum bs_pseudo_frame { BS_PSEUDO_SLEEP = 1, BS_PSEUDO_GC = 2 };
+/* SLEEP: scheduled out, reason unknown; WAIT: waiting in a receive;
+ * RUNNABLE: scheduled out while able to run (stack_rebuild.h). */
+enum bs_pseudo_frame { BS_PSEUDO_SLEEP = 1, BS_PSEUDO_GC = 2, BS_PSEUDO_WAIT = 3, BS_PSEUDO_RUNNABLE = 4 };
 
 static inline int bs_key_eq(const bs_key *a, const bs_key *b)
 {

@@ -13,7 +13,12 @@ int bs_profile_init(bs_profile *p)
     bs_frame_table_init(&p->frames);
     p->sleep_frame = bs_frame_table_intern(&p->frames, "SLEEP", 5);
     p->gc_frame = bs_frame_table_intern(&p->frames, "GC", 2);
-    return (p->sleep_frame == UINT32_MAX || p->gc_frame == UINT32_MAX) ? -1 : 0;
+    p->wait_frame = bs_frame_table_intern(&p->frames, "WAIT", 4);
+    p->runnable_frame = bs_frame_table_intern(&p->frames, "RUNNABLE", 8);
+    return (p->sleep_frame == UINT32_MAX || p->gc_frame == UINT32_MAX || p->wait_frame == UINT32_MAX ||
+            p->runnable_frame == UINT32_MAX)
+               ? -1
+               : 0;
 }
 
 static void free_notes(bs_ptree *t)
@@ -158,13 +163,39 @@ int bs_profile_add_tree(bs_profile *p, const char *label)
     return 0;
 }
 
+static int add_proc_nodes(bs_profile *p, const bs_proc *proc, uint32_t root, const uint32_t *remap, uint32_t kept,
+                          bs_key_namer namer, void *ctx);
+
+/* A WAIT leaf whose only interval turned out to be RUNNABLE is left with no
+ * entry and no time (stack_rebuild.h): it is not exported. Pseudo frames are
+ * always leaves, so leaving one out orphans nothing. */
+static int empty_pseudo(const bs_tree_node *s)
+{
+    return bs_key_is_pseudo(&s->key) && s->calls == 0 && s->self_ns == 0;
+}
+
 int bs_profile_add_proc(bs_profile *p, const bs_proc *proc, const char *label, bs_key_namer namer, void *ctx)
 {
     const bs_call_tree *src = &proc->tree;
     uint32_t root = intern_str(p, label);
     if (root == UINT32_MAX)
         return -1;
-    bs_ptree *t = new_tree(p, src->n_nodes);
+    uint32_t *remap = malloc((src->n_nodes ? src->n_nodes : 1) * sizeof *remap);
+    if (!remap)
+        return -1;
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < src->n_nodes; i++)
+        remap[i] = i > 0 && empty_pseudo(&src->nodes[i]) ? UINT32_MAX : kept++;
+    int rc = add_proc_nodes(p, proc, root, remap, kept, namer, ctx);
+    free(remap);
+    return rc;
+}
+
+static int add_proc_nodes(bs_profile *p, const bs_proc *proc, uint32_t root, const uint32_t *remap, uint32_t kept,
+                          bs_key_namer namer, void *ctx)
+{
+    const bs_call_tree *src = &proc->tree;
+    bs_ptree *t = new_tree(p, kept);
     if (!t)
         return -1;
     t->events = proc->events;
@@ -172,14 +203,21 @@ int bs_profile_add_proc(bs_profile *p, const bs_proc *proc, const char *label, b
     char name[1024];
     for (uint32_t i = 0; i < src->n_nodes; i++) {
         const bs_tree_node *s = &src->nodes[i];
-        bs_pnode *d = &t->nodes[i];
-        d->parent = i == 0 ? UINT32_MAX : s->parent;
+        if (remap[i] == UINT32_MAX)
+            continue;
+        bs_pnode *d = &t->nodes[remap[i]];
+        d->parent = i == 0 ? UINT32_MAX : remap[s->parent];
         d->self_ns = s->self_ns;
         d->calls = s->calls;
         if (i == 0) {
             d->frame = root;
         } else if (bs_key_is_pseudo(&s->key)) {
-            d->frame = s->key.function == BS_PSEUDO_GC ? p->gc_frame : p->sleep_frame;
+            switch (s->key.function) {
+            case BS_PSEUDO_GC: d->frame = p->gc_frame; break;
+            case BS_PSEUDO_WAIT: d->frame = p->wait_frame; break;
+            case BS_PSEUDO_RUNNABLE: d->frame = p->runnable_frame; break;
+            default: d->frame = p->sleep_frame; break;
+            }
         } else {
             int len = namer(ctx, &s->key, name, sizeof name);
             if (len < 0)
@@ -202,13 +240,17 @@ int bs_profile_add_proc(bs_profile *p, const bs_proc *proc, const char *label, b
             t->spans = malloc((size_t)tl->n * sizeof *t->spans);
             if (!t->spans)
                 return -1;
+            uint32_t k = 0;
             for (uint32_t i = 0; i < tl->n; i++) {
-                t->spans[i].node = tl->spans[i].node;
-                t->spans[i].start_ns = tl->spans[i].start_ns;
+                if (remap[tl->spans[i].node] == UINT32_MAX)
+                    continue;
+                t->spans[k].node = remap[tl->spans[i].node];
+                t->spans[k].start_ns = tl->spans[i].start_ns;
                 /* A span still open was cut by the end of recording. */
-                t->spans[i].end_ns = tl->spans[i].end_ns ? tl->spans[i].end_ns : tl->spans[i].start_ns;
+                t->spans[k].end_ns = tl->spans[i].end_ns ? tl->spans[i].end_ns : tl->spans[i].start_ns;
+                k++;
             }
-            t->n_spans = tl->n;
+            t->n_spans = k;
         }
     }
     if (proc->n_notes) {
@@ -216,7 +258,7 @@ int bs_profile_add_proc(bs_profile *p, const bs_proc *proc, const char *label, b
         if (!tmp)
             return -1;
         for (uint32_t i = 0; i < proc->n_notes; i++)
-            tmp[i] = (bs_pnote){proc->notes[i].node, i, proc->notes[i].start_ns, proc->notes[i].text};
+            tmp[i] = (bs_pnote){remap[proc->notes[i].node], i, proc->notes[i].start_ns, proc->notes[i].text};
         int rc = copy_notes(t, tmp, proc->n_notes);
         free(tmp);
         if (rc < 0)
@@ -315,12 +357,15 @@ int bs_profile_clone(const bs_profile *src, bs_profile *dst)
     dst->meta = src->meta;
     dst->sleep_frame = src->sleep_frame;
     dst->gc_frame = src->gc_frame;
+    dst->wait_frame = src->wait_frame;
+    dst->runnable_frame = src->runnable_frame;
     memcpy(dst->truncated, src->truncated, sizeof dst->truncated);
     memcpy(dst->notes, src->notes, sizeof dst->notes);
     dst->start_ns = src->start_ns;
     dst->duration_ns = src->duration_ns;
     dst->has_timeline = src->has_timeline;
     dst->timeline_truncated = src->timeline_truncated;
+    dst->ordered_by_cpu = src->ordered_by_cpu;
     for (uint32_t ti = 0; ti < src->n_trees; ti++) {
         const bs_ptree *s = &src->trees[ti];
         bs_ptree *d = new_tree(dst, s->n_nodes);

@@ -74,6 +74,8 @@ typedef struct bs_profile {
     bs_ptree *trees;
     uint32_t n_trees, cap_trees;
     uint32_t sleep_frame, gc_frame; /* ids of the pseudo frames */
+    uint32_t wait_frame;            /* scheduled out waiting in a receive */
+    uint32_t runnable_frame;        /* scheduled out while able to run */
     char truncated[128];            /* "" or why recording stopped early */
     char notes[256];                /* "" or what else a reader must know (telemetry spans
                                        dropped, unmatched, ...); not kept by .bspy */
@@ -81,16 +83,24 @@ typedef struct bs_profile {
     uint64_t duration_ns;
     int has_timeline;               /* spans were recorded */
     int timeline_truncated;         /* some calls are not in the timeline */
+    int ordered_by_cpu;             /* trees are by running time (filter order_by_cpu):
+                                       writers keep that order for processes */
 } bs_profile;
 
 /* Turns a recording key into text; returns the length written (< cap) or -1. */
 typedef int (*bs_key_namer)(void *ctx, const bs_key *key, char *buf, size_t cap);
 
 int bs_profile_init(bs_profile *p);
+
+/* Whether frame is time scheduled out: SLEEP, WAIT or RUNNABLE. */
+static inline int bs_profile_is_sched_out(const bs_profile *p, uint32_t frame)
+{
+    return frame == p->sleep_frame || frame == p->wait_frame || frame == p->runnable_frame;
+}
 void bs_profile_free(bs_profile *p);
 
 /* Adds a recorded process as a new tree whose root frame is label. Pseudo keys
- * become SLEEP and GC; other keys are named by namer. Returns 0 or -1. */
+ * become SLEEP, WAIT, RUNNABLE and GC; other keys are named by namer. Returns 0 or -1. */
 int bs_profile_add_proc(bs_profile *p, const bs_proc *proc, const char *label, bs_key_namer namer, void *ctx);
 
 /* Interns a frame name (made safe for every format as the recorder's are);

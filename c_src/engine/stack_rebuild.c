@@ -32,7 +32,7 @@ void bs_proc_free(bs_proc *p)
     bs_call_tree_free(&p->tree);
 }
 
-/* The timeline follows the stack that is running (or the SLEEP/GC leaf
+/* The timeline follows the stack that is running (or the SLEEP/WAIT/GC leaf
  * under it while scheduled out or collecting). */
 static void timeline_to(bs_proc *p, uint32_t node, uint64_t t)
 {
@@ -53,11 +53,48 @@ static int drop(bs_proc *p)
     return -1;
 }
 
+/* The leaf scheduled-out time goes to while it is not known why. */
+static inline enum bs_pseudo_frame out_leaf(const bs_proc *p)
+{
+    return p->split_waits ? BS_PSEUDO_WAIT : BS_PSEUDO_SLEEP;
+}
+
+/* The event after an `in' tells whether the process had been waiting (a
+ * receive) or runnable (anything else): in the second case its last out
+ * interval moves from the WAIT leaf to a RUNNABLE leaf beside it, in the
+ * tree and in the timeline. */
+static void settle_wake(bs_proc *p, int waited)
+{
+    p->woke = 0;
+    if (waited || p->woke_node == 0)
+        return;
+    bs_tree_node *w = &p->tree.nodes[p->woke_node];
+    bs_key k = bs_key_pseudo(BS_PSEUDO_RUNNABLE);
+    uint32_t n = bs_call_tree_child(&p->tree, w->parent, &k);
+    if (n == BS_NO_NODE) {
+        (void)drop(p); /* the interval stays WAIT */
+        return;
+    }
+    w = &p->tree.nodes[p->woke_node]; /* the child may have moved the nodes */
+    uint64_t moved = p->woke_ns < w->self_ns ? p->woke_ns : w->self_ns;
+    w->self_ns -= moved;
+    p->tree.nodes[n].self_ns += moved;
+    if (w->calls) {
+        w->calls--;
+        p->tree.nodes[n].calls++;
+    }
+    bs_timeline *tl = &p->timeline;
+    if (p->woke_span != BS_NO_SPAN && p->woke_span < tl->n && tl->spans[p->woke_span].node == p->woke_node)
+        tl->spans[p->woke_span].node = n;
+}
+
 /* Charge the interval [last_ns, t) to whatever ran during it. Clock readings
  * from different threads may be a few ns out of order: never charge a
  * negative interval. */
 static int charge(bs_proc *p, uint64_t t)
 {
+    if (p->woke)
+        settle_wake(p, 0);
     uint64_t dt = t > p->last_ns ? t - p->last_ns : 0;
     if (t > p->last_ns)
         p->last_ns = t;
@@ -71,11 +108,13 @@ static int charge(bs_proc *p, uint64_t t)
         int is_gc = p->state == BS_IN_GC;
         if (is_gc ? !p->charge_gc : !p->charge_sleep)
             return 0;
-        bs_key k = bs_key_pseudo(is_gc ? BS_PSEUDO_GC : BS_PSEUDO_SLEEP);
+        bs_key k = bs_key_pseudo(is_gc ? BS_PSEUDO_GC : out_leaf(p));
         uint32_t n = bs_call_tree_child(&p->tree, p->current, &k);
         if (n == BS_NO_NODE)
             return drop(p);
         p->tree.nodes[n].self_ns += dt;
+        if (!is_gc)
+            p->woke_ns += dt;
         return 0;
     }
     case BS_EXITED:
@@ -92,7 +131,12 @@ static int count_pseudo(bs_proc *p, enum bs_pseudo_frame which, uint64_t t)
     if (n == BS_NO_NODE)
         return drop(p);
     p->tree.nodes[n].calls++;
+    uint32_t spans = p->timeline.n;
     timeline_to(p, n, t);
+    if (which == BS_PSEUDO_WAIT) {
+        p->woke_node = n;
+        p->woke_span = p->timeline.n > spans ? p->timeline.n - 1 : BS_NO_SPAN;
+    }
     return 0;
 }
 
@@ -211,7 +255,9 @@ int bs_proc_sched_out(bs_proc *p, uint64_t t)
     if (charge(p, t) < 0)
         return -1;
     p->state = BS_SCHEDULED_OUT;
-    return p->charge_sleep ? count_pseudo(p, BS_PSEUDO_SLEEP, t) : 0;
+    p->woke_node = 0;
+    p->woke_ns = 0;
+    return p->charge_sleep ? count_pseudo(p, out_leaf(p), t) : 0;
 }
 
 int bs_proc_sched_in(bs_proc *p, uint64_t t)
@@ -222,7 +268,22 @@ int bs_proc_sched_in(bs_proc *p, uint64_t t)
     int rc = charge(p, t);
     p->state = BS_RUNNING;
     timeline_to(p, p->current, t);
+    p->woke = p->split_waits && p->charge_sleep && p->woke_node;
     return rc;
+}
+
+void bs_proc_split_waits(bs_proc *p)
+{
+    p->split_waits = 1;
+}
+
+int bs_proc_received(bs_proc *p, uint64_t t)
+{
+    (void)t;
+    p->events++;
+    if (p->woke)
+        settle_wake(p, 1);
+    return 0;
 }
 
 int bs_proc_gc_start(bs_proc *p, uint64_t t)
@@ -247,10 +308,13 @@ int bs_proc_gc_end(bs_proc *p, uint64_t t)
     if (p->state == BS_RUNNING)
         timeline_to(p, p->current, t);
     else if (p->state == BS_SCHEDULED_OUT && p->charge_sleep) {
-        bs_key k = bs_key_pseudo(BS_PSEUDO_SLEEP);
+        bs_key k = bs_key_pseudo(out_leaf(p));
         uint32_t n = bs_call_tree_child(&p->tree, p->current, &k);
+        uint32_t spans = p->timeline.n;
         if (n != BS_NO_NODE)
             timeline_to(p, n, t);
+        if (n == p->woke_node && p->woke_node) /* the wait goes on in a new span */
+            p->woke_span = p->timeline.n > spans ? p->timeline.n - 1 : BS_NO_SPAN;
     }
     return rc;
 }
@@ -260,6 +324,8 @@ void bs_proc_exit(bs_proc *p, uint64_t t)
     p->events++;
     if (p->state == BS_EXITED)
         return;
+    if (p->woke) /* scheduled in only to exit: an exit signal ended its wait */
+        settle_wake(p, 1);
     (void)charge(p, t);
     p->state = BS_EXITED;
     forget_spans(p, &p->span_counts.died);

@@ -19,6 +19,19 @@
  *  - time between two events is charged to the stack that was current during
  *    the interval: to its top frame while running, to a SLEEP leaf while
  *    scheduled out (if enabled), to a GC leaf during garbage collection.
+ *  - scheduled-out time is split (bs_proc_split_waits) when the source also
+ *    reports message arrivals (trace flag `receive'): the VM emits the
+ *    `receive' event of the message (or `timeout') that woke a process
+ *    waiting in a receive right after its `in', before anything else. So
+ *    an out interval whose `in' is followed first by a receive is WAIT
+ *    (waiting for a message); one followed by anything else is RUNNABLE
+ *    (preempted, yielded, rescheduled by the tracer's own work: able to run,
+ *    waiting for a scheduler). An exit right after the `in' (killed while
+ *    waiting: the VM sends `in', then `out_exited') keeps it WAIT. The
+ *    interval is charged to WAIT and moved to
+ *    RUNNABLE at that next event (a WAIT leaf left with no time and no
+ *    entry stays in the tree; profiles leave it out). Without the split it
+ *    is SLEEP.
  * Events of one process must arrive in time order; nothing here is shared
  * between processes, so no locking is needed. */
 #ifndef BS_STACK_REBUILD_H
@@ -49,6 +62,11 @@ typedef struct bs_proc {
     unsigned charge_gc : 1;
     unsigned truncated : 1;  /* an event was dropped for lack of memory */
     unsigned skip_root : 1;  /* time with an empty stack is not charged (spans-only recording) */
+    unsigned split_waits : 1; /* WAIT/RUNNABLE instead of SLEEP */
+    unsigned woke : 1;       /* scheduled in; whether it waited is told by the next event */
+    uint32_t woke_node;      /* the WAIT leaf the last out interval went to */
+    uint32_t woke_span;      /* its timeline span, BS_NO_SPAN if not kept */
+    uint64_t woke_ns;        /* time charged to it since the out */
     uint64_t events;
     uint64_t dropped;
     bs_timeline timeline;    /* kept only after bs_proc_enable_timeline */
@@ -72,6 +90,11 @@ int bs_proc_return_to(bs_proc *p, const bs_key *to /* NULL: undefined */, uint64
 int bs_proc_return_from(bs_proc *p, const bs_key *from, uint64_t t);
 int bs_proc_sched_out(bs_proc *p, uint64_t t);
 int bs_proc_sched_in(bs_proc *p, uint64_t t);
+/* Split scheduled-out time into WAIT and RUNNABLE (rules above); call before
+ * the first event, and only if receive events are fed. */
+void bs_proc_split_waits(bs_proc *p);
+/* A message (or a receive timeout) was taken from the mailbox. */
+int bs_proc_received(bs_proc *p, uint64_t t);
 int bs_proc_gc_start(bs_proc *p, uint64_t t);
 int bs_proc_gc_end(bs_proc *p, uint64_t t);
 /* The process exited: charge up to t, stop charging. */

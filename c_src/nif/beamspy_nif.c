@@ -336,6 +336,8 @@ static ERL_NIF_TERM session_profile(ErlNifEnv *env, int argc, const ERL_NIF_TERM
         return error_tuple(env, "enomem");
     }
     bs_filter f = {.drop_sleep = req.render.drop_sleep,
+                   .drop_wait = req.render.drop_wait,
+                   .order_by_cpu = req.render.order_by_cpu,
                    .merge_processes = req.render.merge_processes,
                    .collapse_recursion = req.render.collapse_recursion,
                    .include_re = req.render.include_re,

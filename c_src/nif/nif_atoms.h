@@ -15,7 +15,8 @@
     X(merge_processes) X(stopped) X(badarg) X(enomem) X(not_stopped) X(unknown_format) \
     X(min_unit_ns) X(recording) X(max_depth) X(beamspy_meta) X(return_from) X(exception_from) \
     X(capture) X(captures) X(halt) X(init) X(stop) X(halt_hook) X(beamspy_halting) \
-    X(start) X(exception) X(first) X(not_traced) X(unmatched) X(refused) X(telemetry) X(execute)
+    X(start) X(exception) X(first) X(not_traced) X(unmatched) X(refused) X(telemetry) X(execute) \
+    X(receive)
 
 typedef struct bs_atoms {
 #define BS_ATOM_FIELD(name) ERL_NIF_TERM name;

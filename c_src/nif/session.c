@@ -139,6 +139,8 @@ bs_traced_proc *bs_session_proc(ErlNifEnv *env, bs_session *s, uint64_t pid, uin
             r->uncounted = 0;
             r->span_seen = 0;
             r->proc.skip_root = s->spans_only ? 1 : 0;
+            if (s->charge_sleep) /* the tracees are traced with `receive' too */
+                bs_proc_split_waits(&r->proc);
             atomic_init(&r->busy, 0);
             atomic_init(&r->capturing, 0);
             atomic_init(&r->running, 0);

@@ -123,6 +123,8 @@ static int dispatch(ErlNifEnv *env, const bs_atoms *a, bs_session *s, bs_proc *p
         bs_proc_exit(p, t);
         return 0;
     }
+    if (tag == a->receive) /* the message itself is not looked at */
+        return bs_proc_received(p, t);
     if (tag == a->gc_minor_start || tag == a->gc_major_start)
         return bs_proc_gc_start(p, t);
     if (tag == a->gc_minor_end || tag == a->gc_major_end)

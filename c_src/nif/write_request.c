@@ -88,6 +88,8 @@ int bs_write_request_decode(ErlNifEnv *env, ERL_NIF_TERM map, bs_write_request *
     ok &= get_flag(env, map, "inverted", &r->inverted);
     ok &= get_flag(env, map, "flamechart", &r->flamechart);
     ok &= get_flag(env, map, "drop_sleep", &r->drop_sleep);
+    ok &= get_flag(env, map, "drop_wait", &r->drop_wait);
+    ok &= get_flag(env, map, "order_by_cpu", &r->order_by_cpu);
     ok &= get_flag(env, map, "merge_processes", &r->merge_processes);
     ok &= get_flag(env, map, "collapse_recursion", &r->collapse_recursion);
     double width = 0, min_width = 0;

@@ -57,7 +57,7 @@ static void make_name_and_category(FILE *out, const char *name, uint32_t frame, 
 {
     const bs_profile *p = ctx;
     size_t len = strlen(name);
-    const char *cat = frame == p->sleep_frame ? "sleep" : frame == p->gc_frame ? "gc"
+    const char *cat = bs_profile_is_sched_out(p, frame) ? "sleep" : frame == p->gc_frame ? "gc"
                       : len >= 2 && name[0] == '[' && name[len - 1] == ']' ? "telemetry" : "beam";
     fputs("\"name\":", out);
     bs_json_write_string(out, name);
@@ -182,7 +182,7 @@ static int write_spans(ct_writer *w, const bs_ptree *t)
     uint64_t before = w->written + w->omitted, eligible = 0;
     for (uint32_t i = 0; i < t->n_spans; i++) {
         uint32_t node = t->spans[i].node;
-        if (node > 0 && node < t->n_nodes && !(w->drop_sleep && t->nodes[node].frame == w->p->sleep_frame))
+        if (node > 0 && node < t->n_nodes && !(w->drop_sleep && bs_profile_is_sched_out(w->p, t->nodes[node].frame)))
             eligible++;
     }
     span_ctx sc = {w, t};
@@ -218,7 +218,7 @@ static int write_totals(ct_writer *w, const bs_ptree *t)
         first[t->nodes[i].parent] = i;
     }
     for (uint32_t i = 0; i < n; i++)
-        drawn[i] = w->drop_sleep && i > 0 && t->nodes[i].frame == w->p->sleep_frame ? 0 : t->nodes[i].self_ns;
+        drawn[i] = w->drop_sleep && i > 0 && bs_profile_is_sched_out(w->p, t->nodes[i].frame) ? 0 : t->nodes[i].self_ns;
     for (uint32_t i = n; i-- > 1;)
         drawn[t->nodes[i].parent] += drawn[i];
     size_t depth = 1;

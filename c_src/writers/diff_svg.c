@@ -106,7 +106,7 @@ static int add_tree(union_builder *b, const bs_profile *p, const bs_ptree *t, in
                 return -1;
             uint32_t par = map[n->parent];
             map[i] = NONE;
-            if (par == NONE || (drop_sleep && n->frame == p->sleep_frame))
+            if (par == NONE || (drop_sleep && bs_profile_is_sched_out(p, n->frame)))
                 continue;
             if ((map[i] = node_for(b, par, bs_frame_name(&p->frames, n->frame))) == NONE)
                 return -1;

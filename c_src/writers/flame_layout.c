@@ -19,7 +19,7 @@ static const char *node_name(const bs_profile *p, uint32_t tree, uint32_t node)
 
 static int is_dropped(const bs_flame_layout *l, const bs_pnode *n)
 {
-    return l->drop_sleep && n->frame == l->p->sleep_frame;
+    return l->drop_sleep && bs_profile_is_sched_out(l->p, n->frame);
 }
 
 /* Time covered by a tree's timeline, and where it starts. */
@@ -156,12 +156,14 @@ static int push_children(graph_walk *w, uint32_t tree, uint32_t node)
     return 0;
 }
 
-/* Sorts the refs pushed since `from` and opens a level over them. */
-static int open_level(graph_walk *w, size_t from, uint64_t start)
+/* Sorts the refs pushed since `from` (unless keep_order) and opens a level
+ * over them. */
+static int open_level(graph_walk *w, size_t from, uint64_t start, int keep_order)
 {
     if (w->n_refs == from)
         return 0;
-    qsort(w->refs + from, w->n_refs - from, sizeof *w->refs, cmp_ref);
+    if (!keep_order)
+        qsort(w->refs + from, w->n_refs - from, sizeof *w->refs, cmp_ref);
     if (w->n_levels == w->cap_levels) {
         size_t cap = w->cap_levels ? w->cap_levels * 2 : 64;
         level *lv = realloc(w->levels, cap * sizeof *lv);
@@ -180,10 +182,12 @@ static int open_root(graph_walk *w, uint64_t *root_self)
 {
     const bs_profile *p = w->l->p;
     *root_self = 0;
+    int keep_order = p->ordered_by_cpu;
     for (uint32_t t = 0; t < p->n_trees; t++) {
         if (p->trees[t].n_nodes == 0 || w->l->value[w->l->base[t]] == 0)
             continue;
         if (p->trees[t].synthetic_root) {
+            keep_order = 0; /* top frames of several trees merge by name: sorted */
             *root_self += p->trees[t].nodes[0].self_ns;
             if (push_children(w, t, 0) < 0)
                 return -1;
@@ -191,7 +195,8 @@ static int open_root(graph_walk *w, uint64_t *root_self)
             return -1;
         }
     }
-    return open_level(w, 0, 0);
+    /* Processes ordered by running time (whole-VM views) stay in that order. */
+    return open_level(w, 0, 0, keep_order);
 }
 
 static int has_children(const bs_flame_layout *l, const bs_flame_ref *r)
@@ -238,7 +243,7 @@ static int step(graph_walk *w, uint64_t min_value, uint32_t max_depth, bs_flame_
     for (size_t k = g0; k < g1; k++)
         if (push_children(w, w->refs[k].tree, w->refs[k].node) < 0)
             return -1;
-    return open_level(w, from, f.start);
+    return open_level(w, from, f.start, 0);
 }
 
 int bs_flame_walk_graph(const bs_flame_layout *l, uint64_t min_value, uint32_t max_depth, bs_flame_visit visit,

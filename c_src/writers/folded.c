@@ -83,7 +83,7 @@ static int write_tree(FILE *out, const bs_profile *p, const bs_ptree *t, const b
      * "[deeper]" leaves neither depend on precomputed totals nor bring back
      * the SLEEP time drop_sleep leaves out. */
     for (uint32_t i = 0; i < t->n_nodes; i++)
-        drawn[i] = o->drop_sleep && i > 0 && t->nodes[i].frame == p->sleep_frame ? 0 : t->nodes[i].self_ns;
+        drawn[i] = o->drop_sleep && i > 0 && bs_profile_is_sched_out(p, t->nodes[i].frame) ? 0 : t->nodes[i].self_ns;
     for (uint32_t i = t->n_nodes; i-- > 1;)
         drawn[t->nodes[i].parent] += drawn[i];
 
@@ -105,7 +105,7 @@ static int write_tree(FILE *out, const bs_profile *p, const bs_ptree *t, const b
             continue;
         }
         const bs_pnode *n = &t->nodes[next];
-        int is_sleep = n->frame == p->sleep_frame;
+        int is_sleep = bs_profile_is_sched_out(p, n->frame);
         if (o->drop_sleep && is_sleep) {
             next = ci.next[next];
             continue;

@@ -100,7 +100,9 @@ static void write_settings(FILE *out, const bs_profile *p, const bs_render_opts 
     json_string_field(out, "countName", o->count_name && *o->count_name ? o->count_name : "samples");
     json_string_field(out, "palette", o->palette == BS_PALETTE_BEAM ? "beam" : "hot");
     fprintf(out, ",\"hideSleep\":%s", o->drop_sleep ? "true" : "false");
+    fprintf(out, ",\"orderedByCpu\":%s", p->ordered_by_cpu ? "true" : "false");
     fprintf(out, ",\"sleepFrame\":%" PRIu32 ",\"gcFrame\":%" PRIu32, p->sleep_frame, p->gc_frame);
+    fprintf(out, ",\"waitFrame\":%" PRIu32 ",\"runnableFrame\":%" PRIu32, p->wait_frame, p->runnable_frame);
 }
 
 static void write_meta(FILE *out, const bs_profile *p)

@@ -115,8 +115,10 @@ static size_t quoted_len(const char *s)
 
 bs_code_kind bs_code_kind_of(const char *name)
 {
-    if (strcmp(name, "SLEEP") == 0)
+    if (strcmp(name, "SLEEP") == 0 || strcmp(name, "WAIT") == 0)
         return BS_CODE_SLEEP;
+    if (strcmp(name, "RUNNABLE") == 0)
+        return BS_CODE_RUNNABLE;
     if (strcmp(name, "GC") == 0)
         return BS_CODE_GC;
     if (name[0] == '<')
@@ -181,6 +183,7 @@ static void beam_rgb(bs_code_kind kind, uint32_t h, int rgb[3])
     case BS_CODE_OTP: hsl_rgb(200.0 + 30.0 * v1, 0.55 + 0.2 * v2, 0.62, rgb); break;
     case BS_CODE_ELIXIR: hsl_rgb(265.0 + 25.0 * v1, 0.45 + 0.2 * v2, 0.68, rgb); break;
     case BS_CODE_SLEEP: rgb[0] = 190, rgb[1] = 200, rgb[2] = 215; break;
+    case BS_CODE_RUNNABLE: rgb[0] = 215, rgb[1] = 200, rgb[2] = 190; break;
     case BS_CODE_GC: hsl_rgb(95.0 + 20.0 * v1, 0.55, 0.55, rgb); break;
     case BS_CODE_PROCESS: rgb[0] = rgb[1] = rgb[2] = 200 + (int)(20 * v1); break;
     case BS_CODE_SPAN: span_rgb(h, rgb); break;

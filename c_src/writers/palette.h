@@ -20,7 +20,8 @@ typedef enum bs_code_kind {
     BS_CODE_USER = 0,
     BS_CODE_OTP,       /* erts, kernel, stdlib, compiler, ... modules */
     BS_CODE_ELIXIR,    /* Elixir's standard library (Enum, Kernel, ...) */
-    BS_CODE_SLEEP,
+    BS_CODE_SLEEP,     /* SLEEP, WAIT: scheduled out, waiting */
+    BS_CODE_RUNNABLE,  /* RUNNABLE: scheduled out, able to run */
     BS_CODE_GC,
     BS_CODE_PROCESS,   /* a process frame (<0.85.0> ...) or the root */
     BS_CODE_SPAN       /* a telemetry span frame, [my_app.repo.query] */

@@ -85,7 +85,7 @@ static uint64_t weight_of(void *ctx, const bs_ptree *t, uint32_t i)
     const perf_writer *w = ctx;
     if (i == 0 && t->synthetic_root)
         return 0;
-    if (w->drop_sleep && i > 0 && t->nodes[i].frame == w->p->sleep_frame)
+    if (w->drop_sleep && i > 0 && bs_profile_is_sched_out(w->p, t->nodes[i].frame))
         return 0;
     return t->nodes[i].self_ns * (w->p->unit == BS_UNIT_COUNT ? 1000 : 1);
 }

@@ -20,7 +20,9 @@ typedef struct bs_render_opts {
     int inverted;             /* SVG: icicle graph (root at the top) */
     int flamechart;           /* SVG: x is time (needs a timeline), not alphabetical merge */
     bs_palette palette;
-    int drop_sleep;           /* leave SLEEP frames out (all writers) */
+    int drop_sleep;           /* leave SLEEP, WAIT and RUNNABLE frames out (all writers) */
+    int drop_wait;            /* leave WAIT frames out (whole-VM views hide idle time) */
+    int order_by_cpu;         /* processes by running time, most first (whole-VM views) */
     int merge_processes;      /* one tree for all processes (applied before writing) */
     int collapse_recursion;   /* direct recursion folded into one frame (all writers) */
     const char *include_re;   /* keep only stacks with a frame matching (POSIX ERE); NULL: all */

@@ -45,7 +45,7 @@ typedef struct ss_writer {
 
 static int skipped(const ss_writer *w, const bs_pnode *n)
 {
-    return w->drop_sleep && n->frame == w->p->sleep_frame;
+    return w->drop_sleep && bs_profile_is_sched_out(w->p, n->frame);
 }
 
 static void put_sep(ss_writer *w)
@@ -270,6 +270,10 @@ int bs_write_speedscope(FILE *out, const bs_profile *p, const bs_render_opts *o)
     int rc = -1;
     fputs("{\"$schema\":\"" SCHEMA_URL "\",\n\"exporter\":\"" BS_EXPORTER "\",\"name\":", out);
     bs_json_write_string(out, p->meta.source[0] ? p->meta.source : "beamspy");
+    if (p->notes[0]) { /* what WAIT/RUNNABLE mean, idle time left out, ... (viewers ignore it) */
+        fputs(",\"notes\":", out);
+        bs_json_write_string(out, p->notes);
+    }
     fputs(",\"activeProfileIndex\":0,\n", out);
     if (write_frames(&w) < 0)
         goto out;

@@ -181,7 +181,7 @@ int bs_walk_spans(const bs_profile *p, const bs_ptree *t, const bs_span_walk_opt
         uint32_t node = s->node;
         if (node == 0 || node >= t->n_nodes)
             continue;
-        if (opts.skip_sleep && t->nodes[node].frame == p->sleep_frame)
+        if (opts.skip_sleep && bs_profile_is_sched_out(p, t->nodes[node].frame))
             continue;
         uint64_t start = s->start_ns < st.last_at ? st.last_at : s->start_ns;
         uint64_t end = s->end_ns < start ? start : s->end_ns;

@@ -126,6 +126,8 @@ int bs_write_stream(FILE *out, bs_format f, const bs_profile *p, const bs_render
         return -1;
     }
     int rc = bs_profile_filter(&filtered, &(bs_filter){.drop_sleep = o.drop_sleep,
+                                                        .drop_wait = o.drop_wait,
+                                                        .order_by_cpu = o.order_by_cpu,
                                                         .merge_processes = o.merge_processes,
                                                         .collapse_recursion = o.collapse_recursion,
                                                         .include_re = o.include_re,

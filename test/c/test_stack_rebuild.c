@@ -5,7 +5,10 @@
  * tail-recursive loop, even/odd mutual recursion, 100,000-deep body recursion
  * (run on a thread with a small stack, through the profile, totals, merge and
  * the folded writer), exceptions, return_to undefined / unknown frames,
- * already-running processes (seeded or not), SLEEP and GC leaves, exit, and
+ * already-running processes (seeded or not), SLEEP and GC leaves, the
+ * WAIT/RUNNABLE split told by receive events (tree and timeline; empty
+ * leaves not exported) and whole-VM filtering (WAIT left out and said,
+ * processes by running time), exit, and
  * one process's events fed from two threads in turn. */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
@@ -16,6 +19,7 @@
 #include <cmocka.h>
 #include <pthread.h>
 
+#include "engine/filter.h"
 #include "writers/folded.h"
 #include "test_util.h"
 
@@ -563,6 +567,121 @@ static void test_sleep_and_gc_leaves(void **state)
     bs_proc_free(&p);
 }
 
+/* With the split, an out interval is WAIT when the first event after its
+ * `in' is a receive (woken by a message or a timeout), RUNNABLE otherwise
+ * (preempted): in the tree and in the timeline. */
+static void test_wait_and_runnable_leaves(void **state)
+{
+    (void)state;
+    bs_span_quota quota;
+    bs_span_quota_init(&quota, 1000);
+    bs_proc p;
+    new_proc(&p, 0, 1, 0);
+    bs_proc_split_waits(&p);
+    bs_proc_enable_timeline(&p, &quota);
+    CALL_ROOT(&p, TOP, 0);
+    CALL(&p, A, TOP, 100);
+    assert_int_equal(bs_proc_sched_out(&p, 200), 0); /* in a receive */
+    assert_int_equal(bs_proc_sched_in(&p, 1200), 0);
+    assert_int_equal(bs_proc_received(&p, 1210), 0); /* woken by a message: [200,1200) WAIT */
+    assert_int_equal(bs_proc_received(&p, 1220), 0); /* not after an in: changes nothing */
+    CALL(&p, B, A, 1300);
+    assert_int_equal(bs_proc_sched_out(&p, 1400), 0); /* preempted */
+    assert_int_equal(bs_proc_sched_in(&p, 1450), 0);
+    RET(&p, A, 1500); /* [1400,1450) RUNNABLE */
+    assert_int_equal(bs_proc_sched_out(&p, 1600), 0); /* preempted, then out again at once */
+    assert_int_equal(bs_proc_sched_in(&p, 1620), 0);
+    assert_int_equal(bs_proc_sched_out(&p, 1630), 0);
+    assert_int_equal(bs_proc_sched_in(&p, 1700), 0);
+    bs_proc_flush(&p, 1800); /* not a receive: RUNNABLE */
+    /* b's WAIT leaf is left empty (writers draw no empty leaf) */
+    assert_tree(&p, "<root> 0 0\n"
+                    "m:top/0 100 1\n"
+                    "m:top/0;m:a/0 410 1\n"
+                    "m:top/0;m:a/0;WAIT 1000 1\n"
+                    "m:top/0;m:a/0;m:b/0 150 1\n"
+                    "m:top/0;m:a/0;m:b/0;WAIT 0 0\n"
+                    "m:top/0;m:a/0;m:b/0;RUNNABLE 50 1\n"
+                    "m:top/0;m:a/0;RUNNABLE 90 2\n");
+    /* the timeline's spans name the same leaves */
+    uint64_t wait_ns = 0, runnable_ns = 0;
+    for (uint32_t i = 0; i < p.timeline.n; i++) {
+        const bs_span *sp = &p.timeline.spans[i];
+        const bs_key *k = &p.tree.nodes[sp->node].key;
+        if (bs_key_is_pseudo(k))
+            *(k->function == BS_PSEUDO_WAIT ? &wait_ns : &runnable_ns) += sp->end_ns - sp->start_ns;
+    }
+    assert_int_equal(wait_ns, 1000);
+    assert_int_equal(runnable_ns, 140);
+    bs_proc_free(&p);
+
+    /* killed while waiting: in, then out_exited: the wait stays WAIT */
+    new_proc(&p, 0, 1, 0);
+    bs_proc_split_waits(&p);
+    CALL_ROOT(&p, TOP, 0);
+    assert_int_equal(bs_proc_sched_out(&p, 100), 0);
+    assert_int_equal(bs_proc_sched_in(&p, 900), 0);
+    bs_proc_exit(&p, 910);
+    assert_tree(&p, "<root> 0 0\n"
+                    "m:top/0 110 1\n"
+                    "m:top/0;WAIT 800 1\n");
+    bs_proc_free(&p);
+
+    /* without the split (no receive events): SLEEP, as before */
+    new_proc(&p, 0, 1, 0);
+    CALL_ROOT(&p, TOP, 0);
+    assert_int_equal(bs_proc_sched_out(&p, 100), 0);
+    assert_int_equal(bs_proc_sched_in(&p, 300), 0);
+    assert_int_equal(bs_proc_received(&p, 310), 0);
+    bs_proc_flush(&p, 400);
+    assert_tree(&p, "<root> 0 0\n"
+                    "m:top/0 200 1\n"
+                    "m:top/0;SLEEP 200 1\n");
+    bs_proc_free(&p);
+}
+
+/* Whole-VM views: drop_wait leaves WAIT out and the notes say how much;
+ * order_by_cpu puts the busiest process first; a WAIT leaf emptied by the
+ * split is not exported. */
+static void test_whole_vm_filter(void **state)
+{
+    (void)state;
+    bs_proc idle, busy;
+    new_proc(&idle, 0, 1, 0);
+    new_proc(&busy, 0, 1, 0);
+    bs_proc_split_waits(&idle);
+    bs_proc_split_waits(&busy);
+    CALL_ROOT(&idle, LOOPG, 0);
+    assert_int_equal(bs_proc_sched_out(&idle, 10), 0); /* waits to the end */
+    bs_proc_flush(&idle, 2000000);
+    CALL_ROOT(&busy, F, 0);
+    assert_int_equal(bs_proc_sched_out(&busy, 1000000), 0); /* preempted */
+    assert_int_equal(bs_proc_sched_in(&busy, 1000100), 0);
+    CALL(&busy, A, F, 1000200);
+    bs_proc_flush(&busy, 2000000);
+    bs_profile prof;
+    assert_int_equal(bs_profile_init(&prof), 0);
+    assert_int_equal(bs_profile_add_proc(&prof, &idle, "<0.1.0> idle", tu_namer, NULL), 0);
+    assert_int_equal(bs_profile_add_proc(&prof, &busy, "<0.2.0> busy", tu_namer, NULL), 0);
+    /* busy's WAIT leaf went empty (its interval was RUNNABLE): not exported */
+    for (uint32_t i = 0; i < prof.trees[1].n_nodes; i++)
+        assert_int_not_equal(prof.trees[1].nodes[i].frame, prof.wait_frame);
+    assert_int_equal(bs_profile_filter(&prof, &(bs_filter){.drop_wait = 1, .order_by_cpu = 1}), 0);
+    assert_string_equal(bs_frame_name(&prof.frames, prof.trees[0].nodes[0].frame), "<0.2.0> busy");
+    int runnable = 0;
+    for (uint32_t t = 0; t < prof.n_trees; t++)
+        for (uint32_t i = 0; i < prof.trees[t].n_nodes; i++) {
+            assert_int_not_equal(prof.trees[t].nodes[i].frame, prof.wait_frame);
+            runnable += prof.trees[t].nodes[i].frame == prof.runnable_frame;
+        }
+    assert_int_equal(runnable, 1);
+    assert_non_null(strstr(prof.notes, "idle time left out: 0.002 s of WAIT in 1 processes"));
+    assert_non_null(strstr(prof.notes, "RUNNABLE: able to run"));
+    bs_profile_free(&prof);
+    bs_proc_free(&idle);
+    bs_proc_free(&busy);
+}
+
 static void test_exit_stops_charging(void **state)
 {
     (void)state;
@@ -737,6 +856,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_already_running_seeded),
         cmocka_unit_test(test_already_running_unseeded),
         cmocka_unit_test(test_sleep_and_gc_leaves),
+        cmocka_unit_test(test_wait_and_runnable_leaves),
+        cmocka_unit_test(test_whole_vm_filter),
         cmocka_unit_test(test_exit_stops_charging),
         cmocka_unit_test(test_migration_between_threads),
         cmocka_unit_test(test_random_streams_keep_invariants),

@@ -1154,7 +1154,7 @@ static void test_hostile_names(void **state)
             OK(jc_parse(text, len, &doc, why, sizeof why));
             for (uint32_t f = 0; f < prof.frames.n; f++) {
                 const char *want = bs_frame_name(&prof.frames, f);
-                if (f == prof.sleep_frame || f == prof.gc_frame || want[0] == '<')
+                if (bs_profile_is_sched_out(&prof, f) || f == prof.gc_frame || want[0] == '<')
                     continue;
                 int found = 0;
                 if (!which) {

@@ -95,7 +95,11 @@ static inline void tu_node_name(const bs_tree_node *n, char *buf, size_t cap)
     if (bs_key_is_span(&n->key))
         snprintf(buf, cap, "[span%llu]", (unsigned long long)n->key.function);
     else if (bs_key_is_pseudo(&n->key))
-        snprintf(buf, cap, "%s", n->key.function == BS_PSEUDO_GC ? "GC" : "SLEEP");
+        snprintf(buf, cap, "%s",
+                 n->key.function == BS_PSEUDO_GC         ? "GC"
+                 : n->key.function == BS_PSEUDO_WAIT     ? "WAIT"
+                 : n->key.function == BS_PSEUDO_RUNNABLE ? "RUNNABLE"
+                                                         : "SLEEP");
     else
         tu_namer(NULL, &n->key, buf, cap);
 }

@@ -339,11 +339,13 @@ if [ "$have_bspy" = 1 ]; then
 fi
 
 # --- render: filters -------------------------------------------------------
-grep -q ';SLEEP ' "$IN/sort.folded" || grep -q ';SLEEP ' "$IN/workers.folded" ||
-    fail "workloads have SLEEP frames" "no SLEEP line in sort.folded or workers.folded"
+# Recorded workloads have scheduled-out leaves: WAIT (in a receive) and
+# RUNNABLE (preempted); --drop-sleep leaves out those and SLEEP alike.
+grep -Eq ';(WAIT|RUNNABLE) ' "$IN/sort.folded" || grep -Eq ';(WAIT|RUNNABLE) ' "$IN/workers.folded" ||
+    fail "workloads have WAIT/RUNNABLE frames" "no WAIT or RUNNABLE line in sort.folded or workers.folded"
 bs render "$IN/sort.folded" "$IN/workers.folded" --drop-sleep -o "$O/nosleep.folded"
-check "--drop-sleep removes SLEEP lines" eval 'rc_is 0 && folded_ok "$O/nosleep.folded" && ! grep -q "SLEEP" "$O/nosleep.folded" &&
-    [ "$(folded_total "$O/nosleep.folded")" -eq $(grep -hv SLEEP "$IN/sort.folded" "$IN/workers.folded" | awk "{s+=\$NF} END {print s}") ]'
+check "--drop-sleep removes SLEEP, WAIT and RUNNABLE lines" eval 'rc_is 0 && folded_ok "$O/nosleep.folded" && ! grep -Eq "SLEEP|WAIT|RUNNABLE" "$O/nosleep.folded" &&
+    [ "$(folded_total "$O/nosleep.folded")" -eq $(grep -Ehv "SLEEP|WAIT|RUNNABLE" "$IN/sort.folded" "$IN/workers.folded" | awk "{s+=\$NF} END {print s}") ]'
 bs render "$IN/workers.folded" --include 'lists:rmerge' -o "$O/inc.folded"
 check "--include keeps only matching stacks" eval 'rc_is 0 && [ -s "$O/inc.folded" ] && ! grep -v "lists:rmerge" "$O/inc.folded"'
 bs render "$IN/workers.folded" --exclude 'lists:rmerge' -o "$O/exc.folded"

@@ -13,12 +13,12 @@ bs record --node "$n1" --name quoted --elixir --duration 300ms -o "$out/q_trace_
 bs record --node "$n1" --name quoted --elixir --mode sample --interval 5ms --duration 300ms \
     -o "$out/q_sample_ex.folded" 2>/dev/null
 for f in trace sample; do
-    check "names: record --mode $f quotes a reserved word" grep -qF ";$q_erl;SLEEP " "$out/q_$f.folded"
-    check "names: record --mode $f --elixir spells it the Elixir way" grep -qF ";$q_ex;SLEEP " "$out/q_${f}_ex.folded"
+    check "names: record --mode $f quotes a reserved word" grep -qF ";$q_erl;WAIT " "$out/q_$f.folded"
+    check "names: record --mode $f --elixir spells it the Elixir way" grep -qF ";$q_ex;WAIT " "$out/q_${f}_ex.folded"
 done
 # The stacks under the root, counts left out: every sampled one is also a
 # traced one, spelled alike (tracing may add the frame's own time, a line
-# without SLEEP, that sampling a waiting process never sees).
+# without WAIT, that sampling a waiting process never sees).
 frames_of() { sed 's/ [0-9]*$//' "$1" | grep ';' | cut -d';' -f2- | sort -u; }
 same_frames() {
     local sampled
@@ -57,10 +57,10 @@ if [ -d "$ex_ebin" ] &&
     ex=$(node_name ex)
     bs record --node "$ex" --name quoted --duration 300ms -o "$out/q_auto_ex.folded" 2>"$out/q_auto_ex.err"
     check "names: an Elixir node gets Elixir's names without --elixir" \
-        grep -qF ";$q_ex;SLEEP " "$out/q_auto_ex.folded"
+        grep -qF ";$q_ex;WAIT " "$out/q_auto_ex.folded"
     check "names: stderr says the node runs Elixir" grep -q "$ex runs Elixir.*--erlang" "$out/q_auto_ex.err"
     bs record --node "$ex" --name quoted --erlang --duration 300ms -o "$out/q_forced.folded" 2>"$out/q_forced.err"
-    check "names: --erlang wins on an Elixir node" grep -qF ";$q_erl;SLEEP " "$out/q_forced.folded"
+    check "names: --erlang wins on an Elixir node" grep -qF ";$q_erl;WAIT " "$out/q_forced.folded"
     check "names: --erlang: nothing said" bash -c "! grep -q 'runs Elixir' '$out/q_forced.err'"
     bs top --node "$ex" --once --limit 3 >"$out/q_top_auto.txt" 2>/dev/null
     check "names: top on an Elixir node spells functions the Elixir way" \
@@ -73,5 +73,5 @@ else
     fail "names: an Elixir node" "could not start one (elixir's ebin: '$ex_ebin')"
 fi
 bs record --node "$n1" --name quoted --duration 300ms -o "$out/q_auto.folded" 2>"$out/q_auto.err"
-check "names: an Erlang node keeps Erlang's names" grep -qF ";$q_erl;SLEEP " "$out/q_auto.folded"
+check "names: an Erlang node keeps Erlang's names" grep -qF ";$q_erl;WAIT " "$out/q_auto.folded"
 check "names: an Erlang node: nothing said of names" bash -c "! grep -q 'runs Elixir' '$out/q_auto.err'"

@@ -189,9 +189,13 @@ check "record --function: the captured calls" grep -q 'bs_dist_wl:handle/1;bs_di
 check "record --function: nothing from outside the calls" bash -c "! grep -q 'spin/1' '$out/fun.folded'"
 check "record --function: nothing left on the node" clean n1
 
-bs record --node "$n1" --all --mode sample --interval 5ms --duration 1s -o "$out/sample.folded" 2>/dev/null
+bs record --node "$n1" --all --mode sample --interval 5ms --duration 1s -o "$out/sample.folded" 2>"$out/sample.err"
 check "record --mode sample: the busy process's stacks" grep -q '> busy;.*bs_dist_wl:spin/1' "$out/sample.folded"
-check "record --mode sample: idle processes end in SLEEP" grep -q ';SLEEP [0-9]*$' "$out/sample.folded"
+check "record --all: the busy process first (processes by running time)" bash -c "head -1 '$out/sample.folded' | grep -q '> busy;'"
+check "record --all: idle processes' WAIT left out, and stderr says how much" \
+    bash -c "! grep -q ';WAIT [0-9]*$' '$out/sample.folded' && grep -q 'idle time left out: .* (--show-idle to see it)' '$out/sample.err'"
+bs record --node "$n1" --all --mode sample --interval 5ms --duration 1s --show-idle -o "$out/sample_idle.folded" 2>/dev/null
+check "record --all --show-idle: idle processes end in WAIT" grep -q ';WAIT [0-9]*$' "$out/sample_idle.folded"
 check "record --mode sample: nothing left on the node" clean n1
 . "$here/sample_checks.sh"
 
@@ -445,6 +449,15 @@ before=$(ls -d /tmp/beamspy-run-* 2>/dev/null | wc -l)
 check "run -e: exit 0" [ $? -eq 0 ]
 check "run -e: the expression's work is recorded" grep -q 'lists:sort/1' "$out/run.folded"
 check "run -e: no limit was hit" bash -c "! grep -q 'stopped early' '$out/run.out'"
+# A whole-VM view: the 300 ms the expression waits (timer:sleep) is WAIT,
+# left out and said on stderr; --show-idle keeps it.
+idle_expr='timer:sleep(300), lists:sort(lists:seq(1, 20000))'
+"$cli" run -o "$out/idle.folded" -e "$idle_expr" >/dev/null 2>"$out/idle.err"
+check "run: idle time (WAIT) left out by default" bash -c "! grep -q ';WAIT [0-9]*$' '$out/idle.folded' && grep -q 'lists:sort/1' '$out/idle.folded'"
+check "run: ... and stderr says how much" grep -Eq '^beamspy: idle time left out: [0-9.]+ s waiting for messages \(WAIT\) in [0-9]+ of [0-9]+ processes, [0-9]+% of the time recorded \(--show-idle to see it\)$' "$out/idle.err"
+"$cli" run --show-idle -o "$out/idle2.folded" -e "$idle_expr" >/dev/null 2>"$out/idle2.err"
+check "run --show-idle: the wait is there, under timer:sleep/1" grep -q 'timer:sleep/1;WAIT [0-9]*$' "$out/idle2.folded"
+check "run --show-idle: nothing said about idle time" bash -c "! grep -q 'idle time left out' '$out/idle2.err'"
 "$cli" run -o "$out/runlim.folded" -e 'io:format("limits ~w~n", [[maps:get(limits, I) || I <- beamspy:sessions()]])' \
     >"$out/runlim.out" 2>&1
 check "run: no event limit by default, the memory cap kept" \

@@ -18,7 +18,7 @@ running_shares() {
     awk -v name="$2" '
         { n = $NF; stack = $0; sub(/ [0-9]+$/, "", stack)
           split(stack, f, ";"); if (f[1] !~ (" " name "$")) next
-          leaf = f[length(f)]; if (leaf == "SLEEP") next
+          leaf = f[length(f)]; if (leaf == "SLEEP" || leaf == "WAIT" || leaf == "RUNNABLE") next
           total += n
           if (leaf ~ /^bs_decode_wl:(decode\/1|list\/2|number\/2)$/) dec += n
           if (leaf == "gen_server:loop/7") loop += n }
@@ -48,7 +48,7 @@ check "sample: the busy server was seen running" [ "${total:-0}" -ge 20 ]
 check "sample: its running samples are mostly in the decoder" [ $((dec * 2)) -gt "${total:-0}" ]
 check "sample: few in gen_server:loop/7" [ $((loop * 4)) -lt "${total:-1}" ]
 check "sample: the idle server is counted waiting, never running" \
-    bash -c "grep -q ' idle_server;.*;SLEEP [0-9]*\$' '$out/dec.folded' && ! grep ' idle_server;' '$out/dec.folded' | grep -qv ';SLEEP [0-9]*\$'"
+    bash -c "grep -q ' idle_server;.*;WAIT [0-9]*\$' '$out/dec.folded' && ! grep ' idle_server;' '$out/dec.folded' | grep -qv ';\(WAIT\|RUNNABLE\|SLEEP\) [0-9]*\$'"
 check "sample: the deep stack is whole (200 frames of deep/1)" \
     bash -c "[ \$(grep ' deep;' '$out/dec.folded' | head -1 | tr ';' '\n' | grep -c '^bs_decode_wl:deep/1') -ge 200 ]"
 check "sample: says how the samples were taken" grep -q 'samples: [0-9]* running ([0-9]* preempted' "$out/dec.err"

@@ -120,7 +120,8 @@ after_kill() ->
         ?assertEqual(".html", filename:extension(File)),
         {ok, Bin} = file:read_file(filename:join(Dir, File)),
         ?assertNotEqual(nomatch, binary:match(Bin, <<"bs_wl:sleeper/2">>)),
-        ?assertNotEqual(nomatch, binary:match(Bin, <<"timer:sleep/1">>))
+        ?assertNotEqual(nomatch, binary:match(Bin, <<"timer:sleep/1">>)),
+        ?assertNotEqual(nomatch, binary:match(Bin, <<"WAIT">>))
     after
         bs_wl:stop_waiters(Kids),
         rm_rf(Dir)

@@ -94,7 +94,8 @@ timeline_cap_is_reported_test() ->
 
 filters_apply_to_the_profile_test() ->
     {ok, #{profile := P1}} = beamspy:profile({bs_wl, nap, [20]}, #{drop_sleep => true}),
-    ?assertEqual([], bs_test_lib:nodes_of(bs_test_lib:own_tree(P1), <<"SLEEP">>)),
+    [?assertEqual([], bs_test_lib:nodes_of(bs_test_lib:own_tree(P1), F))
+     || F <- [<<"SLEEP">>, <<"WAIT">>, <<"RUNNABLE">>]],
     {ok, #{profile := P2}} = beamspy:profile({bs_wl, spawn_fib, [3, 8]}, #{merge => true}),
     ?assertMatch([{<<"all">>, _}], maps:get(processes, P2)),
     {ok, #{profile := P3}} = beamspy:profile({bs_wl, fib, [8]}, #{exclude => "fib"}),

@@ -596,7 +596,7 @@ new_traced_elsewhere_legacy() ->
     assert_live_clean([server()]).
 
 %% A process already waiting in a receive when a live session starts: its
-%% wait is SLEEP, not time in its top frame (on OTP 28+ it is switched on
+%% wait is WAIT, not time in its top frame (on OTP 28+ it is switched on
 %% without being suspended, so no in/out event tells the engine before it
 %% runs again).
 waiting_process_sleeps_test() ->
@@ -607,7 +607,56 @@ waiting_process_sleeps_test() ->
     {ok, #{profile := Profile}} = beamspy:stop(S, #{profile => true}),
     P ! stop,
     Nodes = bs_test_lib:tree_of(P, Profile),
-    Sleep = lists:sum([Self || {_, _, <<"SLEEP">>, Self, _, _} <- Nodes]),
+    Sleep = lists:sum([Self || {_, _, <<"WAIT">>, Self, _, _} <- Nodes]),
     All = lists:sum([Self || {_, _, _, Self, _, _} <- Nodes]),
     ?assert(All > 0),
     ?assert(Sleep >= All * 9 div 10, {sleep_ns, Sleep, of_ns, All, Nodes}).
+
+%% A whole-VM session (`all'): processes ordered by running time (the busy
+%% one first in speedscope's list and the folded lines), idle processes'
+%% WAIT left out, and there again with show_idle => true.
+whole_vm_test_() ->
+    {timeout, 120, fun whole_vm/0}.
+
+whole_vm() ->
+    [{module, _} = code:ensure_loaded(M) || M <- [bs_wl]],
+    Busy = spawn(fun Loop() -> _ = bs_wl:fib(15), Loop() end),
+    Idle = spawn(fun() -> receive stop -> ok end end),
+    Dir = bs_test_lib:tmp_dir(),
+    try
+        [begin
+             Out = filename:join(Dir, atom_to_list(Show)),
+             {ok, S} = beamspy:start(all, #{output => Out, formats => [folded, speedscope],
+                                             show_idle => Show, quiet => true}),
+             timer:sleep(400),
+             {ok, _} = beamspy:stop(S),
+             [Folded] = filelib:wildcard(filename:join(Out, "*.folded")),
+             [Json] = filelib:wildcard(filename:join(Out, "*.speedscope.json")),
+             {ok, F} = file:read_file(Folded),
+             {ok, J} = file:read_file(Json),
+             Lines = binary:split(F, <<"\n">>, [global, trim]),
+             BusyRoot = list_to_binary(pid_to_list(Busy)),
+             IdleRoot = list_to_binary(pid_to_list(Idle)),
+             %% The busy process comes first: its lines, then everyone else's.
+             ?assertMatch(<<BusyRoot:(byte_size(BusyRoot))/binary, _/binary>>, hd(Lines)),
+             {match, [First]} = re:run(J, "\"profiles\":\\[\\s*\\{\"type\":\"[a-z]+\",\"name\":\"([^\"]*)\"",
+                                       [{capture, all_but_first, binary}]),
+             %% JSON spells < and > \u003c and \u003e.
+             Inner = binary:part(BusyRoot, 1, byte_size(BusyRoot) - 2),
+             Escaped = <<"\\u003c", Inner/binary, "\\u003e">>,
+             ?assertMatch(<<Escaped:(byte_size(Escaped))/binary, _/binary>>, First),
+             Waits = [L || L <- Lines, binary:match(L, <<";WAIT ">>) =/= nomatch],
+             IdleWaits = [L || L <- Waits, binary:match(L, <<IdleRoot/binary, ";">>) =/= nomatch],
+             case Show of
+                 false ->
+                     ?assertEqual([], Waits);
+                 true ->
+                     ?assertMatch([_ | _], IdleWaits)
+             end
+         end || Show <- [false, true]]
+    after
+        exit(Busy, kill),
+        Idle ! stop,
+        bs_test_lib:rm_rf(Dir)
+    end,
+    bs_test_lib:assert_clean().

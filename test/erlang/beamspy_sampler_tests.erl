@@ -1,5 +1,5 @@
 %%% beamspy_sampler: statistical sampling of stacks (`record --mode
-%%% sample'). A busy process is seen in its function, an idle one in SLEEP;
+%%% sample'). A busy process is seen in its function, an idle one in WAIT;
 %%% a gen_server busy decoding is seen decoding, not in its loop, and an
 %%% idle one waiting; deep stacks are complete or marked truncated; the raw
 %%% stacks spell and add up; no system flag changes; tracing is switched
@@ -14,7 +14,7 @@
 sampler_test_() ->
     {foreach, fun() -> {module, ?WL} = code:ensure_loaded(?WL) end, fun(_) -> ok end,
      [{"a busy process is sampled in its recursive function", {timeout, 60, fun busy/0}},
-      {"an idle process's samples end in SLEEP", {timeout, 60, fun idle/0}},
+      {"an idle process's samples end in WAIT", {timeout, 60, fun idle/0}},
       {"targets => all: the stacks spell and add up", {timeout, 60, fun all_parses/0}},
       {"roots are labelled like beamspy_session:labels/1", {timeout, 60, fun labels/0}},
       {"backtrace_depth is left alone", {timeout, 60, fun depth_on_stop/0}},
@@ -58,7 +58,7 @@ busy() ->
                                 lists:member(<<"bs_stuck_wl:busy_sum/1">>, Frames)]),
         ?assert(InSum * 2 > Samples),
         %% Runnable but not running at a sample's time (two cores, shared)
-        %% counts as SLEEP, as in traced mode; running is the clear majority.
+        %% counts as RUNNABLE, as in traced mode; running is the clear majority.
         #{method := run_states, counts := #{running := Running}} = Result,
         ?assert(Running * 2 > Samples)
     after
@@ -74,7 +74,7 @@ idle() ->
         {ok, #{stacks := Stacks, samples := Samples, rounds := Rounds, processes := 1}} =
             beamspy_sampler:stop(S),
         ?assertEqual(Samples, Rounds),
-        ?assertEqual([{[label(Idle), <<"bs_stuck_wl:idle/0">>, <<"SLEEP">>], Samples}],
+        ?assertEqual([{[label(Idle), <<"bs_stuck_wl:idle/0">>, <<"WAIT">>], Samples}],
                      parse(Stacks))
     after
         ?WL:stop(Idle)
@@ -175,7 +175,7 @@ max_duration() ->
         {ok, #{rounds := Rounds}} = beamspy_sampler:info(S),
         ?assert(Rounds > 0),
         {ok, #{stacks := Stacks, rounds := Rounds, samples := Samples}} = beamspy_sampler:stop(S),
-        ?assertEqual([{[label(Idle), <<"bs_stuck_wl:idle/0">>, <<"SLEEP">>], Samples}],
+        ?assertEqual([{[label(Idle), <<"bs_stuck_wl:idle/0">>, <<"WAIT">>], Samples}],
                      parse(Stacks))
     after
         ?WL:stop(Idle),
@@ -313,7 +313,7 @@ idle_server() ->
         #{waiting := Waiting} = Counts,
         ?assert(Waiting * 4 > Samples * 3),
         Lines = parse(Stacks),
-        ?assertEqual(Waiting, lists:sum([C || {F, C} <- Lines, lists:last(F) =:= <<"SLEEP">>])),
+        ?assertEqual(Waiting, lists:sum([C || {F, C} <- Lines, bs_test_lib:sched_out(lists:last(F))])),
         ?assertEqual([], [F || {F, _} <- Lines, lists:last(F) =:= <<"gen_server:loop/7">>]),
         [?assert(lists:member(<<"gen_server:loop/7">>, F)) || {F, _} <- Lines]
     after
@@ -343,7 +343,7 @@ too_deep() ->
         {ok, #{stacks := Stacks, samples := Samples, counts := #{truncated := Samples}}} =
             beamspy_sampler:stop(S),
         [{[_Root, <<"[truncated]">> | Frames], _}] = parse(Stacks),
-        ?assertEqual(1001, length(Frames)) % 1000 frames and SLEEP
+        ?assertEqual(1001, length(Frames)) % 1000 frames and WAIT
     after
         exit(Deep, kill)
     end.
@@ -396,7 +396,7 @@ sample_server(Server, Ms) ->
     {ok, #{stacks := Stacks, method := run_states, counts := #{running := Running, asked := Asked}} = R} =
         beamspy_sampler:stop(S),
     check_result(R),
-    Leaves = [{lists:last(F), C} || {F, C} <- parse(Stacks), lists:last(F) =/= <<"SLEEP">>],
+    Leaves = [{lists:last(F), C} || {F, C} <- parse(Stacks), not bs_test_lib:sched_out(lists:last(F))],
     ?assertEqual(Running + Asked, lists:sum([C || {_, C} <- Leaves])),
     {Running, Leaves}.
 

@@ -1,5 +1,6 @@
 %%% Ground truth for time: the root's total against the wall time of the
-%%% call, SLEEP against timer:sleep/1, and GC leaves (dirty schedulers).
+%%% call, WAIT against timer:sleep/1 and a blocking receive, RUNNABLE (not
+%%% WAIT) under a CPU-bound loop, and GC leaves (dirty schedulers).
 -module(beamspy_time_tests).
 
 -include_lib("eunit/include/eunit.hrl").
@@ -16,8 +17,10 @@ setup() ->
 time_test_() ->
     {setup, fun setup/0, fun(_) -> ok end,
      [{"root total within 10% of the call's wall time", {timeout, 120, fun wall_time/0}},
-      {"timer:sleep(50) shows ~50 ms of SLEEP under timer:sleep/1", {timeout, 60, fun sleep_50/0}},
-      {"sleep => false: no SLEEP node, sleep time not charged", {timeout, 60, fun sleep_off/0}},
+      {"timer:sleep(50) shows ~50 ms of WAIT under timer:sleep/1", {timeout, 60, fun sleep_50/0}},
+      {"blocked 300 ms in a receive: its time is WAIT, hardly any RUNNABLE", {timeout, 60, fun blocked_300/0}},
+      {"a CPU-bound loop: descheduled time is RUNNABLE, no WAIT", {timeout, 120, fun cpu_loop/0}},
+      {"sleep => false: no SLEEP/WAIT/RUNNABLE node, sleep time not charged", {timeout, 60, fun sleep_off/0}},
       {"gc => true: GC leaves of large heaps (dirty schedulers)", {timeout, 120, fun gc_on/0}},
       {"gc => false (default): no GC node", {timeout, 120, fun gc_off/0}}]}.
 
@@ -46,19 +49,49 @@ sleep_50() ->
     {{napped, ok}, P} = profile_ok({bs_wl, nap, [50]}, #{}),
     Nodes = own_tree(P),
     M = node_map(Nodes),
-    Sleeps = [{path(M, Id), S} || {Id, _, <<"SLEEP">>, S, _, _} <- Nodes],
-    Under = [S || {[<<"bs_wl:nap/1">>, <<"timer:sleep/1">>, <<"SLEEP">>], S} <- Sleeps],
+    Sleeps = [{path(M, Id), S} || {Id, _, <<"WAIT">>, S, _, _} <- Nodes],
+    Under = [S || {[<<"bs_wl:nap/1">>, <<"timer:sleep/1">>, <<"WAIT">>], S} <- Sleeps],
     ?assertMatch([_], Under),
     Slept = lists:sum(Under),
-    ?debugFmt("SLEEP under timer:sleep/1: ~.1f ms", [Slept / ?MS]),
+    ?debugFmt("WAIT under timer:sleep/1: ~.1f ms", [Slept / ?MS]),
     ?assert(Slept >= 45 * ?MS),
     ?assert(Slept =< 150 * ?MS),
-    ?assert(frame_calls(Nodes, <<"SLEEP">>) >= 1),
+    ?assert(frame_calls(Nodes, <<"WAIT">>) >= 1),
+    ?assertEqual([], nodes_of(Nodes, <<"SLEEP">>)),
+    assert_clean().
+
+%% Woken by a message after 300 ms: the wait is WAIT under the function
+%% that waited; time runnable (woken, not yet running) is µs, not ms.
+blocked_300() ->
+    {{blocked, woken}, P} = profile_ok({bs_wl, blocked, [300]}, #{children => false}),
+    Nodes = own_tree(P),
+    M = node_map(Nodes),
+    Waits = [S || {Id, _, <<"WAIT">>, S, _, _} <- Nodes, path(M, Id) =:= [<<"bs_wl:blocked/1">>, <<"WAIT">>]],
+    Waited = lists:sum(Waits),
+    Runnable = lists:sum([S || {_, _, <<"RUNNABLE">>, S, _, _} <- Nodes]),
+    ?debugFmt("blocked: WAIT ~.1f ms, RUNNABLE ~.3f ms", [Waited / ?MS, Runnable / ?MS]),
+    ?assert(Waited >= 290 * ?MS),
+    ?assert(Runnable * 10 < Waited),
+    assert_clean().
+
+%% A loop that never receives is preempted many times (tracing makes it
+%% use up its reductions): every descheduled interval is RUNNABLE.
+cpu_loop() ->
+    {{loop, _}, P} = profile_ok({bs_wl, loop, [100000]}, #{}),
+    Nodes = own_tree(P),
+    [{0, undefined, _, _, Total, _} | _] = Nodes,
+    Wait = lists:sum([S || {_, _, <<"WAIT">>, S, _, _} <- Nodes]),
+    Runnable = lists:sum([S || {_, _, <<"RUNNABLE">>, S, _, _} <- Nodes]),
+    ?debugFmt("loop: total ~.1f ms, RUNNABLE ~.1f ms, WAIT ~.3f ms",
+              [Total / ?MS, Runnable / ?MS, Wait / ?MS]),
+    ?assert(frame_calls(Nodes, <<"RUNNABLE">>) >= 1),
+    ?assert(Wait * 100 =< Total),
+    ?assertEqual([], nodes_of(Nodes, <<"SLEEP">>)),
     assert_clean().
 
 sleep_off() ->
     {{napped, ok}, P} = profile_ok({bs_wl, nap, [50]}, #{sleep => false}),
-    [?assertEqual([], nodes_of(N, <<"SLEEP">>)) || {_, N} <- processes(P)],
+    [?assertEqual([], nodes_of(N, F)) || {_, N} <- processes(P), F <- [<<"SLEEP">>, <<"WAIT">>, <<"RUNNABLE">>]],
     Nodes = own_tree(P),
     ?assertEqual(1, frame_calls(Nodes, <<"timer:sleep/1">>)),
     [{0, undefined, _, _, RootTotal, _} | _] = Nodes,

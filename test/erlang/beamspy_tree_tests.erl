@@ -45,7 +45,7 @@ fib_depths() ->
     [Top] = [Id || {Id, _, ?FIB, _, _, 1} <- Nodes, path(M, Id) =:= [?FIB]],
     ?assertEqual(0, element(2, maps:get(Top, M))),
     %% Nothing but fib (and SLEEP leaves) in the caller's tree.
-    ?assertEqual([], [F || {_, _, F, _, _, _} <- tl(Nodes), F =/= ?FIB, F =/= <<"SLEEP">>]),
+    ?assertEqual([], [F || {_, _, F, _, _, _} <- tl(Nodes), F =/= ?FIB, not bs_test_lib:sched_out(F)]),
     assert_clean().
 
 fib_fun_args() ->
@@ -93,13 +93,13 @@ tail_loop() ->
     #{truncated := false, dropped := 0} = Big,
     S = own_tree(Small),
     B = own_tree(Big),
-    NoSleep = fun(Paths) -> [Pa || Pa <- Paths, lists:last(Pa) =/= <<"SLEEP">>] end,
+    NoSleep = fun(Paths) -> [Pa || Pa <- Paths, not bs_test_lib:sched_out(lists:last(Pa))] end,
     Expected = [[<<"bs_wl:loop/1">>],
                 [<<"bs_wl:loop/1">>, Loop2],
                 [<<"bs_wl:loop/1">>, Loop2, Step]],
     ?assertEqual(Expected, NoSleep(frame_paths(S))),
     ?assertEqual(Expected, NoSleep(frame_paths(B))),
-    ?assert(max_depth(B) =< 4), % loop/1 ; loop/2 ; step/1 ; SLEEP
+    ?assert(max_depth(B) =< 4), % loop/1 ; loop/2 ; step/1 ; RUNNABLE
     ?assertEqual(1, length(nodes_of(B, Loop2))),
     ?assertEqual(1, length(nodes_of(B, Step))),
     ?assertEqual(1000001, frame_calls(B, Loop2)),
@@ -111,7 +111,7 @@ caught_exception() ->
     {{top, {post, {caught, {boom, leaf}}}}, P} = profile_ok({bs_wl, top, [raise]}, #{}),
     Nodes = own_tree(P),
     M = node_map(Nodes),
-    Paths = [path(M, Id) || {Id, _, F, _, _, _} <- tl(Nodes), F =/= <<"SLEEP">>],
+    Paths = [path(M, Id) || {Id, _, F, _, _, _} <- tl(Nodes), not bs_test_lib:sched_out(F)],
     Top = <<"bs_wl:top/1">>,
     Mid = <<"bs_wl:mid/1">>,
     Leaf = <<"bs_wl:leaf/1">>,
@@ -128,7 +128,7 @@ no_exception() ->
     {{top, {post, {mid, ok}}}, P} = profile_ok({bs_wl, top, [ok]}, #{}),
     Nodes = own_tree(P),
     M = node_map(Nodes),
-    Paths = lists:usort([path(M, Id) || {Id, _, F, _, _, _} <- tl(Nodes), F =/= <<"SLEEP">>]),
+    Paths = lists:usort([path(M, Id) || {Id, _, F, _, _, _} <- tl(Nodes), not bs_test_lib:sched_out(F)]),
     ?assertEqual([[<<"bs_wl:top/1">>],
                   [<<"bs_wl:top/1">>, <<"bs_wl:mid/1">>],
                   [<<"bs_wl:top/1">>, <<"bs_wl:mid/1">>, <<"bs_wl:leaf/1">>],
@@ -140,7 +140,7 @@ catcher() ->
     Nodes = own_tree(P),
     M = node_map(Nodes),
     C = <<"bs_wl:catcher/1">>,
-    Paths = [path(M, Id) || {Id, _, F, _, _, _} <- tl(Nodes), F =/= <<"SLEEP">>],
+    Paths = [path(M, Id) || {Id, _, F, _, _, _} <- tl(Nodes), not bs_test_lib:sched_out(F)],
     ?assert(lists:member([C, <<"bs_wl:top_uncaught/1">>, <<"bs_wl:mid/1">>, <<"bs_wl:leaf/1">>], Paths)),
     %% fib(3) makes 5 calls, all below catcher/1, none below the unwound frames.
     FibPaths = [Pa || Pa <- Paths, lists:last(Pa) =:= ?FIB],
@@ -153,7 +153,7 @@ bif_catch() ->
     Nodes = own_tree(P),
     M = node_map(Nodes),
     B = <<"bs_wl:bif_catch/1">>,
-    Paths = [path(M, Id) || {Id, _, F, _, _, _} <- tl(Nodes), F =/= <<"SLEEP">>],
+    Paths = [path(M, Id) || {Id, _, F, _, _, _} <- tl(Nodes), not bs_test_lib:sched_out(F)],
     assert_bif_frame([B], {erlang, error, 1}, Paths),
     ?assertEqual([[B, <<"bs_wl:post/1">>]], [Pa || Pa <- Paths, lists:last(Pa) =:= <<"bs_wl:post/1">>]),
     assert_clean().

@@ -4,7 +4,7 @@
 
 -include_lib("eunit/include/eunit.hrl").
 
--export([profile/2, profile_ok/2, processes/1, tree_of/2, own_tree/1, other_trees/1,
+-export([sched_out/1, profile/2, profile_ok/2, processes/1, tree_of/2, own_tree/1, other_trees/1,
          node_map/1, frame_calls/2, nodes_of/2, depth_counts/2, max_depth/1, path/2,
          depth/2, frame_paths/1, check_tree/1, check_profile/1, assert_clean/1,
          assert_clean/0, assert_node_clean/0, node_dirt/0, wait_no_session/0, tmp_dir/0, rm_rf/1,
@@ -48,6 +48,9 @@ is_prefix(Prefix, Bin) ->
         (byte_size(Bin) =:= byte_size(Prefix) orelse binary:at(Bin, byte_size(Prefix)) =:= $\s).
 
 node_map(Nodes) -> maps:from_list([{Id, N} || {Id, _, _, _, _, _} = N <- Nodes]).
+
+%% Whether a frame is scheduled-out time (SLEEP, WAIT or RUNNABLE).
+sched_out(F) -> lists:member(F, [<<"SLEEP">>, <<"WAIT">>, <<"RUNNABLE">>]).
 
 nodes_of(Nodes, Frame) -> [N || {_, _, F, _, _, _} = N <- Nodes, F =:= Frame].
 

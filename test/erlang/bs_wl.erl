@@ -4,7 +4,7 @@
 %%% call never returns and turn it into a tail call).
 -module(bs_wl).
 
--export([fib/1, fib_calls_per_depth/1, timed_fib/1, loop/1, nap/1, deep/1,
+-export([fib/1, fib_calls_per_depth/1, timed_fib/1, loop/1, nap/1, blocked/1, deep/1,
          mem_hog/2, spawn_waiters/2, stop_waiters/1, par_fib/2, spawn_fib/2,
          top/1, top_uncaught/1, reraise/3, big_heap/1, sleeper/2, side_effect/1,
          fib_then_spawn/2, spawn_idle/1, grandchild/1,
@@ -53,6 +53,13 @@ step(Acc) -> Acc + 1.
 nap(Ms) ->
     R = timer:sleep(Ms),
     {napped, R}.
+
+%% Blocks in a receive until a message sent Ms later by another process.
+blocked(Ms) ->
+    Self = self(),
+    _ = spawn(fun() -> timer:sleep(Ms), Self ! wake end),
+    R = receive wake -> woken end,
+    {blocked, R}.
 
 %% Body recursion N deep: one distinct tree node per level.
 deep(0) -> 0;

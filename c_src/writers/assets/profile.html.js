@@ -44,6 +44,8 @@
   FRAMES.push('[more callers]');
   const NF = FRAMES.length;
   const SLEEP = D.sleepFrame, GC = D.gcFrame;
+  // Scheduled out: SLEEP (reason unknown), WAIT (in a receive), RUNNABLE.
+  const SCHED_OUT = new Set([SLEEP, D.waitFrame, D.runnableFrame].filter(f => f !== undefined));
 
   // Frames that are the root of a process (pids) or pseudo roots: they are
   // not functions, so the table and the sandwich leave them out.
@@ -85,6 +87,9 @@
     return { n, parent, frame, self: p.self, calls: p.calls, rootFrame, synthetic: p.syntheticRoot,
       label, totalTime: sum };
   });
+  // Whole-VM views order processes by running time (busiest first): their
+  // root frames keep that order, ahead of every name-sorted frame.
+  if (D.orderedByCpu) PROCS.forEach((p, i) => { if (p.n && !p.synthetic) RANK[p.frame[0]] = i - PROCS.length; });
 
   // ---- Trees --------------------------------------------------------------
 
@@ -144,7 +149,7 @@
       this.calls[map[0]] += p.calls[0];
       for (let i = 1; i < p.n; i++) {
         const up = map[p.parent[i]], f = p.frame[i];
-        if (up < 0 || (hideSleep && f === SLEEP)) { map[i] = -1; continue; }
+        if (up < 0 || (hideSleep && SCHED_OUT.has(f))) { map[i] = -1; continue; }
         const id = this.child(up, f);
         map[i] = id;
         this.self[id] += p.self[i];
@@ -362,7 +367,7 @@
     if (c) return c;
     const name = FRAMES[f], h = hash(name);
     const v1 = (h & 0xff) / 255, v2 = ((h >>> 8) & 0xff) / 255, v3 = ((h >>> 16) & 0xff) / 255;
-    if (f === SLEEP) c = 'rgb(176,196,222)';
+    if (SCHED_OUT.has(f)) c = f === D.runnableFrame ? 'rgb(222,196,176)' : 'rgb(176,196,222)';
     else if (f === GC) c = 'rgb(102,205,170)';
     else if (isRootFrame[f]) c = 'rgb(200,200,200)';
     else if (/^\[.*\]$/.test(name)) c = `rgb(${40 + (v1 * 30) | 0},${160 + (v2 * 40) | 0},${170 + (v3 * 40) | 0})`;
@@ -661,7 +666,7 @@
       onclick: () => { const r = ui.transformSelected.getBoundingClientRect(); openMenu(state.selectedNode, r.left, r.bottom); } });
     const toolbar = el('div', { class: 'toolbar' },
       el('label', null, document.createTextNode('Process '), ui.process),
-      el('label', null, ui.hideSleep, document.createTextNode(' hide SLEEP')),
+      el('label', null, ui.hideSleep, document.createTextNode(' hide SLEEP/WAIT/RUNNABLE')),
       el('span', { class: 'searchbox' }, ui.search,
         el('label', { title: 'ignore case' }, ui.ignoreCase, document.createTextNode(' ignore case')), ui.matched),
       ui.reset,
@@ -1097,7 +1102,7 @@
       matchedPct: state.matchedPct,
       matchedText: ui.matched.textContent,
       hideSleep: state.hideSleep,
-      sleepFramesDrawn: count(main, SLEEP),
+      sleepFramesDrawn: [...SCHED_OUT].reduce((n, f) => n + count(main, f), 0),
       rootTotal: view.total[0],
       sandwich: state.sandwich >= 0 ? { name: FRAMES[state.sandwich], callers: callers.names(), callees: callees.names() } : null,
       transforms: state.transforms.map((tr, k) => ({ kind: tr.kind, label: TF.label(tr, FRAMES, true),
