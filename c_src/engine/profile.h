@@ -81,6 +81,7 @@ typedef struct bs_profile {
     uint64_t duration_ns;
     int has_timeline;               /* spans were recorded */
     int timeline_truncated;         /* some calls are not in the timeline */
+    bs_compensation compensation;   /* whether tracer cost was subtracted, and how much */
 } bs_profile;
 
 /* Turns a recording key into text; returns the length written (< cap) or -1. */
@@ -90,7 +91,8 @@ int bs_profile_init(bs_profile *p);
 void bs_profile_free(bs_profile *p);
 
 /* Adds a recorded process as a new tree whose root frame is label. Pseudo keys
- * become SLEEP and GC; other keys are named by namer. Returns 0 or -1. */
+ * become SLEEP and GC; other keys are named by namer. Its compensation
+ * bookkeeping is added to the profile's. Returns 0 or -1. */
 int bs_profile_add_proc(bs_profile *p, const bs_proc *proc, const char *label, bs_key_namer namer, void *ctx);
 
 /* Interns a frame name (made safe for every format as the recorder's are);
