@@ -234,6 +234,7 @@ apply(Target, Opts) ->
     case run(Target, Opts, #{}) of
         {ok, Outcome, #{files := Files, errors := Errors} = Reply, Settings} ->
             beamspy_report:written(Files, Settings),
+            beamspy_report:times(Reply, Settings),
             beamspy_report:errors(Errors),
             beamspy_report:limit(Reply, maps:merge(report_options(Reply), Settings)),
             _ = [beamspy_open:files(Files) || maps:get(open, Settings)],

@@ -213,7 +213,7 @@ slot_name(I) ->
 excluded_modules() ->
     [beamspy, beamspy_session, beamspy_tracer, beamspy_opts, beamspy_backend, beamspy_capture,
      beamspy_agent, beamspy_dump, beamspy_sampler, beamspy_top, beamspy_runner, beamspy_procs,
-     beamspy_watchdog, 'Elixir.BeamSpy'].
+     beamspy_watchdog, beamspy_calibrate, 'Elixir.BeamSpy'].
 
 %%% ---------------------------------------------------------------------
 %%% The owner: setting up
@@ -302,7 +302,10 @@ close(Backend) ->
     beamspy_watchdog:disarm(beamspy_watchdog:current()).
 
 new_session(Opts) ->
-    NifOpts = (maps:get(nif, Opts))#{exclude => excluded_modules(), owner => self()},
+    NifOpts0 = (maps:get(nif, Opts))#{exclude => excluded_modules(), owner => self()},
+    %% The tracer's cost per event, measured here once per VM (it never
+    %% runs in the caller's process).
+    NifOpts = beamspy_calibrate:nif_option(NifOpts0),
     with_telemetry(beamspy_tracer:session_new(NifOpts), NifOpts).
 
 %% @doc Spans with the stacks: attaches the handlers that feed Session

@@ -25,7 +25,7 @@
 #define BS_BSPY_NODE_BYTES 24u   /* parent u32, frame u32, self u64, calls u64 */
 #define BS_BSPY_SPAN_BYTES 20u   /* node u32, start u64, end u64 */
 #define BS_BSPY_COMP_KIND_BYTES 12u /* per event kind: ns u32, events u64 */
-#define BS_BSPY_COMP_FIXED 16u  /* state u32, subtracted_ns u64, kinds u32 */
+#define BS_BSPY_COMP_FIXED 32u  /* state u32, subtracted, base, scaled ns u64, kinds u32 */
 #define BS_BSPY_COMP_MAX_KINDS 64u
 #define BS_BSPY_TREE_FIXED 28u   /* flags u32, events u64, dropped u64, n_nodes u32, n_spans u32 */
 

@@ -8,8 +8,10 @@
  * calibrated on the machine (src/beamspy_calibrate.erl) and subtracted:
  *  - from the interval that ends at the event (the one running while its
  *    callback was entered), by the event's kind;
- *  - never below zero: an interval shorter than the cost becomes 0, and only
- *    what was really taken is counted as subtracted;
+ *  - never below zero: an interval shorter than the cost becomes 0, and the
+ *    rest is owed by the frame and taken from its next intervals (so a
+ *    frame's time is never below zero either); only what was really taken
+ *    is counted as subtracted;
  *  - on a per-process compensated clock (raw time minus what was taken so
  *    far), which the timeline uses, so spans stay nested and never negative.
  *    Processes' clocks drift apart by what each lost; their timelines are
@@ -45,33 +47,67 @@ typedef enum bs_comp_state {
 
 typedef struct bs_compensation {
     bs_comp_state state;
-    uint32_t ns[BS_EVENT_KINDS];     /* cost per event used */
-    uint64_t events[BS_EVENT_KINDS]; /* events whose cost was subtracted (or would be) */
+    uint32_t ns[BS_EVENT_KINDS];     /* calibrated cost per event */
+    uint64_t events[BS_EVENT_KINDS]; /* events whose cost was subtracted */
     uint64_t subtracted_ns;          /* time taken from charged intervals */
+    uint64_t base_ns, scaled_ns;     /* costs of those events as calibrated, and
+                                        scaled by the load factor (below) */
 } bs_compensation;
 
-/* Per-process bookkeeping while recording. */
+/* Per-process bookkeeping while recording.
+ *
+ * Load factor: on a machine busy with other work the OS takes the CPU from
+ * the VM's threads now and then, and a process's wall time grows with its
+ * CPU time by that factor, the tracer's share included. The calibrated
+ * costs are CPU costs (measured in stretches nothing interrupted), so the
+ * NIF measures the factor while recording (wall over thread CPU time of
+ * stretches where the process kept running, nif/load_factor.c) and the
+ * cost subtracted is scaled by it. */
 typedef struct bs_comp_clock {
     const bs_comp_costs *costs; /* NULL: raw times */
+    uint32_t scale_milli;       /* load factor x 1000; 0 means 1000 */
     uint64_t shift_ns;          /* raw minus compensated clock */
     uint64_t events[BS_EVENT_KINDS];
     uint64_t subtracted_ns;     /* of it, what was taken from charged time */
+    uint64_t base_ns, scaled_ns;
 } bs_comp_clock;
 
 /* The part of an interval of dt ns ending in an event of kind that is kept;
  * advances the clock by what was taken. charged: the interval is charged to
- * a frame (counted in subtracted_ns). */
-static inline uint64_t bs_comp_take(bs_comp_clock *c, bs_event_kind kind, uint64_t dt, int charged)
+ * a frame (counted in subtracted_ns). *short_by: the part of the cost the
+ * interval was too short to give (the frame owes it, see bs_comp_pay). */
+static inline uint64_t bs_comp_take(bs_comp_clock *c, bs_event_kind kind, uint64_t dt, int charged,
+                                    uint64_t *short_by)
 {
+    *short_by = 0;
     if (!c->costs || kind >= BS_EVENT_KINDS)
         return dt;
-    uint64_t cost = c->costs->ns[kind];
+    uint64_t base = c->costs->ns[kind];
+    uint64_t cost = c->scale_milli > 1000 ? base * c->scale_milli / 1000 : base;
     uint64_t take = cost < dt ? cost : dt;
     c->events[kind]++;
+    c->base_ns += base;
+    c->scaled_ns += cost;
     c->shift_ns += take;
     if (charged)
         c->subtracted_ns += take;
+    *short_by = cost - take;
     return dt - take;
+}
+
+/* A frame pays what it owes from a later interval of its own: *owed and
+ * *kept shrink by the same amount, the clock advances by it. The cost of an
+ * event does not always fit in the interval it ends (the OS took the CPU in
+ * another interval of the same frame, or the calibrated split between the
+ * intervals around an event is not this one's), so the frame's time as a
+ * whole, never below zero, is what the cost is taken from. */
+static inline void bs_comp_pay(bs_comp_clock *c, uint64_t *owed, uint64_t *kept)
+{
+    uint64_t pay = *owed < *kept ? *owed : *kept;
+    *owed -= pay;
+    *kept -= pay;
+    c->shift_ns += pay;
+    c->subtracted_ns += pay;
 }
 
 /* Adds a process's bookkeeping to a profile's. */

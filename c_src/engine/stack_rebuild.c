@@ -77,7 +77,8 @@ static int charge(bs_proc *p, uint64_t t, bs_event_kind kind)
         bs_key k = bs_key_pseudo(is_gc ? BS_PSEUDO_GC : BS_PSEUDO_SLEEP);
         into = bs_call_tree_child(&p->tree, p->current, &k);
         if (into == BS_NO_NODE) {
-            (void)bs_comp_take(&p->comp, kind, dt, 0);
+            uint64_t short_by;
+            (void)bs_comp_take(&p->comp, kind, dt, 0, &short_by);
             return drop(p);
         }
         break;
@@ -85,9 +86,15 @@ static int charge(bs_proc *p, uint64_t t, bs_event_kind kind)
     case BS_EXITED:
         return 0;
     }
-    uint64_t kept = bs_comp_take(&p->comp, kind, dt, into != BS_NO_NODE);
-    if (into != BS_NO_NODE)
-        p->tree.nodes[into].self_ns += kept;
+    uint64_t short_by;
+    uint64_t kept = bs_comp_take(&p->comp, kind, dt, into != BS_NO_NODE, &short_by);
+    if (into != BS_NO_NODE) {
+        bs_tree_node *n = &p->tree.nodes[into];
+        n->owed_ns += short_by;
+        if (n->owed_ns && kept)
+            bs_comp_pay(&p->comp, &n->owed_ns, &kept);
+        n->self_ns += kept;
+    }
     return 0;
 }
 

@@ -315,7 +315,8 @@ static ERL_NIF_TERM session_pids(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
     return list;
 }
 
-/* session_info(Session) -> #{recording, memory, memory_peak, truncated, processes} */
+/* session_info(Session) -> #{recording, memory, memory_peak, truncated,
+ * processes, events}, and once stopped compensation (profile_export.h) */
 static ERL_NIF_TERM session_info(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
     (void)argc;
@@ -335,6 +336,13 @@ static ERL_NIF_TERM session_info(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
                            enif_make_uint64(env, events)};
     ERL_NIF_TERM map;
     enif_make_map_from_arrays(env, keys, vals, sizeof keys / sizeof keys[0], &map);
+    if (!atomic_load(&s->recording)) {
+        /* Stopped: wait for a callback still leaving a record (a limit stops
+         * without waiting), then the counters are final. */
+        bs_session_stop(s, BS_STOP_NONE, 1);
+        (void)enif_make_map_put(env, map, enif_make_atom(env, "compensation"),
+                                bs_session_compensation_term(env, s), &map);
+    }
     return map;
 }
 

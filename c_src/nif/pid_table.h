@@ -27,6 +27,11 @@ typedef struct bs_traced_proc {
     uint32_t uncounted;   /* events not yet added to the session's count */
     bs_proc proc;         /* the recording (in capture mode: of the running capture) */
     int span_seen;        /* a span event of this process was seen (spans-only sessions) */
+    /* OS load factor (load_factor.c): the open stretch and the sums so far */
+    uint32_t load_count;
+    int load_marked;
+    uint64_t load_wall_ns, load_cpu_ns;
+    uint64_t load_sum_wall_ns, load_sum_cpu_ns;
     /* capture mode only */
     _Atomic int capturing;     /* a captured call is running in this process */
     uint32_t capture_depth;    /* nested calls of the captured function */

@@ -169,3 +169,19 @@ ERL_NIF_TERM bs_profile_to_term(ErlNifEnv *env, const bs_session *s, const bs_pr
         return enif_make_tuple2(env, a->error, a->badarg);
     return map;
 }
+
+ERL_NIF_TERM bs_session_compensation_term(ErlNifEnv *env, bs_session *s)
+{
+    bs_compensation c = {.state = s->comp_state};
+    if (s->comp_state == BS_COMP_APPLIED)
+        memcpy(c.ns, s->comp_costs.ns, sizeof c.ns);
+    for (uint32_t i = 0; i < s->pids.cap; i++) {
+        const bs_traced_proc *r = atomic_load(&s->pids.slots[i].record);
+        if (!r)
+            continue;
+        bs_compensation_add(&c, &r->proc.comp);
+        for (const bs_capture *k = r->captures; k; k = k->next)
+            bs_compensation_add(&c, &k->proc.comp);
+    }
+    return compensation_term(env, &c);
+}

@@ -144,6 +144,9 @@ bs_traced_proc *bs_session_proc(ErlNifEnv *env, bs_session *s, uint64_t pid, uin
             r->pid = pid;
             r->uncounted = 0;
             r->span_seen = 0;
+            r->load_count = 0;
+            r->load_marked = 0;
+            r->load_sum_wall_ns = r->load_sum_cpu_ns = 0;
             r->proc.skip_root = s->spans_only ? 1 : 0;
             atomic_init(&r->busy, 0);
             atomic_init(&r->capturing, 0);

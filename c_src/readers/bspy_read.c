@@ -238,6 +238,7 @@ static int read_compensation(bspy_in *in)
     bs_compensation *c = &in->p->compensation;
     uint32_t state, kinds;
     if (get_u32(in, &state, "compensation state") < 0 || get_u64(in, &c->subtracted_ns, "subtracted_ns") < 0 ||
+        get_u64(in, &c->base_ns, "base_ns") < 0 || get_u64(in, &c->scaled_ns, "scaled_ns") < 0 ||
         get_u32(in, &kinds, "event kinds") < 0)
         return -1;
     if (state != BS_COMP_RAW && state != BS_COMP_APPLIED)

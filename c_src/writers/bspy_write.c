@@ -103,6 +103,8 @@ static void write_compensation(bspy_out *o, const bs_profile *p)
     put_section(o, BS_BSPY_TAG_COMP, BS_BSPY_COMP_FIXED + (uint64_t)BS_EVENT_KINDS * BS_BSPY_COMP_KIND_BYTES);
     put_u32(o, (uint32_t)c->state);
     put_u64(o, c->subtracted_ns);
+    put_u64(o, c->base_ns);
+    put_u64(o, c->scaled_ns);
     put_u32(o, BS_EVENT_KINDS);
     for (int k = 0; k < BS_EVENT_KINDS; k++) {
         put_u32(o, c->ns[k]);
