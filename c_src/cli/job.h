@@ -36,7 +36,7 @@ typedef struct bs_job_spec {
     unsigned long long duration_ms;
     unsigned long long max_events;    /* 0: no limit */
     unsigned long long max_memory, max_processes; /* 0: the node's defaults */
-    int children, gc, no_sleep, elixir;
+    int children, gc, no_sleep, no_compensate, elixir;
     long long timeline;               /* -1: default */
     unsigned lease_ms;                /* 0: default (5 s) */
     unsigned limit;                   /* top: processes listed */
@@ -73,6 +73,7 @@ enum {
     BS_OPT_MAX_PROCESSES,
     BS_OPT_GC,
     BS_OPT_NO_SLEEP,
+    BS_OPT_NO_COMPENSATE,
     BS_OPT_TIMELINE,
     BS_OPT_ELIXIR,
     BS_OPT_FLAMECHART,
@@ -91,6 +92,7 @@ enum {
     {"max-processes", required_argument, NULL, BS_OPT_MAX_PROCESSES},    \
     {"gc", no_argument, NULL, BS_OPT_GC},                                \
     {"no-sleep", no_argument, NULL, BS_OPT_NO_SLEEP},                    \
+    {"no-compensate", no_argument, NULL, BS_OPT_NO_COMPENSATE},          \
     {"timeline", required_argument, NULL, BS_OPT_TIMELINE},              \
     {"elixir", no_argument, NULL, BS_OPT_ELIXIR},                        \
     {"flamechart", no_argument, NULL, BS_OPT_FLAMECHART},                \
