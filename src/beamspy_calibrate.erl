@@ -18,8 +18,8 @@
 %%% <li>a tail-recursive loop: one `call' event per iteration;</li>
 %%% <li>a loop calling a leaf function: two `call' events and one
 %%%   `return_to' per iteration;</li>
-%%% <li>a ping-pong with a helper process: one `out' and one `in' per round
-%%%   trip.</li>
+%%% <li>a loop of `erlang:yield/0': one `out' and one `in' per iteration
+%%%   (as a BIF that traps, say `erlang:md5/1' on a large binary, makes).</li>
 %%% </ul>
 %%% Each runs in short batches, 15 times after a warm-up round, and the
 %%% costs come from the median batches (the machine may be busy with other
@@ -40,7 +40,7 @@
 -define(ROUNDS, 15).
 -define(TAIL_ITERATIONS, 600).
 -define(BODY_ITERATIONS, 300).
--define(ROUND_TRIPS, 40).
+-define(YIELDS, 40).
 %% A calibration that has not finished by then (a node starving the
 %% calibrating process) gives up: the recording keeps raw times and says so.
 -define(TIMEOUT_MS, 5000).
@@ -145,15 +145,12 @@ calibrate(Timeline) ->
         {error, _} = Error ->
             Error;
         Session ->
-            Echo = spawn_link(fun echo/0),
             Backend = open(Session),
             try
-                Rounds = [one_round(Backend, Echo) || _ <- lists:seq(0, ?ROUNDS)],
+                Rounds = [one_round(Backend) || _ <- lists:seq(0, ?ROUNDS)],
                 {ok, estimate(tl(Rounds))}
             after
-                close(Backend),
-                unlink(Echo),
-                exit(Echo, kill)
+                close(Backend)
             end
     end.
 
@@ -196,14 +193,14 @@ flags(false) -> [all].
 %% One round: each workload untraced, then traced, in short batches (a
 %% fraction of a millisecond) so that many run without the OS taking the
 %% CPU away in the middle.
-one_round(Backend, Echo) ->
+one_round(Backend) ->
     Tail0 = time(fun() -> tail(?TAIL_ITERATIONS) end),
     Body0 = time(fun() -> body(?BODY_ITERATIONS, 0) end),
-    Ping0 = time(fun() -> ping(Echo, ?ROUND_TRIPS) end),
+    Ping0 = time(fun() -> yields(?YIELDS) end),
     ok = trace_self(Backend, true),
     Tail1 = time(fun() -> tail(?TAIL_ITERATIONS) end),
     Body1 = time(fun() -> body(?BODY_ITERATIONS, 0) end),
-    Ping1 = time(fun() -> ping(Echo, ?ROUND_TRIPS) end),
+    Ping1 = time(fun() -> yields(?YIELDS) end),
     ok = trace_self(Backend, false),
     {{Tail0, Tail1}, {Body0, Body1}, {Ping0, Ping1}}.
 
@@ -213,7 +210,7 @@ one_round(Backend, Echo) ->
 %% now (caches shared with other work included); the OS's interruptions
 %% are the load factor's business (c_src/nif/load_factor.c). Per event:
 %% tail(N) makes N + 1 calls and one return; body(N) 2N + 1 calls and N + 1
-%% returns; a round trip one out and one in.
+%% returns; a yield one out and one in.
 estimate(Rounds) ->
     {Tails, Bodies, Pings} = lists:unzip3(Rounds),
     Extra = fun(Pairs) ->
@@ -222,7 +219,7 @@ estimate(Rounds) ->
             end,
     Call = Extra(Tails) / (?TAIL_ITERATIONS + 2),
     Return = max(0.0, (Extra(Bodies) - (2 * ?BODY_ITERATIONS + 1) * Call) / (?BODY_ITERATIONS + 1)),
-    Sched = Extra(Pings) / (2 * ?ROUND_TRIPS),
+    Sched = Extra(Pings) / (2 * ?YIELDS),
     #{call => round(Call), return => round(Return), sched => round(Sched), gc => 0}.
 
 median(Xs) ->
@@ -233,11 +230,8 @@ time(Fun) ->
     _ = Fun(),
     erlang:monotonic_time(nanosecond) - T0.
 
-ping(_, 0) ->
+yields(0) ->
     ok;
-ping(Echo, N) ->
-    Echo ! {self(), N},
-    receive N -> ping(Echo, N - 1) end.
-
-echo() ->
-    receive {From, N} -> From ! N, echo() end.
+yields(N) ->
+    erlang:yield(),
+    yields(N - 1).

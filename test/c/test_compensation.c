@@ -17,7 +17,8 @@
 #include "writers/writers.h"
 #include "test_util.h"
 
-static const bs_key TOP = KEY(M_M, F_TOP, 0), A = KEY(M_M, F_A, 0);
+static const bs_key TOP = KEY(M_M, F_TOP, 0), A = KEY(M_M, F_A, 0), B = KEY(M_M, F_B, 0),
+                    LOOP = KEY(M_M, F_LOOP, 2), SMALL = KEY(M_M, F_F, 1), BIF = KEY(M_ERLANG, F_PHASH2, 1);
 
 static const bs_comp_costs COSTS = {{100, 50, 200, 0}};
 
@@ -186,6 +187,62 @@ static void test_random_streams_timeline_consistent(void **state)
     free(ev);
 }
 
+/* Inclusive time of node n: its self time and its descendants'. */
+static uint64_t inclusive(const bs_proc *p, uint32_t n)
+{
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < p->tree.n_nodes; i++)
+        for (uint32_t k = i; k != BS_NO_NODE; k = k ? p->tree.nodes[k].parent : BS_NO_NODE)
+            if (k == n) {
+                sum += p->tree.nodes[i].self_ns;
+                break;
+            }
+    return sum;
+}
+
+/* The two-function case of issue 14 as the tracer sees it: 20,000 calls of
+ * a 1 µs function against one 25 ms BIF, each event costing 500 ns (half
+ * before its clock reading, half after). Untraced the ratio is 0.84; raw it
+ * is 2.08; compensated it must come within 20% of the truth. */
+static void two_function_ratio(const bs_comp_costs *costs, double *ratio)
+{
+    const uint64_t half = 250, work = 1000, loop_work = 50;
+    bs_proc p;
+    new_proc(&p, 0, costs);
+    uint64_t t = 0;
+    assert_int_equal(bs_proc_call(&p, &TOP, BS_CALLER_ROOT, NULL, t), 0);
+    assert_int_equal(bs_proc_call(&p, &A, BS_CALLER_FRAME, &TOP, t += 2 * half), 0);
+    assert_int_equal(bs_proc_call(&p, &LOOP, BS_CALLER_FRAME, &A, t += 2 * half), 0);
+    for (int i = 0; i < 20000; i++) {
+        assert_int_equal(bs_proc_call(&p, &SMALL, BS_CALLER_FRAME, &LOOP, t += half + loop_work / 2 + half), 0);
+        assert_int_equal(bs_proc_return_to(&p, &LOOP, t += half + work + half), 0);
+        assert_int_equal(bs_proc_call(&p, &LOOP, BS_CALLER_FRAME, &A, t += half + loop_work / 2 + half), 0);
+    }
+    assert_int_equal(bs_proc_return_to(&p, &A, t += 2 * half), 0);
+    assert_int_equal(bs_proc_return_to(&p, &TOP, t += 2 * half), 0);
+    assert_int_equal(bs_proc_call(&p, &B, BS_CALLER_FRAME, &TOP, t += 2 * half), 0);
+    assert_int_equal(bs_proc_call(&p, &BIF, BS_CALLER_FRAME, &B, t += 2 * half), 0);
+    assert_int_equal(bs_proc_return_to(&p, &B, t += half + 25000000 + half), 0);
+    assert_int_equal(bs_proc_return_to(&p, &TOP, t += 2 * half), 0);
+    bs_proc_flush(&p, t);
+    uint32_t top = child(&p, 0, &TOP);
+    *ratio = (double)inclusive(&p, child(&p, top, &A)) / (double)inclusive(&p, child(&p, top, &B));
+    bs_proc_free(&p);
+}
+
+static void test_two_function_ratio_toward_truth(void **state)
+{
+    (void)state;
+    static const bs_comp_costs costs = {{500, 500, 500, 0}};
+    const double truth = 20000.0 * (1000 + 50) / 25000000.0;
+    double raw, comp;
+    two_function_ratio(NULL, &raw);
+    two_function_ratio(&costs, &comp);
+    assert_true(raw > 2.0 * truth);
+    assert_true(comp < raw);
+    assert_true(comp >= 0.8 * truth && comp <= 1.2 * truth);
+}
+
 static void test_text(void **state)
 {
     (void)state;
@@ -253,6 +310,7 @@ int main(void)
         cmocka_unit_test(test_load_factor_scales_costs),
         cmocka_unit_test(test_raw_is_untouched),
         cmocka_unit_test(test_random_streams_timeline_consistent),
+        cmocka_unit_test(test_two_function_ratio_toward_truth),
         cmocka_unit_test(test_text),
         cmocka_unit_test(test_bspy_keeps_compensation),
     };
