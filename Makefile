@@ -249,6 +249,7 @@ bench: deps
 	@bench/run.sh
 	@bench/render/run.sh
 	@bench/dist/run.sh
+	@bench/fidelity/run.sh
 
 # Dialyzer over the Erlang modules (not yet part of make test: it still
 # reports warnings, see test/erlang/dialyzer.sh).

@@ -211,7 +211,7 @@ int bs_cli_write_outputs(const char *const *outputs, int n, int forced_format, c
 {
     int rc = BS_EXIT_OK;
     const char **written = open ? calloc((size_t)n + 1, sizeof *written) : NULL;
-    int n_written = 0, n_ok = 0;
+    int n_written = 0, n_ok = 0, headerless = 0;
     for (int i = 0; i < n; i++) {
         char *path = insert ? path_with(outputs[i], insert) : strdup(outputs[i]);
         if (!path) {
@@ -222,6 +222,7 @@ int bs_cli_write_outputs(const char *const *outputs, int n, int forced_format, c
         errno = 0;
         if (bs_write_file(path, f, p, o) == 0) {
             n_ok++;
+            headerless |= f == BS_FORMAT_FOLDED || f == BS_FORMAT_PERF;
             if (announce)
                 fprintf(stderr, "beamspy: wrote %s\n", path);
             if (written) {
@@ -234,9 +235,10 @@ int bs_cli_write_outputs(const char *const *outputs, int n, int forced_format, c
         }
         free(path);
     }
-    /* Folded stacks and perf scripts have no header to say it in. */
+    /* Folded stacks and perf scripts have no header to say what their times
+     * are: stderr says it (and after the files announced, whatever they are). */
     char times[256];
-    if (announce && n_ok && bs_compensation_text(&p->compensation, times, sizeof times))
+    if ((announce ? n_ok : headerless) && bs_compensation_text(&p->compensation, times, sizeof times))
         fprintf(stderr, "beamspy: %s\n", times);
     if (open) {
         if (written)
