@@ -11,7 +11,7 @@
 %%% (c_src/engine/compensation.h).
 %%%
 %%% How it is measured: a short-lived process of its own (never the user's)
-%%% runs two loops of this module untraced and then traced by a NIF session
+%%% runs three loops of this module untraced and then traced by a NIF session
 %%% of the same kind as the recording (same tracer, same flags, timeline on
 %%% or off), and compares:
 %%% <ul>
@@ -21,6 +21,7 @@
 %%% <li>a loop of `erlang:yield/0': one `out' and one `in' per iteration
 %%%   (as a BIF that traps, say `erlang:md5/1' on a large binary, makes).</li>
 %%% </ul>
+%%% Garbage collection events are not compensated (cost 0).
 %%% Each runs in short batches, 15 times after a warm-up round, and the
 %%% costs come from the median batches (the machine may be busy with other
 %%% work: most short batches still run uninterrupted).
@@ -59,7 +60,10 @@ nif_option(#{compensate := true} = NifOpts) ->
     Timeline = maps:get(timeline, NifOpts, 0) > 0,
     case costs(Timeline) of
         {ok, Costs} -> NifOpts#{compensate => Costs};
-        {error, _} -> NifOpts#{compensate => false}
+        {error, Why} ->
+            io:format(standard_error, "beamspy: measuring the tracer's cost failed (~tp): times are raw "
+                      "traced times~n", [Why]),
+            NifOpts#{compensate => false}
     end;
 nif_option(NifOpts) ->
     NifOpts.
