@@ -249,6 +249,7 @@ bench: deps
 	@bench/run.sh
 	@bench/render/run.sh
 	@bench/dist/run.sh
+	@bench/fidelity/run.sh
 
 # Dialyzer over the Erlang modules alone (make test runs it in the erlang
 # layer; see test/erlang/dialyzer.sh).

@@ -71,6 +71,10 @@ defmodule BeamSpy do
       by running time and leaves their `WAIT` time out of the outputs (their
       notes say how much); `true` keeps it. Default `false`.
     * `:gc` — charge garbage collections to a `GC` leaf. Default `false`.
+    * `:compensate` — subtract the tracer's own cost per traced event
+      (calibrated once per VM, in a process of its own) from traced times,
+      never below zero; every output says what its times are. `false` gives
+      raw traced times. Default `true`.
     * `:max_memory` — bytes the recording may use; past it, recording stops
       and the profile is marked truncated. Default 256 MiB.
     * `:max_processes` — processes recorded at most. Default 10000.
@@ -124,6 +128,7 @@ defmodule BeamSpy do
           | {:children, boolean()}
           | {:sleep, boolean()}
           | {:gc, boolean()}
+          | {:compensate, boolean()}
           | {:max_memory, pos_integer()}
           | {:max_processes, pos_integer()}
           | {:names, :elixir | :erlang}

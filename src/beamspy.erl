@@ -44,6 +44,16 @@
 %%%   processes by running time and leaves their `WAIT' time out of the
 %%%   outputs, whose notes say how much was left out; `true' keeps it.
 %%%   Default `false'.</li>
+%%% <li>`compensate' — subtract the tracer's own cost from traced times:
+%%%   each traced event (call, return, reschedule) costs the traced process
+%%%   a few hundred ns, which would otherwise be charged to the frames it
+%%%   lands in and make often-called functions look slow. The cost per event
+%%%   is calibrated once per VM in a process of its own (a few tens of ms,
+%%%   see `beamspy_calibrate') and subtracted from the interval each event
+%%%   ends, never below zero. Every output says what its times are
+%%%   (compensated, by how much, or raw); `profile/2''s profile and
+%%%   `stop/2''s reply hold it under `compensation'. Times shown are traced
+%%%   times either way. `false' gives raw traced times. Default `true'.</li>
 %%% <li>`max_memory' — bytes the recording may use; when reached, recording
 %%%   stops and the profile is marked truncated. Default 256 MiB.</li>
 %%% <li>`max_processes' — processes recorded at most. Default 10000.</li>
@@ -213,7 +223,8 @@
                      events := non_neg_integer(),
                      dropped := non_neg_integer(),
                      memory_peak := non_neg_integer(),
-                     duration_ns := non_neg_integer()}.
+                     duration_ns := non_neg_integer(),
+                     compensation => map()}.
 -type tree_node() :: {Id :: non_neg_integer(), Parent :: non_neg_integer() | undefined,
                       Frame :: binary(), SelfNs :: non_neg_integer(),
                       TotalNs :: non_neg_integer(), Calls :: non_neg_integer()}.
@@ -252,6 +263,7 @@ apply(Target, Opts) ->
     case run(Target, Opts, #{}) of
         {ok, Outcome, #{files := Files, errors := Errors} = Reply, Settings} ->
             beamspy_report:written(Files, Settings),
+            beamspy_report:times(Reply, Settings),
             beamspy_report:errors(Errors),
             beamspy_report:limit(Reply, maps:merge(report_options(Reply), Settings)),
             _ = [beamspy_open:files(Files) || maps:get(open, Settings)],

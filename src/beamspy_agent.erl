@@ -473,7 +473,7 @@ registered_name(Text) ->
 
 %% Options of beamspy:start/2 and capture_async/3 the tool may pass on.
 session_opts(Opts) ->
-    maps:with([children, sleep, gc, max_memory, max_processes, max_events, max_duration,
+    maps:with([children, sleep, gc, compensate, max_memory, max_processes, max_events, max_duration,
                names, timeline, pids], Opts).
 
 progress(#{job := Job, t0 := T0, state := State} = S) ->

@@ -130,8 +130,9 @@ conflicts(Opts) ->
     end.
 
 init_locked(Parent, Caller, Ref, MFA, N, Opts) ->
-    NifOpts = (maps:get(nif, Opts))#{exclude => beamspy_session:excluded_modules(),
-                                      owner => self(), capture => MFA, captures => N},
+    NifOpts0 = (maps:get(nif, Opts))#{exclude => beamspy_session:excluded_modules(),
+                                       owner => self(), capture => MFA, captures => N},
+    NifOpts = beamspy_calibrate:nif_option(NifOpts0),
     case beamspy_session:with_telemetry(beamspy_tracer:session_new(NifOpts), NifOpts) of
         {error, _} = Error ->
             Parent ! {Ref, Error};

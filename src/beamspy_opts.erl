@@ -19,6 +19,7 @@
                      children := boolean(),
                      sleep := boolean(),
                      gc := boolean(),
+                     compensate := boolean(),
                      max_memory := pos_integer(),
                      max_processes := pos_integer(),
                      max_events := infinity | pos_integer(),
@@ -91,6 +92,7 @@ option_table() ->
      {children, api, #{apply => true, live => false}, "also trace the processes a target spawns"},
      {sleep, api, #{apply => true}, "charge scheduled-out time to a WAIT or RUNNABLE leaf"},
      {gc, api, #{apply => false}, "charge garbage collection to a GC leaf"},
+     {compensate, api, #{apply => true}, "subtract the tracer's calibrated cost per event from traced times"},
      {max_memory, api, #{apply => 256 * 1024 * 1024}, "bytes the recording may use"},
      {max_processes, api, #{apply => 10000}, "processes recorded at most"},
      {max_events, api, #{apply => infinity}, "events recorded at most"},
@@ -284,7 +286,7 @@ check({output, V}, Acc) -> Acc#{output => output_option(V, ?EXTENSIONS)};
 check({formats, V}, Acc) -> Acc#{formats => formats_option(V, ?FORMATS)};
 %% capture/3's merge takes both (per call and merged) besides true and false.
 check({merge, both}, Acc) -> Acc#{merge => both};
-check({K, V}, Acc) when K =:= children; K =:= sleep; K =:= gc; K =:= quiet; K =:= open;
+check({K, V}, Acc) when K =:= children; K =:= sleep; K =:= gc; K =:= compensate; K =:= quiet; K =:= open;
                         K =:= inverted; K =:= flamechart; K =:= drop_sleep; K =:= merge; K =:= show_idle;
                         K =:= collapse_recursion ->
     case is_boolean(V) of
@@ -503,7 +505,8 @@ nif_options(Opts, Outputs) ->
                  infinity -> 0;
                  E -> E
              end,
-    (maps:with([max_memory, max_processes, sleep, gc, ignore, telemetry, telemetry_metadata, max_spans], Opts))#{timeline => Timeline,
+    (maps:with([max_memory, max_processes, sleep, gc, compensate, ignore, telemetry, telemetry_metadata, max_spans],
+               Opts))#{timeline => Timeline,
                                                                max_events => Events,
                                                                halt_hook => maps:get(until_halt, Opts, false)}.
 

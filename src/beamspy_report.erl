@@ -9,7 +9,7 @@
 %%% (which only silences the list of files written).
 -module(beamspy_report).
 
--export([sequence_caps/2, written/2, errors/1, limit/2, limit_text/2, recording/4]).
+-export([sequence_caps/2, written/2, times/2, errors/1, limit/2, limit_text/2, recording/4]).
 
 %% @doc What a stopped recording reports about itself, in the shape
 %% {@link limit_text/2} reads (and {@link beamspy:stop/2} returns): the
@@ -21,12 +21,22 @@ recording(Session, RecordedMs, Opts, Write) ->
     #{truncated => maps:get(truncated, Nif), events => maps:get(events, Nif),
       memory_peak => maps:get(memory_peak, Nif), processes => maps:get(processes, Nif),
       recorded_ms => RecordedMs, limits => maps:get(limits, Opts, #{}),
-      names => maps:get(names, Write, erlang)}.
+      names => maps:get(names, Write, erlang),
+      compensation => maps:get(compensation, Nif, undefined)}.
 
 %% @doc Prints `beamspy: wrote Path' for each file, unless `quiet'.
 -spec written([string()], #{quiet := boolean(), _ => _}) -> ok.
 written(Files, #{quiet := Quiet}) ->
     _ = [io:format("beamspy: wrote ~ts~n", [F]) || not Quiet, F <- Files],
+    ok.
+
+%% @doc Prints what the times in the files written are (compensated for the
+%% tracer's overhead and by how much, or raw), unless `quiet' or nothing
+%% was written: folded stacks have no header to say it in.
+-spec times(map(), #{quiet := boolean(), _ => _}) -> ok.
+times(#{files := [_ | _], compensation := #{text := Text}}, #{quiet := false}) when Text =/= <<>> ->
+    io:format("beamspy: ~ts~n", [Text]);
+times(_, _) ->
     ok.
 
 %% @doc Prints each file that could not be written, with the reason.

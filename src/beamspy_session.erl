@@ -51,6 +51,8 @@
 -define(SLOTS, 64).
 %% until_halt: how often the labels of the halt plan are refreshed.
 -define(HALT_REFRESH_MS, 1000).
+%% The longest a calibration takes (beamspy_calibrate gives up after 5 s).
+-define(CALIBRATION_MS, 6000).
 %% How long a failed start waits for the watchdog to have cleaned up.
 -define(WATCHDOG_WAIT_MS, 30000).
 
@@ -103,6 +105,16 @@ await_start(Owner, Mon, Ref, Watchdog, {Deadline, Bound}) ->
     receive
         {Ref, {watchdog, W}} ->
             await_start(Owner, Mon, Ref, W, {Deadline, Bound});
+        {Ref, Calibration} when Calibration =:= calibrating; Calibration =:= calibrated ->
+            %% The first recording on a VM measures the tracer's cost
+            %% (beamspy_calibrate, which gives up after ?CALIBRATION_MS): not
+            %% part of the bound on setting up, which starts again after it.
+            Restarted = case {Bound, Calibration} of
+                            {infinity, _} -> infinity;
+                            {Ms, calibrating} -> erlang:monotonic_time(millisecond) + Ms + ?CALIBRATION_MS;
+                            {Ms, calibrated} -> erlang:monotonic_time(millisecond) + Ms
+                        end,
+            await_start(Owner, Mon, Ref, Watchdog, {Restarted, Bound});
         {Ref, {ok, Reply}} ->
             erlang:demonitor(Mon, [flush]),
             {ok, Owner, Reply};
@@ -209,7 +221,7 @@ slot_name(I) ->
 excluded_modules() ->
     [beamspy, beamspy_session, beamspy_tracer, beamspy_opts, beamspy_backend, beamspy_capture,
      beamspy_agent, beamspy_dump, beamspy_sampler, beamspy_top, beamspy_runner, beamspy_procs,
-     beamspy_watchdog, 'Elixir.BeamSpy'].
+     beamspy_watchdog, beamspy_calibrate, 'Elixir.BeamSpy'].
 
 %%% ---------------------------------------------------------------------
 %%% The owner: setting up
@@ -236,13 +248,19 @@ init(Parent, Ref, Caller, #{kind := Kind} = Opts) ->
             %% needs the watchdog to know when the node is clean again.
             Watchdog = beamspy_watchdog:start(),
             Parent ! {Ref, {watchdog, Watchdog}},
+            %% The tracer's cost per event, measured here once per VM (it
+            %% never runs in the caller's process); the caller's bound on
+            %% setting up starts again after it.
+            Parent ! {Ref, calibrating},
+            Opts1 = Opts#{nif => beamspy_calibrate:nif_option(maps:get(nif, Opts))},
+            Parent ! {Ref, calibrated},
             %% Setting up (at high priority) reads the process table and
             %% visits each target: at normal priority, a node full of runnable
             %% processes could starve it for good (erlang:processes/0 then
             %% never returned on OTP 25). Normal again once set up.
             case Kind of
-                apply -> init_apply(Parent, Ref, Caller, Opts#{watchdog => Watchdog});
-                live -> init_live(Parent, Ref, Caller, Opts#{watchdog => Watchdog}, BackendKind)
+                apply -> init_apply(Parent, Ref, Caller, Opts1#{watchdog => Watchdog});
+                live -> init_live(Parent, Ref, Caller, Opts1#{watchdog => Watchdog}, BackendKind)
             end;
         {error, _} = Error ->
             Parent ! {Ref, Error}

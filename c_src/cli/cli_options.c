@@ -211,7 +211,7 @@ int bs_cli_write_outputs(const char *const *outputs, int n, int forced_format, c
 {
     int rc = BS_EXIT_OK;
     const char **written = open ? calloc((size_t)n + 1, sizeof *written) : NULL;
-    int n_written = 0;
+    int n_written = 0, n_ok = 0, headerless = 0;
     for (int i = 0; i < n; i++) {
         char *path = insert ? path_with(outputs[i], insert) : strdup(outputs[i]);
         if (!path) {
@@ -221,6 +221,8 @@ int bs_cli_write_outputs(const char *const *outputs, int n, int forced_format, c
         bs_format f = forced_format != BS_FORMAT_UNKNOWN ? (bs_format)forced_format : bs_format_from_path(outputs[i]);
         errno = 0;
         if (bs_write_file(path, f, p, o) == 0) {
+            n_ok++;
+            headerless |= f == BS_FORMAT_FOLDED || f == BS_FORMAT_PERF;
             if (announce)
                 fprintf(stderr, "beamspy: wrote %s\n", path);
             if (written) {
@@ -233,6 +235,11 @@ int bs_cli_write_outputs(const char *const *outputs, int n, int forced_format, c
         }
         free(path);
     }
+    /* Folded stacks and perf scripts have no header to say what their times
+     * are: stderr says it (and after the files announced, whatever they are). */
+    char times[256];
+    if ((announce ? n_ok : headerless) && bs_compensation_text(&p->compensation, times, sizeof times))
+        fprintf(stderr, "beamspy: %s\n", times);
     if (open) {
         if (written)
             bs_cli_open_page(written, n_written);

@@ -226,8 +226,9 @@ static void remove_unpacked(const char *dir)
 static void runner_options(const bs_job_spec *a, char *buf, size_t size)
 {
     size_t n = 0;
-    n += (size_t)snprintf(buf + n, size - n, "#{gc => %s, sleep => %s, names => %s", a->gc ? "true" : "false",
-                          a->no_sleep ? "false" : "true", a->elixir > 0 ? "elixir" : "erlang");
+    n += (size_t)snprintf(buf + n, size - n, "#{gc => %s, sleep => %s, compensate => %s, names => %s",
+                          a->gc ? "true" : "false", a->no_sleep ? "false" : "true",
+                          a->no_compensate ? "false" : "true", a->elixir > 0 ? "elixir" : "erlang");
     if (a->duration_ms)
         n += (size_t)snprintf(buf + n, size - n, ", max_duration => %llu", a->duration_ms);
     else

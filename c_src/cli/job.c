@@ -49,6 +49,9 @@ int bs_job_option(const char *cmd, int code, const char *arg, bs_job_spec *s, bs
     case BS_OPT_SHOW_IDLE:
         s->show_idle = 1;
         return 0;
+    case BS_OPT_NO_COMPENSATE:
+        s->no_compensate = 1;
+        return 0;
     case BS_OPT_TIMELINE:
         if (bs_parse_count(arg, &v) < 0 || v > 100000000)
             return bs_cli_usage_error(cmd, "bad --timeline '%s' (0 to 100000000 calls)", arg);
@@ -106,6 +109,8 @@ void bs_job_options_usage(FILE *out)
           "  --no-sleep          trace: leave out time spent scheduled out (WAIT, RUNNABLE)\n"
           "  --show-idle         whole-VM views (--all, run): keep the time processes\n"
           "                      spent waiting for a message (WAIT), left out by default\n"
+          "  --no-compensate     trace: raw traced times (by default the tracer's own\n"
+          "                      cost per event, calibrated on the node, is subtracted)\n"
           "  --timeline N        trace: calls kept in time order for flame charts,\n"
           "                      Chrome trace and speedscope (default 1000000; 0: none)\n"
           "  --max-events N      trace: stop after N events (default: no limit)\n"
@@ -276,6 +281,7 @@ static int encode_options(const bs_job_spec *s, const bs_delivery *d, ei_x_buff 
         rc |= put_bool(&body, &n, "children", s->children);
         rc |= put_bool(&body, &n, "gc", s->gc);
         rc |= put_bool(&body, &n, "sleep", !s->no_sleep);
+        rc |= put_bool(&body, &n, "compensate", !s->no_compensate);
         rc |= put_atom(&body, &n, "names", s->elixir > 0 ? "elixir" : "erlang");
         if (s->timeline == 0)
             rc |= put_atom(&body, &n, "timeline", "false");

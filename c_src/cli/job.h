@@ -36,7 +36,7 @@ typedef struct bs_job_spec {
     unsigned long long duration_ms;
     unsigned long long max_events;    /* 0: no limit */
     unsigned long long max_memory, max_processes; /* 0: the node's defaults */
-    int children, gc, no_sleep;
+    int children, gc, no_sleep, no_compensate;
     int elixir;                       /* 1 Elixir names, 0 Erlang's, -1 (default) as
                                        * the node runs (bs_remote_choose_names) */
     int show_idle;                    /* whole-VM views: keep WAIT frames */
@@ -76,6 +76,7 @@ enum {
     BS_OPT_MAX_PROCESSES,
     BS_OPT_GC,
     BS_OPT_NO_SLEEP,
+    BS_OPT_NO_COMPENSATE,
     BS_OPT_TIMELINE,
     BS_OPT_ELIXIR,
     BS_OPT_ERLANG,
@@ -96,6 +97,7 @@ enum {
     {"max-processes", required_argument, NULL, BS_OPT_MAX_PROCESSES},    \
     {"gc", no_argument, NULL, BS_OPT_GC},                                \
     {"no-sleep", no_argument, NULL, BS_OPT_NO_SLEEP},                    \
+    {"no-compensate", no_argument, NULL, BS_OPT_NO_COMPENSATE},          \
     {"timeline", required_argument, NULL, BS_OPT_TIMELINE},              \
     {"elixir", no_argument, NULL, BS_OPT_ELIXIR},                        \
     {"erlang", no_argument, NULL, BS_OPT_ERLANG},                        \

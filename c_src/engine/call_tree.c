@@ -106,6 +106,7 @@ uint32_t bs_call_tree_child(bs_call_tree *t, uint32_t parent, const bs_key *key)
     node->depth = t->nodes[parent].depth + 1;
     node->self_ns = 0;
     node->calls = 0;
+    node->owed_ns = 0;
     t->slots[s] = n;
     return n;
 }

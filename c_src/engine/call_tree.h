@@ -22,6 +22,7 @@ typedef struct bs_tree_node {
     uint32_t depth;
     uint64_t self_ns;
     uint64_t calls;
+    uint64_t owed_ns;  /* tracer cost not yet taken from self_ns (compensation.h) */
 } bs_tree_node;
 
 typedef struct bs_call_tree {

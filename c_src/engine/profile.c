@@ -200,6 +200,7 @@ static int add_proc_nodes(bs_profile *p, const bs_proc *proc, uint32_t root, con
         return -1;
     t->events = proc->events;
     t->dropped = proc->dropped;
+    bs_compensation_add(&p->compensation, &proc->comp);
     char name[1024];
     for (uint32_t i = 0; i < src->n_nodes; i++) {
         const bs_tree_node *s = &src->nodes[i];
@@ -366,6 +367,7 @@ int bs_profile_clone(const bs_profile *src, bs_profile *dst)
     dst->has_timeline = src->has_timeline;
     dst->timeline_truncated = src->timeline_truncated;
     dst->ordered_by_cpu = src->ordered_by_cpu;
+    dst->compensation = src->compensation;
     for (uint32_t ti = 0; ti < src->n_trees; ti++) {
         const bs_ptree *s = &src->trees[ti];
         bs_ptree *d = new_tree(dst, s->n_nodes);
@@ -461,6 +463,7 @@ int bs_profile_add_under(bs_profile *dst, const bs_profile *src, const char *roo
     if (!first)
         dst->has_timeline = dst->has_timeline && src->has_timeline;
     dst->timeline_truncated |= src->timeline_truncated;
+    bs_compensation_merge(&dst->compensation, &src->compensation);
     if (src->truncated[0])
         bs_profile_set_truncated(dst, src->truncated);
     uint64_t end = (uint64_t)offset_ns + src->duration_ns;

@@ -85,6 +85,7 @@ typedef struct bs_profile {
     int timeline_truncated;         /* some calls are not in the timeline */
     int ordered_by_cpu;             /* trees are by running time (filter order_by_cpu):
                                        writers keep that order for processes */
+    bs_compensation compensation;   /* whether tracer cost was subtracted, and how much */
 } bs_profile;
 
 /* Turns a recording key into text; returns the length written (< cap) or -1. */
@@ -100,7 +101,8 @@ static inline int bs_profile_is_sched_out(const bs_profile *p, uint32_t frame)
 void bs_profile_free(bs_profile *p);
 
 /* Adds a recorded process as a new tree whose root frame is label. Pseudo keys
- * become SLEEP, WAIT, RUNNABLE and GC; other keys are named by namer. Returns 0 or -1. */
+ * become SLEEP, WAIT, RUNNABLE and GC; other keys are named by namer. Its
+ * compensation bookkeeping is added to the profile's. Returns 0 or -1. */
 int bs_profile_add_proc(bs_profile *p, const bs_proc *proc, const char *label, bs_key_namer namer, void *ctx);
 
 /* Interns a frame name (made safe for every format as the recorder's are);

@@ -36,8 +36,9 @@ void bs_proc_free(bs_proc *p)
  * under it while scheduled out or collecting). */
 static void timeline_to(bs_proc *p, uint32_t node, uint64_t t)
 {
+    (void)t; /* every caller charged up to t first: last_ns is max(t, earlier) */
     if (p->timeline.quota)
-        bs_timeline_move(&p->timeline, &p->tree, node, t);
+        bs_timeline_move(&p->timeline, &p->tree, node, bs_proc_clock(p));
 }
 
 static void set_current(bs_proc *p, uint32_t node, uint64_t t)
@@ -88,37 +89,50 @@ static void settle_wake(bs_proc *p, int waited)
         tl->spans[p->woke_span].node = n;
 }
 
-/* Charge the interval [last_ns, t) to whatever ran during it. Clock readings
- * from different threads may be a few ns out of order: never charge a
- * negative interval. */
-static int charge(bs_proc *p, uint64_t t)
+/* Charge the interval [last_ns, t) to whatever ran during it, less the
+ * tracer's cost of the event of kind that ends it (compensation.h). Clock
+ * readings from different threads may be a few ns out of order: never
+ * charge a negative interval. */
+static int charge(bs_proc *p, uint64_t t, bs_event_kind kind)
 {
     if (p->woke)
         settle_wake(p, 0);
     uint64_t dt = t > p->last_ns ? t - p->last_ns : 0;
     if (t > p->last_ns)
         p->last_ns = t;
+    uint32_t into = BS_NO_NODE;
     switch (p->state) {
     case BS_RUNNING:
         if (p->current || !p->skip_root)
-            p->tree.nodes[p->current].self_ns += dt;
-        return 0;
+            into = p->current;
+        break;
     case BS_SCHEDULED_OUT:
     case BS_IN_GC: {
         int is_gc = p->state == BS_IN_GC;
         if (is_gc ? !p->charge_gc : !p->charge_sleep)
-            return 0;
+            break;
         bs_key k = bs_key_pseudo(is_gc ? BS_PSEUDO_GC : out_leaf(p));
-        uint32_t n = bs_call_tree_child(&p->tree, p->current, &k);
-        if (n == BS_NO_NODE)
+        into = bs_call_tree_child(&p->tree, p->current, &k);
+        if (into == BS_NO_NODE) {
+            uint64_t short_by;
+            (void)bs_comp_take(&p->comp, kind, dt, 0, &short_by);
             return drop(p);
-        p->tree.nodes[n].self_ns += dt;
-        if (!is_gc)
-            p->woke_ns += dt;
-        return 0;
+        }
+        break;
     }
     case BS_EXITED:
         return 0;
+    }
+    uint64_t short_by;
+    uint64_t kept = bs_comp_take(&p->comp, kind, dt, into != BS_NO_NODE, &short_by);
+    if (into != BS_NO_NODE) {
+        bs_tree_node *n = &p->tree.nodes[into];
+        n->owed_ns += short_by;
+        if (n->owed_ns && kept)
+            bs_comp_pay(&p->comp, &n->owed_ns, &kept);
+        n->self_ns += kept;
+        if (p->state == BS_SCHEDULED_OUT)
+            p->woke_ns += kept; /* what settle_wake may move to RUNNABLE */
     }
     return 0;
 }
@@ -166,7 +180,7 @@ int bs_proc_call(bs_proc *p, const bs_key *callee, bs_caller_kind kind, const bs
     p->events++;
     if (p->state == BS_EXITED)
         return 0;
-    if (charge(p, t) < 0)
+    if (charge(p, t, BS_EVENT_CALL) < 0)
         return -1;
     uint32_t at = p->current;
     if (kind == BS_CALLER_ROOT) {
@@ -206,7 +220,7 @@ int bs_proc_return_to(bs_proc *p, const bs_key *to, uint64_t t)
     p->events++;
     if (p->state == BS_EXITED)
         return 0;
-    if (charge(p, t) < 0)
+    if (charge(p, t, BS_EVENT_RETURN) < 0)
         return -1;
     if (!to) {
         set_current(p, cut_to(p, 0), t);
@@ -240,7 +254,7 @@ int bs_proc_return_from(bs_proc *p, const bs_key *from, uint64_t t)
     p->events++;
     if (p->state == BS_EXITED)
         return 0;
-    if (charge(p, t) < 0)
+    if (charge(p, t, BS_EVENT_RETURN) < 0)
         return -1;
     uint32_t at = find_up(p, p->current, from);
     set_current(p, cut_to(p, at == BS_NO_NODE ? 0 : p->tree.nodes[at].parent), t);
@@ -252,7 +266,7 @@ int bs_proc_sched_out(bs_proc *p, uint64_t t)
     p->events++;
     if (p->state != BS_RUNNING)
         return 0;
-    if (charge(p, t) < 0)
+    if (charge(p, t, BS_EVENT_SCHED) < 0)
         return -1;
     p->state = BS_SCHEDULED_OUT;
     p->woke_node = 0;
@@ -265,7 +279,7 @@ int bs_proc_sched_in(bs_proc *p, uint64_t t)
     p->events++;
     if (p->state != BS_SCHEDULED_OUT)
         return 0;
-    int rc = charge(p, t);
+    int rc = charge(p, t, BS_EVENT_SCHED);
     p->state = BS_RUNNING;
     timeline_to(p, p->current, t);
     p->woke = p->split_waits && p->charge_sleep && p->woke_node;
@@ -291,7 +305,7 @@ int bs_proc_gc_start(bs_proc *p, uint64_t t)
     p->events++;
     if (p->state == BS_EXITED || p->state == BS_IN_GC)
         return 0;
-    if (charge(p, t) < 0)
+    if (charge(p, t, BS_EVENT_GC) < 0)
         return -1;
     p->state_before_gc = p->state;
     p->state = BS_IN_GC;
@@ -303,7 +317,7 @@ int bs_proc_gc_end(bs_proc *p, uint64_t t)
     p->events++;
     if (p->state != BS_IN_GC)
         return 0;
-    int rc = charge(p, t);
+    int rc = charge(p, t, BS_EVENT_GC);
     p->state = p->state_before_gc;
     if (p->state == BS_RUNNING)
         timeline_to(p, p->current, t);
@@ -326,7 +340,7 @@ void bs_proc_exit(bs_proc *p, uint64_t t)
         return;
     if (p->woke) /* scheduled in only to exit: an exit signal ended its wait */
         settle_wake(p, 1);
-    (void)charge(p, t);
+    (void)charge(p, t, BS_EVENT_SCHED);
     p->state = BS_EXITED;
     forget_spans(p, &p->span_counts.died);
     set_current(p, 0, t);
@@ -335,13 +349,13 @@ void bs_proc_exit(bs_proc *p, uint64_t t)
 void bs_proc_flush(bs_proc *p, uint64_t t)
 {
     if (p->state != BS_EXITED)
-        (void)charge(p, t);
+        (void)charge(p, t, BS_EVENT_FREE);
     timeline_to(p, 0, t); /* close every open span */
 }
 
 int bs_proc_seed(bs_proc *p, const bs_key *frames, uint32_t n, uint64_t t)
 {
-    if (charge(p, t) < 0)
+    if (charge(p, t, BS_EVENT_FREE) < 0)
         return -1;
     forget_spans(p, &p->span_counts.lost);
     uint32_t at = 0;
@@ -361,12 +375,12 @@ int bs_proc_span_start(bs_proc *p, const bs_key *span, const bs_key *anchors, ui
         p->span_counts.refused++;
         return -1;
     }
-    if (charge(p, t) < 0)
+    if (charge(p, t, BS_EVENT_FREE) < 0)
         return -1;
     uint32_t n = bs_spans_open(p, span, anchors, n_anchors);
     if (n == BS_NO_NODE)
         return -1;
-    p->spans->open[p->spans->n - 1].start_ns = t;
+    p->spans->open[p->spans->n - 1].start_ns = bs_proc_clock(p);
     set_current(p, n, t);
     return 0;
 }
@@ -377,7 +391,7 @@ int bs_proc_span_stop(bs_proc *p, const bs_key *span, uint64_t t)
         p->span_counts.unmatched++;
         return 1;
     }
-    if (charge(p, t) < 0)
+    if (charge(p, t, BS_EVENT_FREE) < 0)
         return -1;
     int matched;
     uint32_t n = bs_spans_close(p, span, &matched);

@@ -18,7 +18,9 @@
  *    lies inside it and has been left: the stack empties.
  *  - time between two events is charged to the stack that was current during
  *    the interval: to its top frame while running, to a SLEEP leaf while
- *    scheduled out (if enabled), to a GC leaf during garbage collection.
+ *    scheduled out (if enabled), to a GC leaf during garbage collection;
+ *    with compensation on, less the tracer's cost of the event that ends
+ *    it, never below zero (compensation.h).
  *  - scheduled-out time is split (bs_proc_split_waits) when the source also
  *    reports message arrivals (trace flag `receive'): the VM emits the
  *    `receive' event of the message (or `timeout') that woke a process
@@ -40,6 +42,7 @@
 #include <stdint.h>
 
 #include "call_tree.h"
+#include "compensation.h"
 #include "span_frames.h"
 #include "timeline.h"
 
@@ -74,6 +77,7 @@ typedef struct bs_proc {
     bs_span_counts span_counts;
     bs_span_note *notes;     /* texts attached to spans (bs_spans_note) */
     uint32_t n_notes, cap_notes;
+    bs_comp_clock comp;      /* tracer cost taken so far (costs NULL: raw) */
 } bs_proc;
 
 /* start_ns: when recording of this process began (time before its first event
@@ -82,6 +86,14 @@ int bs_proc_init(bs_proc *p, bs_budget *budget, uint64_t start_ns, int charge_sl
 void bs_proc_free(bs_proc *p);
 /* Also keep a timeline of spans, drawing on the session's quota. */
 void bs_proc_enable_timeline(bs_proc *p, bs_span_quota *quota);
+
+/* Subtract costs (per event kind, shared, outliving p) from now on; NULL
+ * keeps raw times. Set before the first event. */
+static inline void bs_proc_compensate(bs_proc *p, const bs_comp_costs *costs) { p->comp.costs = costs; }
+
+/* The process's compensated clock at its latest event: raw time minus the
+ * tracer cost taken so far. Never decreases; the timeline is on it. */
+static inline uint64_t bs_proc_clock(const bs_proc *p) { return p->last_ns - p->comp.shift_ns; }
 
 /* Each event returns 0, or -1 when it was dropped because the budget is
  * exhausted (the process is then marked truncated). */

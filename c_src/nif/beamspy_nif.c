@@ -100,7 +100,36 @@ static bs_session *get_session(ErlNifEnv *env, ERL_NIF_TERM t)
     return enif_get_resource(env, t, bs_priv_of(env)->session_type, (void **)&s) ? s : NULL;
 }
 
-/* session_new(#{max_memory, max_processes, sleep, gc, caller, exclude}) */
+/* Option compensate: false (raw times), or the calibrated cost of one event
+ * per kind, #{call, return, sched, gc} in ns (beamspy_calibrate); absent
+ * for recordings that trace nothing (telemetry spans only). Returns 0 or -1
+ * (bad shape). */
+#define BS_MAX_EVENT_COST_NS 100000u /* 100 µs: far above any measured cost */
+static int compensate_option(ErlNifEnv *env, bs_session *s, ERL_NIF_TERM opts)
+{
+    ERL_NIF_TERM v;
+    s->comp_state = BS_COMP_UNKNOWN;
+    if (!enif_get_map_value(env, opts, enif_make_atom(env, "compensate"), &v))
+        return 0;
+    if (v == bs_priv_of(env)->atoms.false) {
+        s->comp_state = BS_COMP_RAW;
+        return 0;
+    }
+    static const char *const kinds[BS_EVENT_KINDS] = {"call", "return", "sched", "gc"};
+    for (int k = 0; k < BS_EVENT_KINDS; k++) {
+        ERL_NIF_TERM c;
+        unsigned ns = 0;
+        if (!enif_get_map_value(env, v, enif_make_atom(env, kinds[k]), &c) || !enif_get_uint(env, c, &ns) ||
+            ns > BS_MAX_EVENT_COST_NS)
+            return -1;
+        s->comp_costs.ns[k] = ns;
+    }
+    s->comp_state = BS_COMP_APPLIED;
+    return 0;
+}
+
+/* session_new(#{max_memory, max_processes, sleep, gc, caller, exclude,
+ * compensate, ...}) */
 static ERL_NIF_TERM session_new(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
     (void)argc;
@@ -125,7 +154,7 @@ static ERL_NIF_TERM session_new(ErlNifEnv *env, int argc, const ERL_NIF_TERM arg
     s->use_caller = opt_bool(env, argv[0], a->caller, 1);
     s->run_states = opt_bool(env, argv[0], enif_make_atom(env, "run_states"), 0);
     s->keep_timeline = max_spans > 0;
-    if (bs_span_session_opts(env, s, argv[0]) < 0) {
+    if (compensate_option(env, s, argv[0]) < 0 || bs_span_session_opts(env, s, argv[0]) < 0) {
         enif_release_resource(s);
         return enif_make_badarg(env);
     }
@@ -288,7 +317,8 @@ static ERL_NIF_TERM session_pids(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
     return list;
 }
 
-/* session_info(Session) -> #{recording, memory, memory_peak, truncated, processes} */
+/* session_info(Session) -> #{recording, memory, memory_peak, truncated,
+ * processes, events}, and once stopped compensation (profile_export.h) */
 static ERL_NIF_TERM session_info(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
     (void)argc;
@@ -308,6 +338,13 @@ static ERL_NIF_TERM session_info(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
                            enif_make_uint64(env, events)};
     ERL_NIF_TERM map;
     enif_make_map_from_arrays(env, keys, vals, sizeof keys / sizeof keys[0], &map);
+    if (!atomic_load(&s->recording)) {
+        /* Stopped: wait for a callback still leaving a record (a limit stops
+         * without waiting), then the counters are final. */
+        bs_session_stop(s, BS_STOP_NONE, 1);
+        (void)enif_make_map_put(env, map, enif_make_atom(env, "compensation"),
+                                bs_session_compensation_term(env, s), &map);
+    }
     return map;
 }
 

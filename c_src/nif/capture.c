@@ -40,10 +40,7 @@ static void finish(ErlNifEnv *env, bs_session *s, bs_traced_proc *r, uint64_t t)
         /* No memory for the next capture: stop the session cleanly. */
         bs_session_stop_for_limit(env, s, BS_STOP_MAX_MEMORY);
     } else {
-        if (s->keep_timeline)
-            bs_proc_enable_timeline(&r->proc, &s->span_quota);
-        if (s->charge_sleep)
-            bs_proc_split_waits(&r->proc);
+        bs_session_prepare_proc(s, &r->proc);
     }
     r->capture_depth = 0;
     atomic_store(&r->capturing, 0);

@@ -38,6 +38,11 @@ typedef struct bs_traced_proc {
     _Atomic int64_t ring_in[BS_RUN_RING], ring_out[BS_RUN_RING];
     _Atomic uint64_t out_m, out_f;       /* where the last `out` left it (atoms)... */
     _Atomic uint32_t out_a;              /* ...and arity; out_m 0: unknown */
+    /* OS load factor (load_factor.c): the open stretch and the sums so far */
+    uint32_t load_count;
+    int load_marked;
+    uint64_t load_wall_ns, load_cpu_ns;
+    uint64_t load_sum_wall_ns, load_sum_cpu_ns;
     /* capture mode only */
     _Atomic int capturing;     /* a captured call is running in this process */
     uint32_t capture_depth;    /* nested calls of the captured function */

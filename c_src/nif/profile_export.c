@@ -59,6 +59,9 @@ int bs_export_profile(ErlNifEnv *env, bs_session *s, bs_name_style style, ERL_NI
 {
     if (bs_profile_init(out) < 0)
         return -1;
+    out->compensation.state = s->comp_state;
+    if (s->comp_state == BS_COMP_APPLIED)
+        memcpy(out->compensation.ns, s->comp_costs.ns, sizeof out->compensation.ns);
     namer_ctx ctx = {env, style};
     char label[512];
     for (uint32_t i = 0; i < s->pids.cap; i++) {
@@ -100,6 +103,29 @@ static ERL_NIF_TERM make_string(ErlNifEnv *env, const char *s)
     return t;
 }
 
+/* #{state => applied | raw | unknown, call/return/sched/gc => ns per event,
+ * events => compensated events, subtracted_ns, text => the outputs' line}. */
+static ERL_NIF_TERM compensation_term(ErlNifEnv *env, const bs_compensation *c)
+{
+    static const char *const states[] = {"unknown", "raw", "applied"};
+    char text[256];
+    bs_compensation_text(c, text, sizeof text);
+    uint64_t events = 0;
+    for (int k = 0; k < BS_EVENT_KINDS; k++)
+        events += c->events[k];
+    ERL_NIF_TERM keys[] = {enif_make_atom(env, "state"), enif_make_atom(env, "call"), enif_make_atom(env, "return"),
+                           enif_make_atom(env, "sched"), enif_make_atom(env, "gc"), enif_make_atom(env, "events"),
+                           enif_make_atom(env, "subtracted_ns"), enif_make_atom(env, "text")};
+    ERL_NIF_TERM vals[] = {enif_make_atom(env, states[c->state]), enif_make_uint(env, c->ns[BS_EVENT_CALL]),
+                           enif_make_uint(env, c->ns[BS_EVENT_RETURN]), enif_make_uint(env, c->ns[BS_EVENT_SCHED]),
+                           enif_make_uint(env, c->ns[BS_EVENT_GC]), enif_make_uint64(env, events),
+                           enif_make_uint64(env, c->subtracted_ns), make_string(env, text)};
+    ERL_NIF_TERM map;
+    if (!enif_make_map_from_arrays(env, keys, vals, sizeof keys / sizeof keys[0], &map))
+        return enif_make_atom(env, "undefined");
+    return map;
+}
+
 ERL_NIF_TERM bs_profile_to_term(ErlNifEnv *env, const bs_session *s, const bs_profile *p)
 {
     const bs_atoms *a = &bs_priv_of(env)->atoms;
@@ -127,15 +153,33 @@ ERL_NIF_TERM bs_profile_to_term(ErlNifEnv *env, const bs_session *s, const bs_pr
     }
     enif_free(names);
     ERL_NIF_TERM keys[] = {a->processes, a->truncated, a->events, a->dropped, a->memory_peak, a->duration_ns,
-                           enif_make_atom(env, "timeline"), enif_make_atom(env, "timeline_truncated")};
+                           enif_make_atom(env, "timeline"), enif_make_atom(env, "timeline_truncated"),
+                           enif_make_atom(env, "compensation")};
     ERL_NIF_TERM vals[] = {procs, p->truncated[0] ? enif_make_atom(env, p->truncated) : a->false,
                            enif_make_uint64(env, events), enif_make_uint64(env, dropped),
                            enif_make_uint64(env, atomic_load(&((bs_session *)s)->budget.peak)),
                            enif_make_uint64(env, p->duration_ns),
                            p->has_timeline ? a->true : a->false,
-                           p->timeline_truncated ? a->true : a->false};
+                           p->timeline_truncated ? a->true : a->false,
+                           compensation_term(env, &p->compensation)};
     ERL_NIF_TERM map;
     if (!enif_make_map_from_arrays(env, keys, vals, sizeof keys / sizeof keys[0], &map))
         return enif_make_tuple2(env, a->error, a->badarg);
     return map;
+}
+
+ERL_NIF_TERM bs_session_compensation_term(ErlNifEnv *env, bs_session *s)
+{
+    bs_compensation c = {.state = s->comp_state};
+    if (s->comp_state == BS_COMP_APPLIED)
+        memcpy(c.ns, s->comp_costs.ns, sizeof c.ns);
+    for (uint32_t i = 0; i < s->pids.cap; i++) {
+        const bs_traced_proc *r = atomic_load(&s->pids.slots[i].record);
+        if (!r)
+            continue;
+        bs_compensation_add(&c, &r->proc.comp);
+        for (const bs_capture *k = r->captures; k; k = k->next)
+            bs_compensation_add(&c, &k->proc.comp);
+    }
+    return compensation_term(env, &c);
 }

@@ -19,4 +19,8 @@ int bs_export_profile(ErlNifEnv *env, bs_session *s, bs_name_style style, ERL_NI
 
 ERL_NIF_TERM bs_profile_to_term(ErlNifEnv *env, const bs_session *s, const bs_profile *p);
 
+/* The compensation of a stopped session, summed over its processes (the
+ * `compensation' of bs_profile_to_term, without building the profile). */
+ERL_NIF_TERM bs_session_compensation_term(ErlNifEnv *env, bs_session *s);
+
 #endif

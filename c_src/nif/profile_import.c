@@ -73,6 +73,38 @@ static int add_process(ErlNifEnv *env, ERL_NIF_TERM proc, unsigned pi, bs_profil
     return 0;
 }
 
+/* compensation => #{state, call, return, sched, gc, events, subtracted_ns}
+ * as bs_profile_to_term gives it; anything else leaves it unknown (a
+ * profile made by hand says nothing about its times). */
+static void import_compensation(ErlNifEnv *env, ERL_NIF_TERM map, bs_compensation *c)
+{
+    static const char *const kinds[BS_EVENT_KINDS] = {"call", "return", "sched", "gc"};
+    ERL_NIF_TERM v;
+    char state[16];
+    ErlNifUInt64 subtracted, events;
+    if (!enif_is_map(env, map) || !enif_get_map_value(env, map, enif_make_atom(env, "state"), &v) ||
+        enif_get_atom(env, v, state, sizeof state, ERL_NIF_LATIN1) <= 0 ||
+        !enif_get_map_value(env, map, enif_make_atom(env, "subtracted_ns"), &v) ||
+        !enif_get_uint64(env, v, &subtracted) ||
+        !enif_get_map_value(env, map, enif_make_atom(env, "events"), &v) || !enif_get_uint64(env, v, &events))
+        return;
+    bs_compensation in = {.subtracted_ns = subtracted};
+    if (strcmp(state, "applied") == 0)
+        in.state = BS_COMP_APPLIED;
+    else if (strcmp(state, "raw") == 0)
+        in.state = BS_COMP_RAW;
+    else
+        return;
+    for (int k = 0; k < BS_EVENT_KINDS; k++) {
+        unsigned ns;
+        if (!enif_get_map_value(env, map, enif_make_atom(env, kinds[k]), &v) || !enif_get_uint(env, v, &ns))
+            return;
+        in.ns[k] = ns;
+    }
+    in.events[BS_EVENT_CALL] = events; /* the term keeps the total only */
+    *c = in;
+}
+
 int bs_profile_from_term(ErlNifEnv *env, ERL_NIF_TERM term, bs_profile *out, char *why, size_t why_cap)
 {
     if (bs_profile_init(out) < 0) {
@@ -95,6 +127,8 @@ int bs_profile_from_term(ErlNifEnv *env, ERL_NIF_TERM term, bs_profile *out, cha
     ErlNifUInt64 duration;
     if (enif_get_map_value(env, term, enif_make_atom(env, "duration_ns"), &v) && enif_get_uint64(env, v, &duration))
         out->duration_ns = duration;
+    if (enif_get_map_value(env, term, enif_make_atom(env, "compensation"), &v))
+        import_compensation(env, v, &out->compensation);
     /* Totals follow from the self times (a profile edited by hand stays
      * consistent in every writer). */
     bs_profile_compute_totals(out);

@@ -119,6 +119,16 @@ int bs_session_is_excluded(const bs_session *s, ERL_NIF_TERM module)
     return 0;
 }
 
+void bs_session_prepare_proc(bs_session *s, bs_proc *p)
+{
+    if (s->keep_timeline)
+        bs_proc_enable_timeline(p, &s->span_quota);
+    if (s->comp_state == BS_COMP_APPLIED)
+        bs_proc_compensate(p, &s->comp_costs);
+    if (s->charge_sleep) /* the tracees are traced with `receive' too */
+        bs_proc_split_waits(p);
+}
+
 bs_traced_proc *bs_session_proc(ErlNifEnv *env, bs_session *s, uint64_t pid, uint64_t now)
 {
     bs_traced_proc *r = bs_pid_table_find(&s->pids, pid);
@@ -133,14 +143,14 @@ bs_traced_proc *bs_session_proc(ErlNifEnv *env, bs_session *s, uint64_t pid, uin
             r = NULL;
         }
         if (r) {
-            if (s->keep_timeline)
-                bs_proc_enable_timeline(&r->proc, &s->span_quota);
+            bs_session_prepare_proc(s, &r->proc);
             r->pid = pid;
             r->uncounted = 0;
             r->span_seen = 0;
+            r->load_count = 0;
+            r->load_marked = 0;
+            r->load_sum_wall_ns = r->load_sum_cpu_ns = 0;
             r->proc.skip_root = s->spans_only ? 1 : 0;
-            if (s->charge_sleep) /* the tracees are traced with `receive' too */
-                bs_proc_split_waits(&r->proc);
             atomic_init(&r->busy, 0);
             atomic_init(&r->capturing, 0);
             atomic_init(&r->running, 0);

@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 
 #include "../engine/budget.h"
+#include "../engine/compensation.h"
 #include "../engine/frame_key.h"
 #include "pid_table.h"
 
@@ -28,6 +29,8 @@ typedef struct bs_session {
     uint64_t start_ns;
     uint64_t stop_ns;
     int charge_sleep, charge_gc, use_caller, keep_timeline;
+    bs_comp_state comp_state;        /* option compensate: raw, applied, or unknown (spans only) */
+    bs_comp_costs comp_costs;        /* calibrated cost per event kind (beamspy_calibrate) */
     bs_span_quota span_quota;        /* spans left for the timeline */
     ERL_NIF_TERM excluded[BS_MAX_EXCLUDED]; /* atoms: modules treated as untraced */
     int n_excluded;
@@ -79,6 +82,10 @@ int bs_session_is_excluded(const bs_session *s, ERL_NIF_TERM module);
 
 /* Whether pid (a local pid term) is one of the session's ignored processes. */
 int bs_session_is_ignored(const bs_session *s, uint64_t pid);
+
+/* Sets up a new process record's engine state as the session's options say
+ * (timeline, compensation). */
+void bs_session_prepare_proc(bs_session *s, bs_proc *p);
 
 /* The record of pid, created if new; NULL if recording stopped or a cap was hit. */
 bs_traced_proc *bs_session_proc(ErlNifEnv *env, bs_session *s, uint64_t pid, uint64_t now);

@@ -10,6 +10,7 @@
 #include "capture.h"
 #include "nif_atoms.h"
 #include "halt_write.h"
+#include "load_factor.h"
 #include "run_state.h"
 #include "session.h"
 
@@ -132,6 +133,11 @@ static int dispatch(ErlNifEnv *env, const bs_atoms *a, bs_session *s, bs_proc *p
     return 0;
 }
 
+static int is_sched(const bs_atoms *a, ERL_NIF_TERM tag)
+{
+    return tag == a->in || tag == a->out || tag == a->in_exiting || tag == a->out_exiting || tag == a->out_exited;
+}
+
 /* The session-wide event count is updated every 64 events of a process, so
  * the hot path does not bounce a shared cache line between schedulers;
  * max_events may therefore be passed by up to 64 events per process. */
@@ -187,6 +193,8 @@ ERL_NIF_TERM bs_nif_trace(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
             if (s->capture_mode && argv[0] == a->out_exited)
                 bs_capture_on_exit(env, s, r, t);
         }
+        if (s->comp_state == BS_COMP_APPLIED)
+            bs_load_factor_event(r, is_sched(a, argv[0]), t);
         if (rc < 0 && bs_budget_is_exhausted(&s->budget))
             bs_session_stop_for_limit(env, s, BS_STOP_MAX_MEMORY);
         count_event(env, s, r);

@@ -232,6 +232,33 @@ static int read_meta(bspy_in *in, uint32_t *sleep_frame, uint32_t *gc_frame)
                                                     (unsigned long long)(in->section_end - in->offset));
 }
 
+/* COMP: kinds this reader does not know (a later revision's) are skipped. */
+static int read_compensation(bspy_in *in)
+{
+    bs_compensation *c = &in->p->compensation;
+    uint32_t state, kinds;
+    if (get_u32(in, &state, "compensation state") < 0 || get_u64(in, &c->subtracted_ns, "subtracted_ns") < 0 ||
+        get_u64(in, &c->base_ns, "base_ns") < 0 || get_u64(in, &c->scaled_ns, "scaled_ns") < 0 ||
+        get_u32(in, &kinds, "event kinds") < 0)
+        return -1;
+    if (state != BS_COMP_RAW && state != BS_COMP_APPLIED)
+        return FAIL(in, "unknown compensation state %u", state);
+    if (kinds > BS_BSPY_COMP_MAX_KINDS || in->section_end - in->offset != (uint64_t)kinds * BS_BSPY_COMP_KIND_BYTES)
+        return FAIL(in, "COMP section does not hold %u event kinds", kinds);
+    c->state = (bs_comp_state)state;
+    for (uint32_t k = 0; k < kinds; k++) {
+        uint32_t ns;
+        uint64_t events;
+        if (get_u32(in, &ns, "ns per event") < 0 || get_u64(in, &events, "events") < 0)
+            return -1;
+        if (k < BS_EVENT_KINDS) {
+            c->ns[k] = ns;
+            c->events[k] = events;
+        }
+    }
+    return 0;
+}
+
 static int read_frames(bspy_in *in)
 {
     uint32_t n, cap = 0;
@@ -411,6 +438,7 @@ static int read_sections(bspy_in *in)
 {
     enum { WANT_META, WANT_FRAMES, TREES } state = WANT_META;
     uint32_t sleep_frame = 0, gc_frame = 0;
+    int seen_comp = 0;
     for (;;) {
         in->section_end = in->offset + BS_BSPY_SECTION_HEAD;
         const unsigned char *b = take(in, BS_BSPY_SECTION_HEAD, "a section header");
@@ -439,9 +467,12 @@ static int read_sections(bspy_in *in)
             rc = read_tree(in);
         } else if (strcmp(tag, BS_BSPY_TAG_END) == 0 && state == TREES) {
             return read_end(in);
+        } else if (strcmp(tag, BS_BSPY_TAG_COMP) == 0 && state != WANT_META && !seen_comp) {
+            rc = read_compensation(in);
+            seen_comp = 1;
         } else if (strcmp(tag, BS_BSPY_TAG_META) == 0 || strcmp(tag, BS_BSPY_TAG_FRAMES) == 0 ||
                    strcmp(tag, BS_BSPY_TAG_TREE) == 0 || strcmp(tag, BS_BSPY_TAG_END) == 0 ||
-                   state == WANT_META) {
+                   strcmp(tag, BS_BSPY_TAG_COMP) == 0 || state == WANT_META) {
             return fail_at(in, start, "section '%s' out of order",
                            clean_text((const unsigned char *)tag, 4) ? tag : "?");
         } else {

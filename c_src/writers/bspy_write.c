@@ -93,6 +93,25 @@ static void write_meta(bspy_out *o, const bs_profile *p)
         put_str(o, strs[i], caps[i]);
 }
 
+/* Whether times were compensated for tracer overhead, and by how much
+ * (compensation.h); omitted when unknown, as version-1 files before it. */
+static void write_compensation(bspy_out *o, const bs_profile *p)
+{
+    const bs_compensation *c = &p->compensation;
+    if (c->state == BS_COMP_UNKNOWN)
+        return;
+    put_section(o, BS_BSPY_TAG_COMP, BS_BSPY_COMP_FIXED + (uint64_t)BS_EVENT_KINDS * BS_BSPY_COMP_KIND_BYTES);
+    put_u32(o, (uint32_t)c->state);
+    put_u64(o, c->subtracted_ns);
+    put_u64(o, c->base_ns);
+    put_u64(o, c->scaled_ns);
+    put_u32(o, BS_EVENT_KINDS);
+    for (int k = 0; k < BS_EVENT_KINDS; k++) {
+        put_u32(o, c->ns[k]);
+        put_u64(o, c->events[k]);
+    }
+}
+
 static int write_frames(bspy_out *o, const bs_profile *p)
 {
     uint64_t len = 4;
@@ -152,6 +171,7 @@ int bs_write_bspy(FILE *out, const bs_profile *p, const bs_render_opts *opts)
     put_u32(o, BS_BSPY_VERSION);
     put_u32(o, 0);
     write_meta(o, p);
+    write_compensation(o, p);
     int rc = write_frames(o, p);
     for (uint32_t i = 0; rc == 0 && i < p->n_trees; i++)
         write_tree(o, &p->trees[i]);

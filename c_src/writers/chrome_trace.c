@@ -286,6 +286,13 @@ static void put_other_data(ct_writer *w, int timeline)
         fputs(",\"notes\":", out);
         bs_json_write_string(out, p->notes);
     }
+    char times[256];
+    if (bs_compensation_text(&p->compensation, times, sizeof times)) {
+        fputs(",\"times\":", out);
+        bs_json_write_string(out, times);
+        fprintf(out, ",\"tracer_overhead_subtracted_ns\":%llu",
+                (unsigned long long)p->compensation.subtracted_ns);
+    }
     fputs("}}\n", out);
 }
 

@@ -269,7 +269,15 @@ int bs_write_speedscope(FILE *out, const bs_profile *p, const bs_render_opts *o)
                    .max_depth = o ? o->folded_max_depth : 0};
     int rc = -1;
     fputs("{\"$schema\":\"" SCHEMA_URL "\",\n\"exporter\":\"" BS_EXPORTER "\",\"name\":", out);
-    bs_json_write_string(out, p->meta.source[0] ? p->meta.source : "beamspy");
+    /* speedscope shows the name as the page title: the one place every
+     * view keeps on screen says what the times are. */
+    char times[256], name[sizeof p->meta.source + sizeof times + 4];
+    const char *source = p->meta.source[0] ? p->meta.source : "beamspy";
+    if (bs_compensation_text(&p->compensation, times, sizeof times))
+        snprintf(name, sizeof name, "%s (%s)", source, times);
+    else
+        snprintf(name, sizeof name, "%s", source);
+    bs_json_write_string(out, name);
     if (p->notes[0]) { /* what WAIT/RUNNABLE mean, idle time left out, ... (viewers ignore it) */
         fputs(",\"notes\":", out);
         bs_json_write_string(out, p->notes);

@@ -56,7 +56,10 @@ static void describe_limits(const bs_profile *p, const bs_render_opts *o, int ch
     if (p->truncated[0] && n < cap)
         n += (size_t)snprintf(buf + n, cap - n, "%srecording stopped early (%s)", n ? "; " : "", p->truncated);
     if (p->notes[0] && n < cap)
-        snprintf(buf + n, cap - n, "%s%s", n ? "; " : "", p->notes);
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? "; " : "", p->notes);
+    char times[256];
+    if (bs_compensation_text(&p->compensation, times, sizeof times) && n < cap)
+        snprintf(buf + n, cap - n, "%s%s", n ? "; " : "", times);
 }
 
 int bs_write_svg(FILE *out, const bs_profile *p, const bs_render_opts *opts)
@@ -68,7 +71,7 @@ int bs_write_svg(FILE *out, const bs_profile *p, const bs_render_opts *opts)
         return -1;
     }
     int chart = o.flamechart && p->has_timeline;
-    char note[512];
+    char note[1024];
     describe_limits(p, &o, chart, note, sizeof note);
     graph_style style = {p, &o};
     bs_svg_doc doc = {

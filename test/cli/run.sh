@@ -96,6 +96,8 @@ fi
                    {{cli_workload, workers, [3]}, \"workers.bspy\"}]],
     try beamspy:apply({cli_workload, fib, [15]}, [quiet, {timeline, true}, {output, \"$IN/timeline.bspy\"}])
     catch _:_ -> skipped end,
+    try beamspy:apply({cli_workload, fib, [15]}, [quiet, {compensate, false}, {output, \"$IN/raw.bspy\"}])
+    catch _:_ -> skipped end,
     halt()." >"$W/erl.log" 2>&1
 for f in fib18.folded fib20.folded sort.folded workers.folded; do
     if [ ! -s "$IN/$f" ]; then
@@ -234,6 +236,18 @@ if [ "$have_bspy" = 1 ]; then
         bs render "$IN/fib18.bspy" -o "$out"
         check "render recorded .bspy to $fmt" eval 'rc_is 0 && valid_as "$fmt" "$out"'
     done
+    # Overhead compensation is kept by .bspy and said again by every render:
+    # in the SVG's info line and, for formats without a header, on stderr.
+    bs render "$IN/fib18.bspy" -o "$O/comp.svg" -o "$O/comp.folded"
+    check "rendered .bspy says its times are compensated (SVG, stderr)" \
+        eval 'rc_is 0 && grep -q "traced times compensated for tracer overhead: [0-9]* ns/call" "$O/comp.svg" &&
+              grep -q "^beamspy: traced times compensated for tracer overhead" "$W/err"'
+    bs render "$IN/raw.bspy" -o "$O/raw.svg" -o "$O/raw.folded"
+    check "rendered .bspy of compensate => false says raw traced times" \
+        eval 'rc_is 0 && grep -q "raw traced times" "$O/raw.svg" && grep -q "^beamspy: raw traced times" "$W/err"'
+    bs render "$IN/fib18.folded" -o "$O/nocomp.svg"
+    check "folded input says nothing about compensation" \
+        eval 'rc_is 0 && ! grep -q "compensat\|raw traced" "$O/nocomp.svg" "$W/err"'
     # What callgrind readers find in a recorded fib(18): fib/1 called 8361
     # times (8360 of them by itself), and the same total time as the folded
     # stacks (those are rounded to microseconds per line).

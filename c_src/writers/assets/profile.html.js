@@ -622,6 +622,7 @@
     if (M.durationNs && D.unit === 'ns') add('Duration', fmtValue(M.durationNs));
     add('Source', M.source);
     add('Options', M.options);
+    add('Times', M.times);
     add('Processes', NUM.format(PROCS.length));
     add('Distinct frames', NUM.format(D.frames.length));
     add('Call-tree nodes', NUM.format(PROCS.reduce((s, p) => s + p.n, 0)));
@@ -638,7 +639,8 @@
   function buildPage() {
     document.title = D.title;
     const header = el('header', null, el('h1', { text: D.title }),
-      D.subtitle ? el('div', { class: 'subtitle', text: D.subtitle }) : null);
+      D.subtitle ? el('div', { class: 'subtitle', text: D.subtitle }) : null,
+      M.times ? el('div', { class: 'subtitle', id: 'times', text: M.times }) : null);
     const warnings = el('div', { class: 'warnings' });
     if (M.notes) warnings.appendChild(el('div', { class: 'warn', id: 'warn-notes', text: M.notes }));
     if (M.truncated) warnings.appendChild(el('div', { class: 'warn', id: 'warn-truncated', text: 'Recording stopped early: ' + M.truncated }));

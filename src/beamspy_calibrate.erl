@@ -1,0 +1,241 @@
+%%% @doc What one traced event costs on this VM, so that it can be
+%%% subtracted from traced times (option `compensate', on by default).
+%%%
+%%% Every traced call, return and reschedule costs the traced process time
+%%% of its own: the VM's breakpoint and match spec, the `erl_tracer'
+%%% callback, the engine's update. That cost is charged to whatever frame
+%%% is running, so a function called often looks far slower than it is
+%%% (a profile's proportions follow call counts). As Python's `profile'
+%%% module does, beamspy calibrates the cost on the machine and the engine
+%%% subtracts it from the interval each event ends, never below zero
+%%% (c_src/engine/compensation.h).
+%%%
+%%% How it is measured: a short-lived process of its own (never the user's)
+%%% runs three loops of this module untraced and then traced by a NIF session
+%%% of the same kind as the recording (same tracer, same flags, timeline on
+%%% or off), and compares:
+%%% <ul>
+%%% <li>a tail-recursive loop: one `call' event per iteration;</li>
+%%% <li>a loop calling a leaf function: two `call' events and one
+%%%   `return_to' per iteration;</li>
+%%% <li>a loop of `erlang:yield/0': one `out' and one `in' per iteration
+%%%   (as a BIF that traps, say `erlang:md5/1' on a large binary, makes).</li>
+%%% </ul>
+%%% Garbage collection events are not compensated (cost 0).
+%%% Each runs in short batches, 15 times after a warm-up round, and the
+%%% costs come from the median batches (the machine may be busy with other
+%%% work: most short batches still run uninterrupted).
+%%% The whole measurement takes a few tens of milliseconds and is done once
+%%% per VM and kind of session: the result is kept in a persistent term.
+%%% Only this module's loop functions get trace patterns, in a dynamic
+%%% trace session where the VM has them (OTP 27+), else node-wide (the
+%%% owner holds the session lock then); the calibrating process removes
+%%% them itself, even when its caller dies meanwhile.
+-module(beamspy_calibrate).
+
+-export([nif_option/1, costs/1, measure/1, forget/0]).
+%% The loops, called (traced) by the calibrating process only.
+-export([tail/1, body/2, leaf/1]).
+
+-define(KEY(Timeline), {?MODULE, costs, Timeline}).
+-define(ROUNDS, 15).
+-define(TAIL_ITERATIONS, 600).
+-define(BODY_ITERATIONS, 300).
+-define(YIELDS, 40).
+%% A calibration that has not finished by then (a node starving the
+%% calibrating process) gives up: the recording keeps raw times and says so.
+-define(TIMEOUT_MS, 5000).
+-define(CALLER_MS, [{'_', [], [{message, {{cp, {caller}}}}]}]).
+
+-type costs() :: #{call := non_neg_integer(), return := non_neg_integer(),
+                   sched := non_neg_integer(), gc := non_neg_integer()}.
+-export_type([costs/0]).
+
+%% @doc The NIF session options with `compensate => true' replaced by this
+%% VM's costs per event (`compensate => false' stays: raw times). Options
+%% without `compensate' are returned unchanged. When calibration fails, the
+%% recording keeps raw times (`compensate => false'): its outputs say so.
+-spec nif_option(map()) -> map().
+nif_option(#{compensate := true} = NifOpts) ->
+    Timeline = maps:get(timeline, NifOpts, 0) > 0,
+    case costs(Timeline) of
+        {ok, Costs} -> NifOpts#{compensate => Costs};
+        {error, Why} ->
+            io:format(standard_error, "beamspy: measuring the tracer's cost failed (~tp): times are raw "
+                      "traced times~n", [Why]),
+            NifOpts#{compensate => false}
+    end;
+nif_option(NifOpts) ->
+    NifOpts.
+
+%% @doc This VM's cost of one traced event per kind, in ns, for a session
+%% with or without a timeline: measured once, then kept.
+%%
+%% ```
+%% 1> beamspy_calibrate:costs(false).
+%% {ok,#{call => 412,gc => 0,return => 388,sched => 730}}
+%% '''
+-spec costs(boolean()) -> {ok, costs()} | {error, term()}.
+costs(Timeline) ->
+    case persistent_term:get(?KEY(Timeline), undefined) of
+        undefined ->
+            case measure(Timeline) of
+                {ok, Costs} = Ok ->
+                    persistent_term:put(?KEY(Timeline), Costs),
+                    Ok;
+                {error, _} = Error ->
+                    Error
+            end;
+        Costs ->
+            {ok, Costs}
+    end.
+
+%% @doc Measures again (nothing kept): the benchmark and the tests use it.
+-spec measure(boolean()) -> {ok, costs()} | {error, term()}.
+measure(Timeline) ->
+    Parent = self(),
+    Ref = make_ref(),
+    {Pid, Mon} = spawn_opt(fun() -> Parent ! {Ref, calibrate(Timeline)} end,
+                           [monitor, {priority, high}]),
+    receive
+        {Ref, Result} ->
+            erlang:demonitor(Mon, [flush]),
+            Result;
+        {'DOWN', Mon, process, Pid, Why} ->
+            {error, {calibration_failed, Why}}
+    after ?TIMEOUT_MS ->
+            %% It cleans up its patterns when it ends; it is not killed
+            %% (that would leave them set).
+            erlang:demonitor(Mon, [flush]),
+            {error, calibration_timeout}
+    end.
+
+%% @doc Forgets the kept costs (the next recording calibrates again).
+-spec forget() -> ok.
+forget() ->
+    _ = persistent_term:erase(?KEY(true)),
+    _ = persistent_term:erase(?KEY(false)),
+    ok.
+
+%%% ---------------------------------------------------------------------
+%%% The loops
+%%% ---------------------------------------------------------------------
+
+%% @private One `call' per iteration.
+-spec tail(non_neg_integer()) -> ok.
+tail(0) -> ok;
+tail(N) -> tail(N - 1).
+
+%% @private Per iteration: call leaf, return_to body, call body. The sum
+%% keeps leaf a body call (its result is used).
+-spec body(non_neg_integer(), integer()) -> integer().
+body(0, Acc) -> Acc;
+body(N, Acc) -> body(N - 1, Acc + leaf(N)).
+
+%% @private
+-spec leaf(integer()) -> integer().
+leaf(N) -> N band 1.
+
+%%% ---------------------------------------------------------------------
+%%% Measuring (in the calibrating process)
+%%% ---------------------------------------------------------------------
+
+calibrate(Timeline) ->
+    Spans = case Timeline of
+                true -> 2 * (?TAIL_ITERATIONS + 3 * ?BODY_ITERATIONS) * (?ROUNDS + 1);
+                false -> 0
+            end,
+    case beamspy_tracer:session_new(#{timeline => Spans, max_memory => 16 * 1024 * 1024}) of
+        {error, _} = Error ->
+            Error;
+        Session ->
+            Backend = open(Session),
+            try
+                Rounds = [one_round(Backend) || _ <- lists:seq(0, ?ROUNDS)],
+                {ok, estimate(tl(Rounds))}
+            after
+                close(Backend)
+            end
+    end.
+
+%% The calibrating process's own tracing: the same tracer and flags as a
+%% recording, patterns on the loops only.
+open(Session) ->
+    Loops = [{?MODULE, tail, 1}, {?MODULE, body, 2}, {?MODULE, leaf, 1}],
+    case beamspy_backend:sessions_supported() of
+        true ->
+            TS = trace:session_create(?MODULE, {beamspy_tracer, Session}, []),
+            _ = [trace:function(TS, MFA, ?CALLER_MS, [local]) || MFA <- Loops],
+            {session, Session, TS, Loops};
+        false ->
+            _ = [erlang:trace_pattern(MFA, ?CALLER_MS, [local]) || MFA <- Loops],
+            {legacy, Session, Loops}
+    end.
+
+close({session, Session, TS, _}) ->
+    ok = beamspy_tracer:session_stop(Session),
+    _ = try trace:session_destroy(TS) catch error:_ -> ok end,
+    ok;
+close({legacy, Session, Loops}) ->
+    _ = erlang:trace(self(), false, [all]),
+    _ = [erlang:trace_pattern(MFA, false, [local]) || MFA <- Loops],
+    ok = beamspy_tracer:session_stop(Session).
+
+trace_self({session, _, TS, _}, How) ->
+    _ = trace:process(TS, self(), How, flags(How)),
+    ok;
+trace_self({legacy, Session, _}, true) ->
+    _ = erlang:trace(self(), true, [{tracer, beamspy_tracer, Session} | flags(true)]),
+    ok;
+trace_self({legacy, _, _}, false) ->
+    _ = erlang:trace(self(), false, [all]),
+    ok.
+
+flags(true) -> [call, arity, return_to, running, exiting];
+flags(false) -> [all].
+
+%% One round: each workload untraced, then traced, in short batches (a
+%% fraction of a millisecond) so that many run without the OS taking the
+%% CPU away in the middle.
+one_round(Backend) ->
+    Tail0 = time(fun() -> tail(?TAIL_ITERATIONS) end),
+    Body0 = time(fun() -> body(?BODY_ITERATIONS, 0) end),
+    Ping0 = time(fun() -> yields(?YIELDS) end),
+    ok = trace_self(Backend, true),
+    Tail1 = time(fun() -> tail(?TAIL_ITERATIONS) end),
+    Body1 = time(fun() -> body(?BODY_ITERATIONS, 0) end),
+    Ping1 = time(fun() -> yields(?YIELDS) end),
+    ok = trace_self(Backend, false),
+    {{Tail0, Tail1}, {Body0, Body1}, {Ping0, Ping1}}.
+
+%% The median batch of each kind: most batches are shorter than the OS's
+%% time slices and run uninterrupted, so the median is the work plus the
+%% tracer's cost as the CPU pays it while the machine does what it does
+%% now (caches shared with other work included); the OS's interruptions
+%% are the load factor's business (c_src/nif/load_factor.c). Per event:
+%% tail(N) makes N + 1 calls and one return; body(N) 2N + 1 calls and N + 1
+%% returns; a yield one out and one in.
+estimate(Rounds) ->
+    {Tails, Bodies, Pings} = lists:unzip3(Rounds),
+    Extra = fun(Pairs) ->
+                    {Untraced, Traced} = lists:unzip(Pairs),
+                    max(0, median(Traced) - median(Untraced))
+            end,
+    Call = Extra(Tails) / (?TAIL_ITERATIONS + 2),
+    Return = max(0.0, (Extra(Bodies) - (2 * ?BODY_ITERATIONS + 1) * Call) / (?BODY_ITERATIONS + 1)),
+    Sched = Extra(Pings) / (2 * ?YIELDS),
+    #{call => round(Call), return => round(Return), sched => round(Sched), gc => 0}.
+
+median(Xs) ->
+    lists:nth((length(Xs) + 1) div 2, lists:sort(Xs)).
+
+time(Fun) ->
+    T0 = erlang:monotonic_time(nanosecond),
+    _ = Fun(),
+    erlang:monotonic_time(nanosecond) - T0.
+
+yields(0) ->
+    ok;
+yields(N) ->
+    erlang:yield(),
+    yields(N - 1).
