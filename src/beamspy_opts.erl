@@ -35,7 +35,7 @@
                      flamechart := boolean(),
                      palette := hot | beam,
                      drop_sleep := boolean(),
-                     collapse_recursion := boolean(),
+                     collapse_recursion := boolean() | direct | all,
                      merge := boolean() | both,
                      timeout => infinity | pos_integer(),
                      include => unicode:chardata(),
@@ -102,7 +102,7 @@ option_table() ->
      {flamechart, api, #{apply => false}, "SVG with x as time"},
      {palette, api, #{apply => hot}, "SVG and HTML colours: hot or beam"},
      {drop_sleep, api, #{apply => false}, "leave SLEEP frames out of the outputs"},
-     {collapse_recursion, api, #{apply => false}, "fold direct recursion into one frame"},
+     {collapse_recursion, api, #{apply => false}, "fold recursion into one frame: true or direct (f calling f), all (also f -> g -> f)"},
      {merge, api, #{apply => false}, "one tree for all processes"},
      {ignore, api, #{apply => []}, "local pids never recorded (the tool's own job processes)"},
      {until_halt, api, #{apply => false}, "a halting traced process writes the files first"},
@@ -283,12 +283,15 @@ check({formats, V}, Acc) -> Acc#{formats => formats_option(V, ?FORMATS)};
 %% capture/3's merge takes both (per call and merged) besides true and false.
 check({merge, both}, Acc) -> Acc#{merge => both};
 check({K, V}, Acc) when K =:= children; K =:= sleep; K =:= gc; K =:= quiet; K =:= open;
-                        K =:= inverted; K =:= flamechart; K =:= drop_sleep; K =:= merge;
-                        K =:= collapse_recursion ->
+                        K =:= inverted; K =:= flamechart; K =:= drop_sleep; K =:= merge ->
     case is_boolean(V) of
         true -> Acc#{K => V};
         false -> bad(K, V, "true or false")
     end;
+check({collapse_recursion, V}, Acc) when is_boolean(V); V =:= direct; V =:= all ->
+    Acc#{collapse_recursion => V};
+check({collapse_recursion, V}, _) ->
+    bad(collapse_recursion, V, "true, false, direct (f calling f; what true means) or all (also f -> g -> f)");
 check({return, V}, Acc) when is_list(V), V =/= [] ->
     case [F || F <- V, not lists:member(F, ?FORMATS)] of
         [] -> Acc#{return => lists:usort(V)};

@@ -83,7 +83,7 @@ enum {
 #define BS_CLI_SHARED_LONG_OPTIONS                                  \
     {"drop-sleep", no_argument, NULL, BS_OPT_DROP_SLEEP},           \
     {"merge", no_argument, NULL, BS_OPT_MERGE},                     \
-    {"collapse-recursion", no_argument, NULL, BS_OPT_COLLAPSE_RECURSION}, \
+    {"collapse-recursion", optional_argument, NULL, BS_OPT_COLLAPSE_RECURSION}, \
     {"include", required_argument, NULL, BS_OPT_INCLUDE},           \
     {"exclude", required_argument, NULL, BS_OPT_EXCLUDE},           \
     {"title", required_argument, NULL, BS_OPT_TITLE},               \

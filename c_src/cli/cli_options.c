@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "open_page.h"
 
+#include "../engine/collapse_recursion.h"
 #include "../engine/filter.h"
 #include "../writers/writers.h"
 
@@ -88,7 +89,14 @@ int bs_cli_shared_option(const char *cmd, int code, const char *arg, bs_render_o
     switch (code) {
     case BS_OPT_DROP_SLEEP: o->drop_sleep = 1; return 0;
     case BS_OPT_MERGE: o->merge_processes = 1; return 0;
-    case BS_OPT_COLLAPSE_RECURSION: o->collapse_recursion = 1; return 0;
+    case BS_OPT_COLLAPSE_RECURSION:
+        if (!arg || strcmp(arg, "direct") == 0)
+            o->collapse_recursion = BS_COLLAPSE_DIRECT;
+        else if (strcmp(arg, "all") == 0)
+            o->collapse_recursion = BS_COLLAPSE_ALL;
+        else
+            return bs_cli_usage_error(cmd, "--collapse-recursion wants direct or all, not '%s'", arg);
+        return 0;
     case BS_OPT_INVERTED: o->inverted = 1; return 0;
     case BS_OPT_TITLE: o->title = arg; return 0;
     case BS_OPT_SUBTITLE: o->subtitle = arg; return 0;
@@ -113,8 +121,10 @@ void bs_cli_shared_options_usage(FILE *out, const char *default_title)
           "  --include REGEX     keep only stacks with a frame matching REGEX\n"
           "                      (POSIX extended regular expression)\n"
           "  --exclude REGEX     drop stacks with a frame matching REGEX\n"
-          "  --collapse-recursion  fold direct recursion (f calling f) into one frame:\n"
-          "                      time and call counts kept, towers of one frame gone\n"
+          "  --collapse-recursion[=direct|all]  fold recursion into one frame: direct\n"
+          "                      (the default) f calling f; all: also f -> g -> f, so\n"
+          "                      no frame repeats on a stack. Time and call counts\n"
+          "                      kept; the smallest folded/perf output for deep code\n"
           "  --merge             merge all processes into one tree (no pid roots)\n",
           out);
     fputs("drawing:\n", out);

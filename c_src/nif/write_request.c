@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../engine/collapse_recursion.h"
 #include "profile_export.h"
 #include "session.h"
 
@@ -89,7 +90,14 @@ int bs_write_request_decode(ErlNifEnv *env, ERL_NIF_TERM map, bs_write_request *
     ok &= get_flag(env, map, "flamechart", &r->flamechart);
     ok &= get_flag(env, map, "drop_sleep", &r->drop_sleep);
     ok &= get_flag(env, map, "merge_processes", &r->merge_processes);
-    ok &= get_flag(env, map, "collapse_recursion", &r->collapse_recursion);
+    if (enif_get_map_value(env, map, enif_make_atom(env, "collapse_recursion"), &v)) {
+        if (v == a->true || v == enif_make_atom(env, "direct"))
+            r->collapse_recursion = BS_COLLAPSE_DIRECT;
+        else if (v == enif_make_atom(env, "all"))
+            r->collapse_recursion = BS_COLLAPSE_ALL;
+        else if (v != a->false)
+            return -1;
+    }
     double width = 0, min_width = 0;
     ok &= get_number(env, map, "width", &width);
     ok &= get_number(env, map, "min_width", &min_width);

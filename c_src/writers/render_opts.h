@@ -22,7 +22,8 @@ typedef struct bs_render_opts {
     bs_palette palette;
     int drop_sleep;           /* leave SLEEP frames out (all writers) */
     int merge_processes;      /* one tree for all processes (applied before writing) */
-    int collapse_recursion;   /* direct recursion folded into one frame (all writers) */
+    int collapse_recursion;   /* recursion folded into one frame (all writers): 0 no,
+                                 1 direct (f calling f), 2 all (f anywhere below f) */
     const char *include_re;   /* keep only stacks with a frame matching (POSIX ERE); NULL: all */
     const char *exclude_re;   /* drop stacks with a frame matching (POSIX ERE); NULL: none */
     unsigned folded_max_depth;/* folded: deeper frames summed into "[deeper]"; 0: 1024 */
