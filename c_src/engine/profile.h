@@ -81,6 +81,8 @@ typedef struct bs_profile {
     uint64_t duration_ns;
     int has_timeline;               /* spans were recorded */
     int timeline_truncated;         /* some calls are not in the timeline */
+    uint64_t timeline_cap;          /* 0, or the cap a writer applied to this copy (span_cap.h) */
+    uint64_t spans_capped;          /* spans that cap left out of the file */
 } bs_profile;
 
 /* Turns a recording key into text; returns the length written (< cap) or -1. */

@@ -5,6 +5,18 @@
 #ifndef BS_RENDER_OPTS_H
 #define BS_RENDER_OPTS_H
 
+#include <stdint.h>
+
+/* What a write is about to produce, known after the filters and before the
+ * first byte (see output_size.h). */
+typedef struct bs_write_report {
+    int format;                /* a bs_format */
+    uint64_t spans;            /* spans in the file (after the cap) */
+    uint64_t spans_capped;     /* spans the timeline cap left out */
+    uint64_t timeline_cap;     /* the cap that applied; 0: none */
+    uint64_t projected_bytes;  /* estimated size of the file */
+} bs_write_report;
+
 typedef enum bs_palette {
     BS_PALETTE_HOT = 0,  /* default: warm reds/oranges/yellows, hue from the name */
     BS_PALETTE_BEAM      /* OTP apps, Elixir stdlib, user code, SLEEP/GC in distinct hues */
@@ -27,6 +39,14 @@ typedef struct bs_render_opts {
     const char *include_re;   /* keep only stacks with a frame matching (POSIX ERE); NULL: all */
     const char *exclude_re;   /* drop stacks with a frame matching (POSIX ERE); NULL: none */
     unsigned folded_max_depth;/* folded: deeper frames summed into "[deeper]"; 0: 1024 */
+    uint64_t timeline_cap;    /* spans at most in a speedscope or Chrome trace file (the
+                                 shallowest are kept, span_cap.h); 0: the format's default
+                                 (BS_TIMELINE_CAP_SPEEDSCOPE, BS_TIMELINE_CAP_CHROME);
+                                 UINT64_MAX: no cap */
+    /* Called (if set) once the filters and the cap are applied, before the
+     * file is written: the CLI prints its warnings from here. */
+    void (*on_report)(void *ctx, const bs_write_report *r);
+    void *report_ctx;
 } bs_render_opts;
 
 #endif
