@@ -43,13 +43,25 @@
 %%%   Default `infinity'.</li>
 %%% <li>`max_duration' — milliseconds of recording at most. Default
 %%%   `infinity' for `apply', 60000 for a live session.</li>
+%%% <li>`timeline_cap' — calls at most in the time order of one speedscope or
+%%%   Chrome trace file: the shallowest are kept (whole, properly nested),
+%%%   the deepest left out, totals unchanged; the file and a warning on
+%%%   standard error say how many. `auto' is 200000 for both, what
+%%%   speedscope imports in seconds (README, Benchmarks); `infinity' keeps
+%%%   every call recorded. Default `auto'.</li>
+%%% <li>`collapse_recursion' — fold recursion into one frame in every
+%%%   output, time and calls kept exactly: `true' or `direct' (`f' calling
+%%%   `f'), `all' (also `f -> g -> f': no frame twice on a stack; the
+%%%   smallest output for compiler-like code). Default `false'.</li>
 %%% <li>`names' — `erlang' (`mod:fun/1') or `elixir' (`Mod.fun/1'). Default
 %%%   `erlang'.</li>
 %%% <li>`quiet' — do not print where files were written. Default `false'.
 %%%   Warnings are printed on standard error all the same: a limit that
 %%%   ended the recording early (which limit, after how long, how much was
 %%%   recorded, and the option that raises it), a file that could not be
-%%%   written.</li>
+%%%   written, a timeline capped to what its viewer loads, a file
+%%%   projected above 100 MB (with the options that shrink it). {@link
+%%%   profile/2} and {@link stop/2} also return them, as `warnings'.</li>
 %%% <li>`open' — `apply': open the HTML (else SVG) written in the browser
 %%%   ($BROWSER, else `xdg-open' with a display, `open' on macOS); where
 %%%   there is none, say on standard error where the file is. Default
@@ -235,6 +247,7 @@ apply(Target, Opts) ->
         {ok, Outcome, #{files := Files, errors := Errors} = Reply, Settings} ->
             beamspy_report:written(Files, Settings),
             beamspy_report:errors(Errors),
+            beamspy_report:warnings(Reply),
             beamspy_report:limit(Reply, maps:merge(report_options(Reply), Settings)),
             _ = [beamspy_open:files(Files) || maps:get(open, Settings)],
             return(Outcome);
@@ -262,7 +275,7 @@ apply(Target, Opts) ->
 %% '''
 -spec profile(target(), map() | list()) ->
           {ok, #{result := outcome(), profile := profile(), files := [string()],
-                 format() => binary() | {error, term()}}} | {error, term()}.
+                 warnings := [binary()], format() => binary() | {error, term()}}} | {error, term()}.
 profile(Target, Opts) ->
     Explicit = is_map(Opts) andalso (maps:is_key(output, Opts) orelse maps:is_key(formats, Opts))
         orelse is_list(Opts) andalso (proplists:is_defined(output, Opts) orelse proplists:is_defined(formats, Opts)),
@@ -271,11 +284,13 @@ profile(Target, Opts) ->
             %% The profile says `truncated' too, but a user reading a flame
             %% graph made from it should not have to look.
             beamspy_report:limit(Reply, maps:merge(report_options(Reply), Settings)),
+            beamspy_report:warnings(Reply),
             Encoded = maps:from_list([{F, case R of
                                               {ok, Bin} -> Bin;
                                               {error, _} = E -> E
                                           end} || {F, R} <- maps:get(encoded, Reply, [])]),
-            {ok, maps:merge(Encoded, #{result => Outcome, profile => Profile, files => Files})};
+            {ok, maps:merge(Encoded, #{result => Outcome, profile => Profile, files => Files,
+                                       warnings => maps:get(warnings, Reply, [])})};
         {error, _} = Error ->
             Error
     end.
@@ -841,6 +856,7 @@ stop(Session) ->
 %% stop/1 and trace/3 return only files: a limit that cut the recording
 %% short is said on standard error (stop/2 returns it as `truncated').
 report_limit(Report) ->
+    beamspy_report:warnings(Report),
     beamspy_report:limit(Report, report_options(Report)).
 
 report_options(Report) ->

@@ -27,6 +27,7 @@
                      quiet := boolean(),
                      open := boolean(),
                      timeline := auto | false | pos_integer(),
+                     timeline_cap := auto | infinity | pos_integer(),
                      title => unicode:chardata(),
                      subtitle => unicode:chardata(),
                      width => pos_integer(),
@@ -98,6 +99,7 @@ option_table() ->
      {quiet, api, #{apply => false}, "do not print where the files were written"},
      {open, api, #{apply => false}, "open the HTML or SVG written in the browser"},
      {timeline, api, #{apply => auto}, "keep calls in time order: auto, true, false or a count"},
+     {timeline_cap, api, #{apply => auto}, "calls at most in a speedscope or Chrome trace file's time order: auto (per format), infinity or a count"},
      {inverted, api, #{apply => false}, "icicle graph (root at the top)"},
      {flamechart, api, #{apply => false}, "SVG with x as time"},
      {palette, api, #{apply => hot}, "SVG and HTML colours: hot or beam"},
@@ -338,6 +340,10 @@ check({timeline, V}, Acc) when V =:= false; V =:= auto -> Acc#{timeline => V};
 check({timeline, true}, Acc) -> Acc#{timeline => ?DEFAULT_TIMELINE_SPANS};
 check({timeline, V}, Acc) when is_integer(V), V > 0, V =< 1 bsl 32 -> Acc#{timeline => V};
 check({timeline, V}, _) -> bad(timeline, V, "false, true or the most calls to keep in time order (a positive integer)");
+check({timeline_cap, V}, Acc) when V =:= auto; V =:= infinity -> Acc#{timeline_cap => V};
+check({timeline_cap, V}, Acc) when is_integer(V), V > 0, V < 1 bsl 62 -> Acc#{timeline_cap => V};
+check({timeline_cap, V}, _) ->
+    bad(timeline_cap, V, "auto, infinity or the most calls a speedscope or Chrome trace file keeps in time order");
 check({K, V}, Acc) when K =:= title; K =:= subtitle ->
     case text(V) of
         {ok, T} when byte_size(T) =< ?MAX_TITLE_BYTES -> Acc#{K => T};
@@ -512,7 +518,7 @@ nif_options(Opts, Outputs) ->
 -spec write_options(options()) -> map().
 write_options(Opts) ->
     Render = maps:with([names, title, subtitle, width, min_width, inverted, flamechart,
-                        palette, drop_sleep, collapse_recursion, include, exclude], Opts),
+                        palette, drop_sleep, collapse_recursion, include, exclude, timeline_cap], Opts),
     Render#{merge_processes => maps:get(merge, Opts) =:= true}.
 
 bad(Key, Value, Expected) ->

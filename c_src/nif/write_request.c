@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../engine/collapse_recursion.h"
+#include "../writers/output_size.h"
 #include "profile_export.h"
 #include "session.h"
 
@@ -98,6 +99,18 @@ int bs_write_request_decode(ErlNifEnv *env, ERL_NIF_TERM map, bs_write_request *
         else if (v != a->false)
             return -1;
     }
+    ok &= get_flag(env, map, "report", &req->report);
+    if (enif_get_map_value(env, map, enif_make_atom(env, "timeline_cap"), &v)) {
+        ErlNifUInt64 cap;
+        if (v == enif_make_atom(env, "infinity"))
+            r->timeline_cap = UINT64_MAX;
+        else if (v == enif_make_atom(env, "auto"))
+            r->timeline_cap = 0;
+        else if (enif_get_uint64(env, v, &cap) && cap > 0 && cap < UINT64_MAX)
+            r->timeline_cap = cap;
+        else
+            return -1;
+    }
     double width = 0, min_width = 0;
     ok &= get_number(env, map, "width", &width);
     ok &= get_number(env, map, "min_width", &min_width);
@@ -135,9 +148,28 @@ static int export_as_asked(ErlNifEnv *env, struct bs_session *s, const bs_write_
     return 0;
 }
 
-int bs_write_session_file(ErlNifEnv *env, struct bs_session *s, bs_format f, const char *path,
-                          const bs_write_request *req)
+/* The report of the file being written, turned into its warning. */
+typedef struct warning_buf {
+    char *text;
+    size_t cap;
+} warning_buf;
+
+static void keep_warning(void *ctx, const bs_write_report *r)
 {
+    warning_buf *w = ctx;
+    bs_write_warning_text(r, w->text, w->cap);
+}
+
+int bs_write_session_file(ErlNifEnv *env, struct bs_session *s, bs_format f, const char *path,
+                          const bs_write_request *req, char *warning, size_t warning_cap)
+{
+    bs_render_opts render = req->render;
+    warning_buf wb = {warning, warning_cap};
+    if (warning && warning_cap) {
+        warning[0] = '\0';
+        render.on_report = keep_warning;
+        render.report_ctx = &wb;
+    }
     if (f == BS_FORMAT_UNKNOWN)
         return EINVAL;
     bs_profile p;
@@ -145,7 +177,7 @@ int bs_write_session_file(ErlNifEnv *env, struct bs_session *s, bs_format f, con
         return ENOMEM;
     p.meta = req->meta;
     errno = 0;
-    int rc = bs_write_file(path, f, &p, &req->render);
+    int rc = bs_write_file(path, f, &p, &render);
     int e = errno ? errno : EIO;
     bs_profile_free(&p);
     return rc < 0 ? e : 0;
