@@ -165,6 +165,15 @@ int bs_write_session_file(ErlNifEnv *env, struct bs_session *s, bs_format f, con
 {
     bs_render_opts render = req->render;
     warning_buf wb = {warning, warning_cap};
+    /* The VM keeps its own environment (os:putenv/2): getenv would not see it. */
+    char env_value[32];
+    size_t env_len = sizeof env_value;
+    if (enif_getenv("BEAMSPY_SIZE_WARN_BYTES", env_value, &env_len) == 0) {
+        char *end;
+        unsigned long long v = strtoull(env_value, &end, 10);
+        if (end != env_value && !*end && env_value[0] != '-' && v > 0)
+            render.size_warn_bytes = v;
+    }
     if (warning && warning_cap) {
         warning[0] = '\0';
         render.on_report = keep_warning;

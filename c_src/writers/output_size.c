@@ -181,7 +181,7 @@ size_t bs_write_warning_text(const bs_write_report *r, char *buf, size_t cap)
                "timeline_cap => infinity (--timeline-cap none) or a larger number",
                name, (unsigned long long)r->timeline_cap, (unsigned long long)r->spans_capped,
                (unsigned long long)(r->spans + r->spans_capped));
-    uint64_t warn = bs_size_warn_bytes();
+    uint64_t warn = r->warn_bytes ? r->warn_bytes : bs_size_warn_bytes();
     if (r->projected_bytes > warn) {
         char size[32], limit[32];
         human_bytes(r->projected_bytes, size, sizeof size);

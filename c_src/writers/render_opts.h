@@ -15,6 +15,7 @@ typedef struct bs_write_report {
     uint64_t spans_capped;     /* spans the timeline cap left out */
     uint64_t timeline_cap;     /* the cap that applied; 0: none */
     uint64_t projected_bytes;  /* estimated size of the file */
+    uint64_t warn_bytes;       /* sizes above this are announced; 0: bs_size_warn_bytes() */
 } bs_write_report;
 
 typedef enum bs_palette {
@@ -46,6 +47,8 @@ typedef struct bs_render_opts {
     /* Called (if set) once the filters and the cap are applied, before the
      * file is written: the CLI prints its warnings from here. */
     void (*on_report)(void *ctx, const bs_write_report *r);
+    uint64_t size_warn_bytes; /* projected sizes above this are announced; 0: BEAMSPY_SIZE_WARN_BYTES
+                                 from the environment (the NIF reads the VM's), else 100 MB */
     void *report_ctx;
 } bs_render_opts;
 

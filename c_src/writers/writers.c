@@ -153,6 +153,7 @@ int bs_write_stream(FILE *out, bs_format f, const bs_profile *p, const bs_render
     if (o.on_report) {
         report.spans = bs_profile_span_count(&filtered);
         report.projected_bytes = bs_projected_bytes(f, &filtered, &o);
+        report.warn_bytes = o.size_warn_bytes;
         o.on_report(o.report_ctx, &report);
     }
     errno = 0;
