@@ -77,8 +77,8 @@ defmodule BeamSpy do
       the smallest output for compiler-like code). Default `false`.
     * `:timeline_cap` — calls at most in the time order of one speedscope or
       Chrome trace file (the deepest are left out, totals unchanged):
-      `:auto` (200000, what speedscope loads in seconds), `:infinity` or a
-      number. Default `:auto`.
+      `:auto` (300000 for speedscope, 25000 for Chrome trace: what speedscope
+      imports in under 30 s), `:infinity` or a number. Default `:auto`.
     * `:quiet` — do not print where the files were written. Default `false`.
     * `:open` — `run/2`: open the HTML (else SVG) written in the browser
       (`$BROWSER`, else `xdg-open` with a display, `open` on macOS); with

@@ -46,9 +46,10 @@
 %%% <li>`timeline_cap' — calls at most in the time order of one speedscope or
 %%%   Chrome trace file: the shallowest are kept (whole, properly nested),
 %%%   the deepest left out, totals unchanged; the file and a warning on
-%%%   standard error say how many. `auto' is 200000 for both, what
-%%%   speedscope imports in seconds (README, Benchmarks); `infinity' keeps
-%%%   every call recorded. Default `auto'.</li>
+%%%   standard error say how many. `auto' is 300000 for speedscope and
+%%%   25000 for Chrome trace, what speedscope imports in under 30 s
+%%%   (README, Benchmarks: output sizes); `infinity' keeps every call
+%%%   recorded (Perfetto reads far more). Default `auto'.</li>
 %%% <li>`collapse_recursion' — fold recursion into one frame in every
 %%%   output, time and calls kept exactly: `true' or `direct' (`f' calling
 %%%   `f'), `all' (also `f -> g -> f': no frame twice on a stack; the
