@@ -11,9 +11,11 @@
 #   default  today's defaults (timeline caps per format)
 #   all      defaults + --collapse-recursion=all
 # and each size is printed with the projection beamspy made before writing
-# (a warning on stderr when above 100 MB). perf script is left out of
-# "before": it is several GB for the compiler. Files are deleted as soon as
-# measured. Prints a Markdown table (the README's "Benchmarks: output sizes").
+# (a warning on stderr when above 100 MB). The caps only touch speedscope
+# and Chrome trace, so the other formats' "default" is "before"; perf
+# script is only written collapsed (uncollapsed it is 4.8 GB for the
+# compiler). Files are deleted as soon as measured; recordings already in
+# WORKDIR are reused. Prints a Markdown table (the README's "Benchmarks: output sizes").
 # Usage: bench/sizes/run.sh [WORKDIR]   (default: a temporary directory)
 set -u
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -25,7 +27,8 @@ make -s -C "$root" all >/dev/null || exit 2
 erlc -o "$W" "$root/bench/bench_gen_module.erl" || exit 2
 erl -noshell -pa "$W" -eval "bench_gen_module:write(\"$W/gen40.erl\", gen40, 40), halt()." || exit 2
 
-record() { # NAME ERLANG-EXPR: records EXPR through the API into $W/NAME.bspy
+record() { # NAME ERLANG-EXPR: records EXPR through the API into $W/NAME.bspy (kept if there)
+    [ -s "$W/$1.bspy" ] && return 0
     erl -noshell -pa "$root/ebin" -eval "
         {ok, _} = application:ensure_all_started(compiler),
         _ = beamspy:apply(fun() -> $2 end, #{output => \"$W/$1.bspy\", quiet => true, timeline => true}),
@@ -35,7 +38,7 @@ record() { # NAME ERLANG-EXPR: records EXPR through the API into $W/NAME.bspy
 record compiler "compile:file(\"$root/src/beamspy_opts.erl\", [binary, return_errors])"
 record module40 "compile:file(\"$W/gen40.erl\", [binary, return_errors])"
 # Whole VM for 2 s: 4 processes compiling and decoding, plus the VM's own.
-"$B" run --duration 2s -o "$W/wholevm.bspy" -e "
+[ -s "$W/wholevm.bspy" ] || "$B" run --duration 2s -o "$W/wholevm.bspy" -e "
     Json = fun Dec(<<\"[\", R/binary>>, Acc) -> Dec(R, [[] | Acc]);
                Dec(<<\"]\", R/binary>>, [H, P | Acc]) -> Dec(R, [[lists:reverse(H) | P] | Acc]);
                Dec(<<C, R/binary>>, [H | Acc]) when C >= \$0, C =< \$9 -> Dec(R, [[C - \$0 | H] | Acc]);
@@ -59,9 +62,10 @@ for run in compiler module40 wholevm; do
         for variant in before default all; do
             out="$W/$run.$variant.$ext"
             case $variant in
-                before) [ "$ext" = perf.txt ] && { cells+=("(skipped: GBs)"); continue; }
+                before) [ "$ext" = perf.txt ] && { cells+=("(not written: GBs)"); continue; }
                         flags=(--timeline-cap none) ;;
-                default) flags=() ;;
+                default) case $ext in speedscope.json|trace.json) ;; *) cells+=("= before"); continue ;; esac
+                         flags=() ;;
                 all) flags=(--collapse-recursion=all) ;;
             esac
             BEAMSPY_SIZE_WARN_BYTES=1 "$B" render "$W/$run.bspy" "${flags[@]}" -o "$out" 2>"$W/err" || { cells+=("error"); continue; }
