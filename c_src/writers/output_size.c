@@ -77,14 +77,17 @@ static int size_tree(const bs_profile *p, const bs_ptree *t, const uint32_t *nam
             depth[i] = depth[n->parent] + 1;
         }
         out->nodes_bytes += len + 40;
-        uint64_t count = n->self_ns / (ns_per_unit ? ns_per_unit : 1);
-        if (count == 0)
-            continue;
-        out->folded += path[i] + 2 + digits(count);
-        /* two samples (see perf_script.c): a header line, then one line per
-         * frame ("\t<id> name (beam)"), then a blank line. */
-        out->perf += 2 * (60 + path[i] + (uint64_t)depth[i] * 16 + 1);
-        out->sampled += (uint64_t)depth[i] * 6 + digits(count) + 4;
+        /* Rounded to the nearest unit, as folded.c writes them. */
+        uint64_t count = (n->self_ns + ns_per_unit / 2) / ns_per_unit;
+        if (count > 0) {
+            out->folded += path[i] + 2 + digits(count);
+            out->sampled += (uint64_t)depth[i] * 6 + digits(count) + 4;
+        }
+        /* perf_script.c: two samples per stack of 3 ns or more (or any
+         * count): a header line, one line per frame ("\t<id> name (beam)"),
+         * a blank line. */
+        if (n->self_ns >= (ns_per_unit == 1 ? 1 : 3))
+            out->perf += 2 * (60 + path[i] + (uint64_t)depth[i] * 16 + 1);
     }
     free(path);
     free(depth);
