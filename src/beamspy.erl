@@ -864,7 +864,9 @@ report_options(Report) ->
     (maps:get(limits, Report, #{}))#{names => maps:get(names, Report, erlang)}.
 
 %% @doc Like {@link stop/1}, but returns everything: `files', `errors'
-%% (`[{Path, Reason}]'), `truncated' (`false' or the limit that tripped),
+%% (`[{Path, Reason}]'), `warnings' (what the writers said about the files,
+%% as printed on standard error: a timeline capped for its viewer, a file
+%% projected above 100 MB), `truncated' (`false' or the limit that tripped),
 %% `cleanup_ms' and `write_ms' (how long switching tracing off everywhere
 %% and writing the files took) and, with `#{profile => true}', `profile'
 %% (the term {@link profile/2} returns). With `profile => true' files are only written if `output' or
