@@ -81,6 +81,13 @@ defmodule BeamSpy do
     * `:names` — `:elixir` (`MyApp.Worker.run/2`, `:lists.sort/1`) or
       `:erlang` (`'Elixir.MyApp.Worker':run/2`, `lists:sort/1`). Default
       `:elixir`.
+    * `:collapse_recursion` — fold recursion into one frame, time and calls
+      kept: `true` or `:direct` (`f` calling `f`), `:all` (also `f -> g -> f`,
+      the smallest output for compiler-like code). Default `false`.
+    * `:timeline_cap` — calls at most in the time order of one speedscope or
+      Chrome trace file (the deepest are left out, totals unchanged):
+      `:auto` (300000 for speedscope, 25000 for Chrome trace: what speedscope
+      imports in under 30 s), `:infinity` or a number. Default `:auto`.
     * `:quiet` — do not print where the files were written. Default `false`.
     * `:open` — `run/2`: open the HTML (else SVG) written in the browser
       (`$BROWSER`, else `xdg-open` with a display, `open` on macOS); with

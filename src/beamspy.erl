@@ -61,13 +61,26 @@
 %%%   Default `infinity'.</li>
 %%% <li>`max_duration' — milliseconds of recording at most. Default
 %%%   `infinity' for `apply', 60000 for a live session.</li>
+%%% <li>`timeline_cap' — calls at most in the time order of one speedscope or
+%%%   Chrome trace file: the shallowest are kept (whole, properly nested),
+%%%   the deepest left out, totals unchanged; the file and a warning on
+%%%   standard error say how many. `auto' is 300000 for speedscope and
+%%%   25000 for Chrome trace, what speedscope imports in under 30 s
+%%%   (README, Benchmarks: output sizes); `infinity' keeps every call
+%%%   recorded (Perfetto reads far more). Default `auto'.</li>
+%%% <li>`collapse_recursion' — fold recursion into one frame in every
+%%%   output, time and calls kept exactly: `true' or `direct' (`f' calling
+%%%   `f'), `all' (also `f -> g -> f': no frame twice on a stack; the
+%%%   smallest output for compiler-like code). Default `false'.</li>
 %%% <li>`names' — `erlang' (`mod:fun/1') or `elixir' (`Mod.fun/1'). Default
 %%%   `erlang'.</li>
 %%% <li>`quiet' — do not print where files were written. Default `false'.
 %%%   Warnings are printed on standard error all the same: a limit that
 %%%   ended the recording early (which limit, after how long, how much was
 %%%   recorded, and the option that raises it), a file that could not be
-%%%   written.</li>
+%%%   written, a timeline capped to what its viewer loads, a file
+%%%   projected above 100 MB (with the options that shrink it). {@link
+%%%   profile/2} and {@link stop/2} also return them, as `warnings'.</li>
 %%% <li>`open' — `apply': open the HTML (else SVG) written in the browser
 %%%   ($BROWSER, else `xdg-open' with a display, `open' on macOS); where
 %%%   there is none, say on standard error where the file is. Default
@@ -265,6 +278,7 @@ apply(Target, Opts) ->
             beamspy_report:written(Files, Settings),
             beamspy_report:times(Reply, Settings),
             beamspy_report:errors(Errors),
+            beamspy_report:warnings(Reply),
             beamspy_report:limit(Reply, maps:merge(report_options(Reply), Settings)),
             _ = [beamspy_open:files(Files) || maps:get(open, Settings)],
             return(Outcome);
@@ -292,7 +306,7 @@ apply(Target, Opts) ->
 %% '''
 -spec profile(target(), map() | list()) ->
           {ok, #{result := outcome(), profile := profile(), files := [string()],
-                 format() => binary() | {error, term()}}} | {error, term()}.
+                 warnings := [binary()], format() => binary() | {error, term()}}} | {error, term()}.
 profile(Target, Opts) ->
     Explicit = is_map(Opts) andalso (maps:is_key(output, Opts) orelse maps:is_key(formats, Opts))
         orelse is_list(Opts) andalso (proplists:is_defined(output, Opts) orelse proplists:is_defined(formats, Opts)),
@@ -301,11 +315,13 @@ profile(Target, Opts) ->
             %% The profile says `truncated' too, but a user reading a flame
             %% graph made from it should not have to look.
             beamspy_report:limit(Reply, maps:merge(report_options(Reply), Settings)),
+            beamspy_report:warnings(Reply),
             Encoded = maps:from_list([{F, case R of
                                               {ok, Bin} -> Bin;
                                               {error, _} = E -> E
                                           end} || {F, R} <- maps:get(encoded, Reply, [])]),
-            {ok, maps:merge(Encoded, #{result => Outcome, profile => Profile, files => Files})};
+            {ok, maps:merge(Encoded, #{result => Outcome, profile => Profile, files => Files,
+                                       warnings => maps:get(warnings, Reply, [])})};
         {error, _} = Error ->
             Error
     end.
@@ -880,13 +896,16 @@ stop(Session) ->
 %% stop/1 and trace/3 return only files: a limit that cut the recording
 %% short is said on standard error (stop/2 returns it as `truncated').
 report_limit(Report) ->
+    beamspy_report:warnings(Report),
     beamspy_report:limit(Report, report_options(Report)).
 
 report_options(Report) ->
     (maps:get(limits, Report, #{}))#{names => maps:get(names, Report, erlang)}.
 
 %% @doc Like {@link stop/1}, but returns everything: `files', `errors'
-%% (`[{Path, Reason}]'), `truncated' (`false' or the limit that tripped),
+%% (`[{Path, Reason}]'), `warnings' (what the writers said about the files,
+%% as printed on standard error: a timeline capped for its viewer, a file
+%% projected above 100 MB), `truncated' (`false' or the limit that tripped),
 %% what was recorded (`recorded_ms', `events', `memory_peak' in bytes,
 %% `processes'), the `limits' in force, `names' (`erlang' or `elixir'),
 %% `cleanup_ms' and `write_ms' (how long switching tracing off everywhere

@@ -269,9 +269,12 @@ write(Session, Indices, #{outputs := Outputs, write := Write, merge := Merge}) -
                || Merge =/= true, K <- Indices, {Format, Path} <- Outputs],
     Merged = [{with_suffix(Path, "-merged"), Format, WriteOpts#{merge_processes => true}}
               || Merge =/= false, {Format, Path} <- Outputs],
-    Results = [{P, beamspy_tracer:session_write(Session, Format, P, O)} || {P, Format, O} <- PerCall ++ Merged],
+    Results = [{P, beamspy_tracer:session_write(Session, Format, P, O#{report => true})}
+               || {P, Format, O} <- PerCall ++ Merged],
+    beamspy_report:warnings(#{warnings => [unicode:characters_to_binary([P, ": ", W])
+                                           || {P, {ok, W}} <- Results, W =/= <<>>]}),
     case [{P, E} || {P, {error, E}} <- Results] of
-        [] -> {ok, [P || {P, ok} <- Results]};
+        [] -> {ok, [P || {P, {ok, _}} <- Results]};
         Errors -> {error, {write_failed, Errors}}
     end.
 

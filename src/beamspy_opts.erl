@@ -28,6 +28,7 @@
                      quiet := boolean(),
                      open := boolean(),
                      timeline := auto | false | pos_integer(),
+                     timeline_cap := auto | infinity | pos_integer(),
                      title => unicode:chardata(),
                      subtitle => unicode:chardata(),
                      width => pos_integer(),
@@ -37,7 +38,7 @@
                      palette := hot | beam,
                      drop_sleep := boolean(),
                      show_idle := boolean(),
-                     collapse_recursion := boolean(),
+                     collapse_recursion := boolean() | direct | all,
                      merge := boolean() | both,
                      timeout => infinity | pos_integer(),
                      include => unicode:chardata(),
@@ -101,12 +102,13 @@ option_table() ->
      {quiet, api, #{apply => false}, "do not print where the files were written"},
      {open, api, #{apply => false}, "open the HTML or SVG written in the browser"},
      {timeline, api, #{apply => auto}, "keep calls in time order: auto, true, false or a count"},
+     {timeline_cap, api, #{apply => auto}, "calls at most in a speedscope or Chrome trace file's time order: auto (per format), infinity or a count"},
      {inverted, api, #{apply => false}, "icicle graph (root at the top)"},
      {flamechart, api, #{apply => false}, "SVG with x as time"},
      {palette, api, #{apply => hot}, "SVG and HTML colours: hot or beam"},
      {drop_sleep, api, #{apply => false}, "leave SLEEP, WAIT and RUNNABLE frames out of the outputs"},
      {show_idle, api, #{apply => false}, "whole-VM sessions (start(all)): keep the WAIT frames left out by default"},
-     {collapse_recursion, api, #{apply => false}, "fold direct recursion into one frame"},
+     {collapse_recursion, api, #{apply => false}, "fold recursion into one frame: true or direct (f calling f), all (also f -> g -> f)"},
      {merge, api, #{apply => false}, "one tree for all processes"},
      {ignore, api, #{apply => []}, "local pids never recorded (the tool's own job processes)"},
      {until_halt, api, #{apply => false}, "a halting traced process writes the files first"},
@@ -287,12 +289,15 @@ check({formats, V}, Acc) -> Acc#{formats => formats_option(V, ?FORMATS)};
 %% capture/3's merge takes both (per call and merged) besides true and false.
 check({merge, both}, Acc) -> Acc#{merge => both};
 check({K, V}, Acc) when K =:= children; K =:= sleep; K =:= gc; K =:= compensate; K =:= quiet; K =:= open;
-                        K =:= inverted; K =:= flamechart; K =:= drop_sleep; K =:= merge; K =:= show_idle;
-                        K =:= collapse_recursion ->
+                        K =:= inverted; K =:= flamechart; K =:= drop_sleep; K =:= merge; K =:= show_idle ->
     case is_boolean(V) of
         true -> Acc#{K => V};
         false -> bad(K, V, "true or false")
     end;
+check({collapse_recursion, V}, Acc) when is_boolean(V); V =:= direct; V =:= all ->
+    Acc#{collapse_recursion => V};
+check({collapse_recursion, V}, _) ->
+    bad(collapse_recursion, V, "true, false, direct (f calling f; what true means) or all (also f -> g -> f)");
 check({return, V}, Acc) when is_list(V), V =/= [] ->
     case [F || F <- V, not lists:member(F, ?FORMATS)] of
         [] -> Acc#{return => lists:usort(V)};
@@ -339,6 +344,10 @@ check({timeline, V}, Acc) when V =:= false; V =:= auto -> Acc#{timeline => V};
 check({timeline, true}, Acc) -> Acc#{timeline => ?DEFAULT_TIMELINE_SPANS};
 check({timeline, V}, Acc) when is_integer(V), V > 0, V =< 1 bsl 32 -> Acc#{timeline => V};
 check({timeline, V}, _) -> bad(timeline, V, "false, true or the most calls to keep in time order (a positive integer)");
+check({timeline_cap, V}, Acc) when V =:= auto; V =:= infinity -> Acc#{timeline_cap => V};
+check({timeline_cap, V}, Acc) when is_integer(V), V > 0, V < 1 bsl 62 -> Acc#{timeline_cap => V};
+check({timeline_cap, V}, _) ->
+    bad(timeline_cap, V, "auto, infinity or the most calls a speedscope or Chrome trace file keeps in time order");
 check({K, V}, Acc) when K =:= title; K =:= subtitle ->
     case text(V) of
         {ok, T} when byte_size(T) =< ?MAX_TITLE_BYTES -> Acc#{K => T};
@@ -514,7 +523,7 @@ nif_options(Opts, Outputs) ->
 -spec write_options(options()) -> map().
 write_options(Opts) ->
     Render = maps:with([names, title, subtitle, width, min_width, inverted, flamechart,
-                        palette, drop_sleep, collapse_recursion, include, exclude], Opts),
+                        palette, drop_sleep, collapse_recursion, include, exclude, timeline_cap], Opts),
     Render#{merge_processes => maps:get(merge, Opts) =:= true}.
 
 bad(Key, Value, Expected) ->

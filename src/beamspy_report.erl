@@ -9,7 +9,7 @@
 %%% (which only silences the list of files written).
 -module(beamspy_report).
 
--export([sequence_caps/2, written/2, times/2, errors/1, limit/2, limit_text/2, recording/4]).
+-export([sequence_caps/2, written/2, times/2, errors/1, warnings/1, limit/2, limit_text/2, recording/4]).
 
 %% @doc What a stopped recording reports about itself, in the shape
 %% {@link limit_text/2} reads (and {@link beamspy:stop/2} returns): the
@@ -37,6 +37,14 @@ written(Files, #{quiet := Quiet}) ->
 times(#{files := [_ | _], compensation := #{text := Text}}, #{quiet := false}) when Text =/= <<>> ->
     io:format("beamspy: ~ts~n", [Text]);
 times(_, _) ->
+    ok.
+
+%% @doc Prints on standard error what the writers said about the files
+%% (the `warnings' of a session's reply: a timeline capped for its viewer,
+%% a file projected above 100 MB), whether `quiet' or not.
+-spec warnings(#{warnings => [binary()], _ => _}) -> ok.
+warnings(Reply) ->
+    _ = [io:format(standard_error, "beamspy: warning: ~ts~n", [W]) || W <- maps:get(warnings, Reply, [])],
     ok.
 
 %% @doc Prints each file that could not be written, with the reason.

@@ -665,11 +665,13 @@ write(#{session := Session, opts := Opts, started_mono := Mono} = S, FinishOpts,
                   false -> []
               end,
     WriteOpts = Write#{labels => labels(beamspy_tracer:session_pids(Session))},
-    Results = [{Path, beamspy_tracer:session_write(Session, Format, Path, WriteOpts)}
+    Results = [{Path, beamspy_tracer:session_write(Session, Format, Path, WriteOpts#{report => true})}
                || {Format, Path} <- Outputs],
     Recording = beamspy_report:recording(Session, maps:get(limit_mono, S, T0) - Mono, Opts, Write),
-    Reply = Recording#{files => [P || {P, ok} <- Results],
+    Reply = Recording#{files => [P || {P, {ok, _}} <- Results],
                        errors => [{P, E} || {P, {error, E}} <- Results],
+                       warnings => [unicode:characters_to_binary([P, ": ", W])
+                                    || {P, {ok, W}} <- Results, W =/= <<>>],
                        cleanup_ms => T1 - T0,
                        write_ms => erlang:monotonic_time(millisecond) - T1},
     case maps:get(profile, FinishOpts, false) of

@@ -139,8 +139,10 @@ session_info(_Session) -> erlang:nif_error(not_loaded).
 -spec session_profile(session(), map()) -> map() | {error, atom()}.
 session_profile(_Session, _Opts) -> erlang:nif_error(not_loaded).
 
-%% @doc Writes the profile of a stopped session to Path atomically.
--spec session_write(session(), atom(), iodata(), map()) -> ok | {error, atom()}.
+%% @doc Writes the profile of a stopped session to Path atomically. With
+%% `report => true' in Opts, returns `{ok, Warning}': what the user must be
+%% told about the file (timeline cap, projected size), `<<>>' if nothing.
+-spec session_write(session(), atom(), iodata(), map()) -> ok | {ok, binary()} | {error, atom()}.
 session_write(_Session, _Format, _Path, _Opts) -> erlang:nif_error(not_loaded).
 
 %% @doc The bytes {@link session_write/4} would write for Format, as a

@@ -74,6 +74,7 @@ enum {
     BS_OPT_WIDTH,
     BS_OPT_INVERTED,
     BS_OPT_COUNT_NAME,
+    BS_OPT_TIMELINE_CAP,
     BS_OPT_OPEN, /* --open, of the commands that write flame graphs */
     BS_OPT_FIRST_OWN /* subcommands number their own options from here */
 };
@@ -83,7 +84,7 @@ enum {
 #define BS_CLI_SHARED_LONG_OPTIONS                                  \
     {"drop-sleep", no_argument, NULL, BS_OPT_DROP_SLEEP},           \
     {"merge", no_argument, NULL, BS_OPT_MERGE},                     \
-    {"collapse-recursion", no_argument, NULL, BS_OPT_COLLAPSE_RECURSION}, \
+    {"collapse-recursion", optional_argument, NULL, BS_OPT_COLLAPSE_RECURSION}, \
     {"include", required_argument, NULL, BS_OPT_INCLUDE},           \
     {"exclude", required_argument, NULL, BS_OPT_EXCLUDE},           \
     {"title", required_argument, NULL, BS_OPT_TITLE},               \
@@ -91,7 +92,8 @@ enum {
     {"min-width", required_argument, NULL, BS_OPT_MIN_WIDTH},       \
     {"width", required_argument, NULL, BS_OPT_WIDTH},               \
     {"inverted", no_argument, NULL, BS_OPT_INVERTED},               \
-    {"count-name", required_argument, NULL, BS_OPT_COUNT_NAME}
+    {"count-name", required_argument, NULL, BS_OPT_COUNT_NAME},    \
+    {"timeline-cap", required_argument, NULL, BS_OPT_TIMELINE_CAP}
 
 /* --open's getopt_long entry (render, convert, record, run). */
 #define BS_CLI_OPEN_LONG_OPTION {"open", no_argument, NULL, BS_OPT_OPEN}

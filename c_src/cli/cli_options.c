@@ -3,7 +3,9 @@
 #include "cli.h"
 #include "open_page.h"
 
+#include "../engine/collapse_recursion.h"
 #include "../engine/filter.h"
+#include "../writers/output_size.h"
 #include "../writers/writers.h"
 
 #include <errno.h>
@@ -83,13 +85,36 @@ static int parse_min_width(const char *cmd, const char *arg, double *out)
     return 0;
 }
 
+static int parse_timeline_cap(const char *cmd, const char *arg, uint64_t *out)
+{
+    char *end;
+    if (strcmp(arg, "none") == 0) {
+        *out = UINT64_MAX;
+        return 0;
+    }
+    errno = 0;
+    unsigned long long v = strtoull(arg, &end, 10);
+    if (errno || end == arg || *end || arg[0] == '-' || v == 0 || v == UINT64_MAX)
+        return bs_cli_usage_error(cmd, "--timeline-cap wants a number of calls or 'none', not '%s'", arg);
+    *out = v;
+    return 0;
+}
+
 int bs_cli_shared_option(const char *cmd, int code, const char *arg, bs_render_opts *o)
 {
     switch (code) {
     case BS_OPT_DROP_SLEEP: o->drop_sleep = 1; return 0;
     case BS_OPT_MERGE: o->merge_processes = 1; return 0;
-    case BS_OPT_COLLAPSE_RECURSION: o->collapse_recursion = 1; return 0;
+    case BS_OPT_COLLAPSE_RECURSION:
+        if (!arg || strcmp(arg, "direct") == 0)
+            o->collapse_recursion = BS_COLLAPSE_DIRECT;
+        else if (strcmp(arg, "all") == 0)
+            o->collapse_recursion = BS_COLLAPSE_ALL;
+        else
+            return bs_cli_usage_error(cmd, "--collapse-recursion wants direct or all, not '%s'", arg);
+        return 0;
     case BS_OPT_INVERTED: o->inverted = 1; return 0;
+    case BS_OPT_TIMELINE_CAP: return parse_timeline_cap(cmd, arg, &o->timeline_cap);
     case BS_OPT_TITLE: o->title = arg; return 0;
     case BS_OPT_SUBTITLE: o->subtitle = arg; return 0;
     case BS_OPT_COUNT_NAME: o->count_name = arg; return 0;
@@ -113,10 +138,18 @@ void bs_cli_shared_options_usage(FILE *out, const char *default_title)
           "  --include REGEX     keep only stacks with a frame matching REGEX\n"
           "                      (POSIX extended regular expression)\n"
           "  --exclude REGEX     drop stacks with a frame matching REGEX\n"
-          "  --collapse-recursion  fold direct recursion (f calling f) into one frame:\n"
-          "                      time and call counts kept, towers of one frame gone\n"
+          "  --collapse-recursion[=direct|all]  fold recursion into one frame: direct\n"
+          "                      (the default) f calling f; all: also f -> g -> f, so\n"
+          "                      no frame repeats on a stack. Time and call counts\n"
+          "                      kept; the smallest folded/perf output for deep code\n"
           "  --merge             merge all processes into one tree (no pid roots)\n",
           out);
+    fprintf(out,
+            "  --timeline-cap N|none  calls at most in the time order of a speedscope or\n"
+            "                      Chrome trace file (the deepest go first; totals kept);\n"
+            "                      default %u (speedscope), %u (Chrome trace): what\n"
+            "                      their viewers load in seconds; none: no cap\n",
+            BS_TIMELINE_CAP_SPEEDSCOPE, BS_TIMELINE_CAP_CHROME);
     fputs("drawing:\n", out);
     fprintf(out, "  --title TEXT        heading (default %s)\n", default_title);
     fputs("  --subtitle TEXT     second heading line (default none)\n"
@@ -206,10 +239,22 @@ static char *path_with(const char *path, const char *insert)
     return out;
 }
 
+/* Before each file is written: the timeline cap and a huge projected size
+ * said on stderr, with the options that change them. */
+static void warn_report(void *ctx, const bs_write_report *r)
+{
+    char text[1024];
+    if (bs_write_warning_text(r, text, sizeof text) > 0)
+        bs_cli_error("warning: %s: %s", (const char *)ctx, text);
+}
+
 int bs_cli_write_outputs(const char *const *outputs, int n, int forced_format, const bs_profile *p,
-                         const bs_render_opts *o, const char *insert, int announce, int open)
+                         const bs_render_opts *opts, const char *insert, int announce, int open)
 {
     int rc = BS_EXIT_OK;
+    bs_render_opts own = *opts;
+    const bs_render_opts *o = &own;
+    own.on_report = warn_report;
     const char **written = open ? calloc((size_t)n + 1, sizeof *written) : NULL;
     int n_written = 0, n_ok = 0, headerless = 0;
     for (int i = 0; i < n; i++) {
@@ -219,6 +264,7 @@ int bs_cli_write_outputs(const char *const *outputs, int n, int forced_format, c
             return BS_EXIT_FAILURE;
         }
         bs_format f = forced_format != BS_FORMAT_UNKNOWN ? (bs_format)forced_format : bs_format_from_path(outputs[i]);
+        own.report_ctx = path;
         errno = 0;
         if (bs_write_file(path, f, p, o) == 0) {
             n_ok++;

@@ -225,7 +225,7 @@ int bs_profile_filter(bs_profile *p, const bs_filter *f)
     if (rc == 0 && f->order_by_cpu)
         rc = order_by_cpu(p);
     if (rc == 0 && f->collapse_recursion)
-        rc = bs_profile_collapse_recursion(p);
+        rc = bs_profile_collapse_recursion_mode(p, (bs_collapse_mode)f->collapse_recursion);
     if (rc == 0) {
         bs_profile_compute_totals(p);
         if (f->merge_processes && p->n_trees > 0) {

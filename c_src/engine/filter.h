@@ -8,7 +8,7 @@
  * processes ordered by running time (order_by_cpu: most first, scheduled-out
  * time not counted), and finally all processes merged into one tree. Nodes left with no time of
  * their own and no kept descendants disappear, and so do their spans.
- * Direct recursion is collapsed (collapse_recursion.h) before the merge. */
+ * Recursion is collapsed (collapse_recursion.h) before the merge. */
 #ifndef BS_FILTER_H
 #define BS_FILTER_H
 
@@ -19,7 +19,7 @@ typedef struct bs_filter {
     int drop_wait;          /* WAIT frames only (idle time of whole-VM views) */
     int order_by_cpu;       /* trees by running time, most first (stable) */
     int merge_processes;
-    int collapse_recursion; /* direct recursion folded into one frame (after the filters) */
+    int collapse_recursion; /* a bs_collapse_mode: 0 none, 1 direct, 2 all (after the filters) */
     const char *include_re; /* NULL: keep all */
     const char *exclude_re; /* NULL: drop none */
 } bs_filter;

@@ -368,6 +368,8 @@ int bs_profile_clone(const bs_profile *src, bs_profile *dst)
     dst->timeline_truncated = src->timeline_truncated;
     dst->ordered_by_cpu = src->ordered_by_cpu;
     dst->compensation = src->compensation;
+    dst->timeline_cap = src->timeline_cap;
+    dst->spans_capped = src->spans_capped;
     for (uint32_t ti = 0; ti < src->n_trees; ti++) {
         const bs_ptree *s = &src->trees[ti];
         bs_ptree *d = new_tree(dst, s->n_nodes);

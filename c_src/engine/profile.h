@@ -86,6 +86,8 @@ typedef struct bs_profile {
     int ordered_by_cpu;             /* trees are by running time (filter order_by_cpu):
                                        writers keep that order for processes */
     bs_compensation compensation;   /* whether tracer cost was subtracted, and how much */
+    uint64_t timeline_cap;          /* 0, or the cap a writer applied to this copy (span_cap.h) */
+    uint64_t spans_capped;          /* spans that cap left out of the file */
 } bs_profile;
 
 /* Turns a recording key into text; returns the length written (< cap) or -1. */

@@ -388,7 +388,8 @@ static ERL_NIF_TERM session_profile(ErlNifEnv *env, int argc, const ERL_NIF_TERM
     return t;
 }
 
-/* session_write(Session, Format, Path, Opts) -> ok | {error, Reason}.
+/* session_write(Session, Format, Path, Opts) -> ok | {ok, Warning} | {error, Reason}
+ * ({ok, Warning} when Opts has report => true: the warning text, <<>> if none).
  * Format is one of writers.h's names; Opts carries rendering options and
  * metadata (see write_request.h). The file appears atomically or not at all. */
 static ERL_NIF_TERM session_write(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
@@ -410,11 +411,20 @@ static ERL_NIF_TERM session_write(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
     bs_format format = bs_format_from_name(format_name);
     if (format == BS_FORMAT_UNKNOWN)
         return error_tuple(env, "unknown_format");
-    int e = bs_write_session_file(env, s, format, path, &req);
+    char warning[1024];
+    int e = bs_write_session_file(env, s, format, path, &req, warning, sizeof warning);
     if (e == ENOMEM)
         return error_tuple(env, "enomem");
     if (e)
         return e == EINVAL ? error_tuple(env, "bad_filter_or_format") : enif_make_tuple2(env, bs_priv_of(env)->atoms.error, bs_errno_atom(env, e));
+    if (req.report) {
+        ErlNifBinary bin;
+        size_t n = strlen(warning);
+        if (!enif_alloc_binary(n, &bin))
+            return error_tuple(env, "enomem");
+        memcpy(bin.data, warning, n);
+        return enif_make_tuple2(env, bs_priv_of(env)->atoms.ok, enif_make_binary(env, &bin));
+    }
     return bs_priv_of(env)->atoms.ok;
 }
 

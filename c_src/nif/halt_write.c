@@ -73,7 +73,7 @@ void bs_halt_write(ErlNifEnv *env, bs_session *s)
                     !memchr(bin.data, 0, bin.size)) {
                     memcpy(path, bin.data, bin.size);
                     path[bin.size] = '\0';
-                    (void)bs_write_session_file(env, s, bs_format_from_name(format), path, &req);
+                    (void)bs_write_session_file(env, s, bs_format_from_name(format), path, &req, NULL, 0);
                 }
             }
     }

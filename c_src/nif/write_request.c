@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../engine/collapse_recursion.h"
+#include "../writers/output_size.h"
 #include "profile_export.h"
 #include "session.h"
 
@@ -91,7 +93,26 @@ int bs_write_request_decode(ErlNifEnv *env, ERL_NIF_TERM map, bs_write_request *
     ok &= get_flag(env, map, "drop_wait", &r->drop_wait);
     ok &= get_flag(env, map, "order_by_cpu", &r->order_by_cpu);
     ok &= get_flag(env, map, "merge_processes", &r->merge_processes);
-    ok &= get_flag(env, map, "collapse_recursion", &r->collapse_recursion);
+    if (enif_get_map_value(env, map, enif_make_atom(env, "collapse_recursion"), &v)) {
+        if (v == a->true || v == enif_make_atom(env, "direct"))
+            r->collapse_recursion = BS_COLLAPSE_DIRECT;
+        else if (v == enif_make_atom(env, "all"))
+            r->collapse_recursion = BS_COLLAPSE_ALL;
+        else if (v != a->false)
+            return -1;
+    }
+    ok &= get_flag(env, map, "report", &req->report);
+    if (enif_get_map_value(env, map, enif_make_atom(env, "timeline_cap"), &v)) {
+        ErlNifUInt64 cap;
+        if (v == enif_make_atom(env, "infinity"))
+            r->timeline_cap = UINT64_MAX;
+        else if (v == enif_make_atom(env, "auto"))
+            r->timeline_cap = 0;
+        else if (enif_get_uint64(env, v, &cap) && cap > 0 && cap < UINT64_MAX)
+            r->timeline_cap = cap;
+        else
+            return -1;
+    }
     double width = 0, min_width = 0;
     ok &= get_number(env, map, "width", &width);
     ok &= get_number(env, map, "min_width", &min_width);
@@ -129,9 +150,37 @@ static int export_as_asked(ErlNifEnv *env, struct bs_session *s, const bs_write_
     return 0;
 }
 
-int bs_write_session_file(ErlNifEnv *env, struct bs_session *s, bs_format f, const char *path,
-                          const bs_write_request *req)
+/* The report of the file being written, turned into its warning. */
+typedef struct warning_buf {
+    char *text;
+    size_t cap;
+} warning_buf;
+
+static void keep_warning(void *ctx, const bs_write_report *r)
 {
+    warning_buf *w = ctx;
+    bs_write_warning_text(r, w->text, w->cap);
+}
+
+int bs_write_session_file(ErlNifEnv *env, struct bs_session *s, bs_format f, const char *path,
+                          const bs_write_request *req, char *warning, size_t warning_cap)
+{
+    bs_render_opts render = req->render;
+    warning_buf wb = {warning, warning_cap};
+    /* The VM keeps its own environment (os:putenv/2): getenv would not see it. */
+    char env_value[32];
+    size_t env_len = sizeof env_value;
+    if (enif_getenv("BEAMSPY_SIZE_WARN_BYTES", env_value, &env_len) == 0) {
+        char *end;
+        unsigned long long v = strtoull(env_value, &end, 10);
+        if (end != env_value && !*end && env_value[0] != '-' && v > 0)
+            render.size_warn_bytes = v;
+    }
+    if (warning && warning_cap) {
+        warning[0] = '\0';
+        render.on_report = keep_warning;
+        render.report_ctx = &wb;
+    }
     if (f == BS_FORMAT_UNKNOWN)
         return EINVAL;
     bs_profile p;
@@ -139,7 +188,7 @@ int bs_write_session_file(ErlNifEnv *env, struct bs_session *s, bs_format f, con
         return ENOMEM;
     p.meta = req->meta;
     errno = 0;
-    int rc = bs_write_file(path, f, &p, &req->render);
+    int rc = bs_write_file(path, f, &p, &render);
     int e = errno ? errno : EIO;
     bs_profile_free(&p);
     return rc < 0 ? e : 0;

@@ -21,6 +21,7 @@ typedef struct bs_write_request {
     bs_profile_meta meta;
     ERL_NIF_TERM labels;   /* map pid => label, or an empty map */
     unsigned capture;      /* capture mode: only this capture (1-based); 0 = all */
+    int report;            /* session_write returns {ok, Warning} (the text of output_size.h) */
     char title[512], subtitle[512], count_name[64];
     char include_re[1024], exclude_re[1024];
 } bs_write_request;
@@ -30,10 +31,11 @@ typedef struct bs_write_request {
 int bs_write_request_decode(ErlNifEnv *env, ERL_NIF_TERM map, bs_write_request *req);
 
 /* Exports the stopped session's profile as req asks and writes it to path
- * in format f (atomically). Returns 0, or an errno value (EINVAL: bad
- * filter or format; ENOMEM). */
+ * in format f (atomically). warning (may be NULL) gets what the user must
+ * be told about the file (timeline cap, projected size; "" if nothing).
+ * Returns 0, or an errno value (EINVAL: bad filter or format; ENOMEM). */
 int bs_write_session_file(ErlNifEnv *env, struct bs_session *s, bs_format f, const char *path,
-                          const bs_write_request *req);
+                          const bs_write_request *req, char *warning, size_t warning_cap);
 
 /* Exports the stopped session's profile as req asks and writes it in format
  * f into a new binary (*out), the same bytes session_write would put in a

@@ -282,6 +282,12 @@ static void put_other_data(ct_writer *w, int timeline)
             (unsigned long long)w->omitted);
     fprintf(out, ",\"timeline_truncated\":%s,\"truncated\":", p->timeline_truncated ? "true" : "false");
     bs_json_write_string(out, p->truncated);
+    if (p->spans_capped)
+        fprintf(out, ",\"timeline_cap\":%llu,\"calls_left_out_by_cap\":%llu,\"timeline_cap_note\":"
+                     "\"the deepest calls are left out of the time order (their time shows as their "
+                     "callers' own); record or render with timeline_cap => infinity (--timeline-cap none) "
+                     "to keep them\"",
+                (unsigned long long)p->timeline_cap, (unsigned long long)p->spans_capped);
     if (p->notes[0]) {
         fputs(",\"notes\":", out);
         bs_json_write_string(out, p->notes);

@@ -5,6 +5,19 @@
 #ifndef BS_RENDER_OPTS_H
 #define BS_RENDER_OPTS_H
 
+#include <stdint.h>
+
+/* What a write is about to produce, known after the filters and before the
+ * first byte (see output_size.h). */
+typedef struct bs_write_report {
+    int format;                /* a bs_format */
+    uint64_t spans;            /* spans in the file (after the cap) */
+    uint64_t spans_capped;     /* spans the timeline cap left out */
+    uint64_t timeline_cap;     /* the cap that applied; 0: none */
+    uint64_t projected_bytes;  /* estimated size of the file */
+    uint64_t warn_bytes;       /* sizes above this are announced; 0: bs_size_warn_bytes() */
+} bs_write_report;
+
 typedef enum bs_palette {
     BS_PALETTE_HOT = 0,  /* default: warm reds/oranges/yellows, hue from the name */
     BS_PALETTE_BEAM      /* OTP apps, Elixir stdlib, user code, SLEEP/GC in distinct hues */
@@ -24,10 +37,21 @@ typedef struct bs_render_opts {
     int drop_wait;            /* leave WAIT frames out (whole-VM views hide idle time) */
     int order_by_cpu;         /* processes by running time, most first (whole-VM views) */
     int merge_processes;      /* one tree for all processes (applied before writing) */
-    int collapse_recursion;   /* direct recursion folded into one frame (all writers) */
+    int collapse_recursion;   /* recursion folded into one frame (all writers): 0 no,
+                                 1 direct (f calling f), 2 all (f anywhere below f) */
     const char *include_re;   /* keep only stacks with a frame matching (POSIX ERE); NULL: all */
     const char *exclude_re;   /* drop stacks with a frame matching (POSIX ERE); NULL: none */
     unsigned folded_max_depth;/* folded: deeper frames summed into "[deeper]"; 0: 1024 */
+    uint64_t timeline_cap;    /* spans at most in a speedscope or Chrome trace file (the
+                                 shallowest are kept, span_cap.h); 0: the format's default
+                                 (BS_TIMELINE_CAP_SPEEDSCOPE, BS_TIMELINE_CAP_CHROME);
+                                 UINT64_MAX: no cap */
+    /* Called (if set) once the filters and the cap are applied, before the
+     * file is written: the CLI prints its warnings from here. */
+    void (*on_report)(void *ctx, const bs_write_report *r);
+    uint64_t size_warn_bytes; /* projected sizes above this are announced; 0: BEAMSPY_SIZE_WARN_BYTES
+                                 from the environment (the NIF reads the VM's), else 100 MB */
+    void *report_ctx;
 } bs_render_opts;
 
 #endif

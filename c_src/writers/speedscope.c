@@ -154,7 +154,15 @@ static int on_close(void *ctx, uint32_t node, uint64_t at)
 static int write_evented(ss_writer *w, const bs_ptree *t)
 {
     evented_state es = {w, t, 0, 0, 0};
-    if (write_profile_head(w, t, "evented", "microseconds", w->p->timeline_truncated ? " (timeline truncated)" : "") < 0)
+    char suffix[200] = "";
+    if (w->p->spans_capped)
+        snprintf(suffix, sizeof suffix,
+                 " (timeline capped at %llu calls in this file: %llu of the deepest left out, their time"
+                 " shown as their callers'; timeline_cap => infinity keeps them)",
+                 (unsigned long long)w->p->timeline_cap, (unsigned long long)w->p->spans_capped);
+    else if (w->p->timeline_truncated)
+        snprintf(suffix, sizeof suffix, " (timeline truncated)");
+    if (write_profile_head(w, t, "evented", "microseconds", suffix) < 0)
         return -1;
     fputs("\"events\":[", w->out);
     bs_span_walk_opts wo = {.skip_sleep = w->drop_sleep};

@@ -10,8 +10,10 @@
 #include <string.h>
 
 #include "../engine/filter.h"
+#include "../engine/span_cap.h"
 #include "../common/atomic_file.h"
 #include "folded.h"
+#include "output_size.h"
 
 typedef struct format_info {
     bs_format format;
@@ -136,6 +138,25 @@ int bs_write_stream(FILE *out, bs_format f, const bs_profile *p, const bs_render
         bs_profile_free(&filtered);
         errno = EINVAL;
         return -1;
+    }
+    /* Time-ordered formats keep at most their cap of spans (span_cap.h);
+     * the copy says so, and the report tells the front end before writing. */
+    uint64_t cap = filtered.has_timeline ? bs_timeline_cap_for(f, &o) : 0;
+    bs_write_report report = {.format = f};
+    if (cap && bs_profile_cap_spans(&filtered, cap, &report.spans_capped) < 0) {
+        bs_profile_free(&filtered);
+        errno = ENOMEM;
+        return -1;
+    }
+    if (report.spans_capped) {
+        filtered.timeline_cap = report.timeline_cap = cap;
+        filtered.spans_capped = report.spans_capped;
+    }
+    if (o.on_report) {
+        report.spans = bs_profile_span_count(&filtered);
+        report.projected_bytes = bs_projected_bytes(f, &filtered, &o);
+        report.warn_bytes = o.size_warn_bytes;
+        o.on_report(o.report_ctx, &report);
     }
     errno = 0;
     rc = write_format(out, f, &filtered, &o);

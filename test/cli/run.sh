@@ -293,6 +293,15 @@ check "--collapse-recursion: no fib;fib left, same total" eval 'rc_is 0 && folde
     ! grep -q "fib/1;cli_workload:fib/1" "$O/fibc.folded" && grep -q "fib/1;cli_workload:fib/1" "$IN/fib18.folded" &&
     [ "$(awk "{s += \$NF} END {print s}" "$O/fibc.folded")" = "$(awk "{s += \$NF} END {print s}" "$IN/fib18.folded")" ]'
 
+# --collapse-recursion=all also folds f -> g -> f; =direct is the default.
+bs render "$IN/fib18.folded" --collapse-recursion=all -o "$O/fiba.folded"
+check "--collapse-recursion=all: same as direct on direct recursion" eval 'rc_is 0 && same_lines "$O/fibc.folded" "$O/fiba.folded"'
+printf '<0.1.0>;m:f/1;m:g/1;m:f/1;m:h/0 5\n<0.1.0>;m:f/1;m:g/1 2\n<0.1.0>;m:f/1 1\n' >"$W/mutual.folded"
+bs render "$W/mutual.folded" --collapse-recursion=all -o "$O/mutual.folded"
+check "--collapse-recursion=all: f -> g -> f joins the first f, total kept" eval 'rc_is 0 &&
+    grep -qx "<0.1.0>;m:f/1;m:h/0 5" "$O/mutual.folded" && grep -qx "<0.1.0>;m:f/1;m:g/1 2" "$O/mutual.folded" &&
+    [ "$(awk "{s += \$NF} END {print s}" "$O/mutual.folded")" = 8 ]'
+
 # --open: the HTML written goes to $BROWSER (a script noting its argument);
 # without a browser or a display, stderr says where the file is.
 printf '#!/bin/sh\necho "$1" > "$(dirname "$0")/opened.tmp" && mv "$(dirname "$0")/opened.tmp" "$(dirname "$0")/opened"\n' >"$W/browser.sh"
@@ -328,9 +337,33 @@ if [ -s "$IN/timeline.bspy" ]; then
     bs render "$IN/timeline.bspy" -o "$O/chart.svg" -o "$O/chart.trace.json" --flamechart
     check "--flamechart with a recorded timeline" eval 'rc_is 0 && [ ! -s "$W/err" ] && xml_ok "$O/chart.svg" &&
         grep -q "Flame Chart" "$O/chart.svg" && json_ok "$O/chart.trace.json"'
+    # --timeline-cap: fib(15)'s 1973 calls, 30 kept in time order; the file
+    # and stderr say how many were left out and how to keep them.
+    bs render "$IN/timeline.bspy" -o "$O/cap.trace.json" -o "$O/cap.speedscope.json" --timeline-cap 30
+    check "--timeline-cap: capped files say so, stderr too" eval 'rc_is 0 && json_ok "$O/cap.trace.json" &&
+        [ "$(grep -o "\"ph\":\"X\"" "$O/cap.trace.json" | wc -l)" -eq 30 ] &&
+        grep -q "\"timeline_cap\":30,\"calls_left_out_by_cap\":[1-9]" "$O/cap.trace.json" &&
+        grep -q "timeline capped at 30 calls in this file" "$O/cap.speedscope.json" &&
+        [ "$(grep -c "warning: .*timeline capped at 30 calls.*--timeline-cap none" "$W/err")" -eq 2 ]'
+    bs render "$IN/timeline.bspy" -o "$O/nocap.trace.json" --timeline-cap none
+    check "--timeline-cap none: every call, nothing said" eval 'rc_is 0 && [ ! -s "$W/err" ] &&
+        [ "$(grep -o "\"ph\":\"X\"" "$O/nocap.trace.json" | wc -l)" -gt 1000 ] &&
+        ! grep -q "\"timeline_cap\":" "$O/nocap.trace.json"'
 else
     fail "recorded timeline" "beamspy:apply/2 with {timeline, true} did not write timeline.bspy"
 fi
+bs render "$IN/fib18.folded" -o "$O/x.trace.json" --timeline-cap 0
+check "--timeline-cap 0: usage error" eval 'rc_is 2 && one_line_err'
+bs render "$IN/fib18.folded" -o "$O/x.folded" --collapse-recursion=sideways
+check "--collapse-recursion=sideways: usage error" eval 'rc_is 2 && one_line_err'
+
+# Projected size above the threshold (lowered for the test): announced on
+# stderr before writing, with the options that shrink it; the file is written.
+BEAMSPY_SIZE_WARN_BYTES=100 bs render "$IN/fib18.folded" -o "$O/big.folded"
+check "projected size above the threshold: a warning, the file written" eval 'rc_is 0 &&
+    folded_ok "$O/big.folded" && grep -q "warning: .*big.folded: folded: about .* to write (above 1 kB).*collapse-recursion=all" "$W/err"'
+bs render "$IN/fib18.folded" -o "$O/small.folded"
+check "below the threshold: nothing said" eval 'rc_is 0 && [ ! -s "$W/err" ]'
 
 # --- render: inputs ----------------------------------------------------------
 bs render - -o "$O/stdin.folded" <"$IN/fib18.folded"

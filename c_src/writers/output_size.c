@@ -1,0 +1,199 @@
+/* output_size.c — projected output sizes, default timeline caps and the
+ * warnings about them (see output_size.h).
+ *
+ * The per-item constants are the bytes each writer puts around a name or a
+ * number (JSON keys, tabs, addresses), checked against real files of the
+ * compiler's profile by bench/sizes/run.sh. */
+#include "output_size.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_common.h"
+
+uint64_t bs_timeline_cap_for(bs_format f, const bs_render_opts *o)
+{
+    uint64_t asked = o ? o->timeline_cap : 0;
+    if (asked == UINT64_MAX)
+        return 0;
+    switch (f) {
+    case BS_FORMAT_SPEEDSCOPE: return asked ? asked : BS_TIMELINE_CAP_SPEEDSCOPE;
+    case BS_FORMAT_CHROME: return asked ? asked : BS_TIMELINE_CAP_CHROME;
+    default: return 0;
+    }
+}
+
+uint64_t bs_size_warn_bytes(void)
+{
+    const char *s = getenv("BEAMSPY_SIZE_WARN_BYTES");
+    if (s && *s) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (!errno && !*end && v > 0 && s[0] != '-')
+            return v;
+    }
+    return BS_SIZE_WARN_BYTES;
+}
+
+static uint64_t digits(uint64_t v)
+{
+    uint64_t n = 1;
+    while (v >= 10) {
+        v /= 10;
+        n++;
+    }
+    return n;
+}
+
+/* Per-node sums of one tree that the sampled formats need. */
+typedef struct tree_sizes {
+    uint64_t folded, perf, sampled, nodes_bytes;
+} tree_sizes;
+
+/* Walks t once: path length (bytes of names and separators) and depth per
+ * node, summed over the stacks that have self time. */
+static int size_tree(const bs_profile *p, const bs_ptree *t, const uint32_t *name_len, uint64_t ns_per_unit,
+                     tree_sizes *out)
+{
+    uint64_t *path = malloc((size_t)t->n_nodes * sizeof *path);
+    uint32_t *depth = malloc((size_t)t->n_nodes * sizeof *depth);
+    if (!path || !depth) {
+        free(path);
+        free(depth);
+        return -1;
+    }
+    for (uint32_t i = 0; i < t->n_nodes; i++) {
+        const bs_pnode *n = &t->nodes[i];
+        uint32_t len = n->frame < p->frames.n ? name_len[n->frame] : 0;
+        if (i == 0) {
+            path[0] = t->synthetic_root ? 0 : len;
+            depth[0] = t->synthetic_root ? 0 : 1;
+        } else {
+            path[i] = path[n->parent] + (path[n->parent] ? 1 : 0) + len;
+            depth[i] = depth[n->parent] + 1;
+        }
+        out->nodes_bytes += len + 40;
+        /* Rounded to the nearest unit, as folded.c writes them. */
+        uint64_t count = (n->self_ns + ns_per_unit / 2) / ns_per_unit;
+        if (count > 0) {
+            out->folded += path[i] + 2 + digits(count);
+            out->sampled += (uint64_t)depth[i] * 6 + digits(count) + 4;
+        }
+        /* perf_script.c: two samples per stack of 3 ns or more (or any
+         * count): a header line, one line per frame ("\t<id> name (beam)"),
+         * a blank line. */
+        if (n->self_ns >= (ns_per_unit == 1 ? 1 : 3))
+            out->perf += 2 * (60 + path[i] + (uint64_t)depth[i] * 16 + 1);
+    }
+    free(path);
+    free(depth);
+    return 0;
+}
+
+uint64_t bs_projected_bytes(bs_format f, const bs_profile *p, const bs_render_opts *o)
+{
+    (void)o;
+    uint32_t nf = p->frames.n;
+    uint32_t *name_len = malloc((size_t)(nf ? nf : 1) * sizeof *name_len);
+    if (!name_len)
+        return 0;
+    uint64_t frames_bytes = 0;
+    for (uint32_t i = 0; i < nf; i++) {
+        const char *name = bs_frame_name(&p->frames, i);
+        name_len[i] = name ? (uint32_t)strlen(name) : 0;
+        frames_bytes += name_len[i] + 16;
+    }
+    tree_sizes s = {0};
+    uint64_t spans = 0, span_names = 0, nodes = 0;
+    uint64_t ns_per_unit = p->unit == BS_UNIT_NS ? 1000 : 1;
+    for (uint32_t i = 0; i < p->n_trees; i++) {
+        const bs_ptree *t = &p->trees[i];
+        if (size_tree(p, t, name_len, ns_per_unit, &s) < 0) {
+            free(name_len);
+            return 0;
+        }
+        nodes += t->n_nodes;
+        spans += t->n_spans;
+        for (uint32_t k = 0; k < t->n_spans; k++)
+            if (t->spans[k].node < t->n_nodes && t->nodes[t->spans[k].node].frame < nf)
+                span_names += name_len[t->nodes[t->spans[k].node].frame];
+    }
+    free(name_len);
+    int timeline = p->has_timeline && spans > 0;
+    switch (f) {
+    case BS_FORMAT_FOLDED: return s.folded;
+    case BS_FORMAT_PERF: return s.perf;
+    case BS_FORMAT_SPEEDSCOPE:
+        /* {"type":"O","frame":F,"at":T}, opened and closed */
+        return frames_bytes + (timeline ? spans * 2 * 44 : s.sampled);
+    case BS_FORMAT_CHROME:
+        /* {"ph":"X","pid":1,"tid":N,"ts":...,"dur":...,"name":"...","cat":"beam"} */
+        return 4096 + (timeline ? spans * 105 + span_names : nodes * 105 + s.nodes_bytes);
+    case BS_FORMAT_BSPY: return frames_bytes + nodes * 32 + spans * 20;
+    case BS_FORMAT_CALLGRIND: return nodes * 60 + s.nodes_bytes;
+    /* HTML and SVG prune what is too narrow to see: upper bounds (the
+     * compiler's 773,000 nodes: 12 MB of HTML, 4.3 MB of SVG). */
+    case BS_FORMAT_HTML: return 200000 + nodes * 16 + frames_bytes;
+    case BS_FORMAT_SVG: {
+        uint64_t drawn = nodes < 60000 ? nodes : 60000;
+        return 30000 + drawn * 75;
+    }
+    default: return 0;
+    }
+}
+
+/* "1.5 GB", "97.8 MB", "812 kB": decimal units, as ls -h --si. */
+static void human_bytes(uint64_t b, char *buf, size_t cap)
+{
+    if (b >= 1000000000ull)
+        snprintf(buf, cap, "%.1f GB", (double)b / 1e9);
+    else if (b >= 1000000ull)
+        snprintf(buf, cap, "%.1f MB", (double)b / 1e6);
+    else
+        snprintf(buf, cap, "%llu kB", (unsigned long long)((b + 999) / 1000));
+}
+
+/* Appends to buf (vsnprintf: a cut message is still NUL-terminated). */
+static void append(char *buf, size_t cap, size_t *n, const char *fmt, ...)
+{
+    if (*n + 1 >= cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(buf + *n, cap - *n, fmt, ap);
+    va_end(ap);
+    if (k > 0)
+        *n += (size_t)k < cap - *n ? (size_t)k : cap - *n - 1;
+}
+
+size_t bs_write_warning_text(const bs_write_report *r, char *buf, size_t cap)
+{
+    size_t n = 0;
+    if (cap == 0)
+        return 0;
+    buf[0] = '\0';
+    const char *name = bs_format_name((bs_format)r->format);
+    if (r->spans_capped > 0)
+        append(buf, cap, &n,
+               "%s: timeline capped at %llu calls so that the viewer can load it: %llu of %llu "
+               "(the deepest) left out of the time order, totals unchanged; to keep them give "
+               "timeline_cap => infinity (--timeline-cap none) or a larger number",
+               name, (unsigned long long)r->timeline_cap, (unsigned long long)r->spans_capped,
+               (unsigned long long)(r->spans + r->spans_capped));
+    uint64_t warn = r->warn_bytes ? r->warn_bytes : bs_size_warn_bytes();
+    if (r->projected_bytes > warn) {
+        char size[32], limit[32];
+        human_bytes(r->projected_bytes, size, sizeof size);
+        human_bytes(warn, limit, sizeof limit);
+        append(buf, cap, &n,
+               "%s%s: about %s to write (above %s); smaller with collapse_recursion => all "
+               "(--collapse-recursion=all), drop_sleep, include/exclude, a smaller timeline_cap for time-ordered "
+               "formats, or the svg/html formats",
+               n ? "; " : "", name, size, limit);
+    }
+    return n;
+}

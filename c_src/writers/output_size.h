@@ -1,0 +1,53 @@
+/* output_size.h — how big a file will be before it is written, the caps
+ * that keep time-ordered files loadable, and the warnings about both.
+ *
+ * Sizes are projected from the filtered profile (nodes, path lengths,
+ * spans), not by writing: a 1.5 GB folded file is announced before the
+ * first byte, with the options that make it smaller. The projection is an
+ * estimate (within a few tens of percent: number widths vary), enough to
+ * tell 20 MB from 2 GB.
+ *
+ * Default timeline caps, measured by loading evented files of increasing
+ * size into speedscope 1.25 (headless Chromium, 2 shared cores; its Chrome
+ * trace importer for .trace.json): see README "Benchmarks: output sizes".
+ * Above the cap a file takes minutes to import or never opens. */
+#ifndef BS_OUTPUT_SIZE_H
+#define BS_OUTPUT_SIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "writers.h"
+
+/* speedscope's own JSON imports 200,000 calls in 22 s and 400,000 in 30 s
+ * here (832,000: 49 s); its Chrome trace importer is much slower and grows
+ * faster than the count: 25,000 calls in 10 s, 50,000 in 40-54 s, 200,000
+ * in 215 s, 400,000 not within 300 s (same profile, load average about 30
+ * on 2 cores, so a quiet machine is faster). Perfetto reads far larger
+ * traces: timeline_cap => infinity lifts the cap for it. */
+#define BS_TIMELINE_CAP_SPEEDSCOPE 300000u
+#define BS_TIMELINE_CAP_CHROME 25000u
+
+/* Files projected above this many bytes are announced with a warning. The
+ * environment variable BEAMSPY_SIZE_WARN_BYTES (a positive integer) sets
+ * another threshold: the tests use it so as not to write 100 MB files. */
+#define BS_SIZE_WARN_BYTES (100u * 1000u * 1000u)
+
+/* The span cap that applies to format f under o: 0 for formats that are not
+ * time-ordered (or no cap asked: UINT64_MAX in o). */
+uint64_t bs_timeline_cap_for(bs_format f, const bs_render_opts *o);
+
+/* Estimated bytes of p written in format f with o (p already filtered and
+ * capped, as the writer will see it). */
+uint64_t bs_projected_bytes(bs_format f, const bs_profile *p, const bs_render_opts *o);
+
+/* The warning threshold: BEAMSPY_SIZE_WARN_BYTES or BS_SIZE_WARN_BYTES. */
+uint64_t bs_size_warn_bytes(void);
+
+/* What to tell the user about r, one sentence per issue (the timeline cap,
+ * a projected size above the threshold), each naming the options that
+ * change it; "" when there is nothing to say. Returns the length written
+ * (always NUL-terminated, cut to cap). */
+size_t bs_write_warning_text(const bs_write_report *r, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,281 @@
+/* test_sizes.c — outputs kept to a size their viewers load: the timeline
+ * cap (span_cap.c: the shallowest spans kept, whole and nested, totals
+ * untouched), its place in bs_write_stream (what the file and the report
+ * say), the projected sizes (output_size.c) against the bytes really
+ * written, and the warning text with its test-only threshold. */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "engine/span_cap.h"
+#include "writers/output_size.h"
+#include "writers/writers.h"
+#include "test_util.h"
+
+#define OK(x) assert_int_equal((x), 0)
+
+static const bs_key KEYS[] = {KEY(M_M, F_TOP, 0), KEY(M_M, F_A, 1), KEY(M_M, F_B, 1), KEY(M_M, F_C, 1),
+                              KEY(M_M, F_LEAF, 0)};
+
+/* top calls a `fan` times, each a calls b `fan` times, ... down to leaf:
+ * a full tree of calls, 10 µs of own work before and after each call. */
+static uint64_t call_down(bs_proc *p, unsigned level, unsigned fan, uint64_t t)
+{
+    if (level + 1 >= sizeof KEYS / sizeof KEYS[0])
+        return t + 10000;
+    for (unsigned i = 0; i < fan; i++) {
+        t += 10000;
+        OK(bs_proc_call(p, &KEYS[level + 1], BS_CALLER_FRAME, &KEYS[level], t));
+        t = call_down(p, level + 1, fan, t);
+        OK(bs_proc_return_to(p, &KEYS[level], t));
+    }
+    return t + 10000;
+}
+
+static void make_profile(bs_profile *prof, unsigned fan)
+{
+    static bs_span_quota quota;
+    bs_span_quota_init(&quota, 1u << 24);
+    OK(bs_profile_init(prof));
+    for (int proc = 0; proc < 2; proc++) {
+        bs_proc p;
+        OK(bs_proc_init(&p, NULL, 0, 1, 1));
+        bs_proc_enable_timeline(&p, &quota);
+        OK(bs_proc_call(&p, &KEYS[0], BS_CALLER_ROOT, NULL, 100));
+        uint64_t t = call_down(&p, 0, fan, 100);
+        OK(bs_proc_return_to(&p, NULL, t));
+        bs_proc_flush(&p, t);
+        OK(bs_profile_add_proc(prof, &p, proc ? "<0.81.0>" : "<0.80.0>", tu_namer, NULL));
+        bs_proc_free(&p);
+    }
+    bs_profile_compute_totals(prof);
+}
+
+static uint32_t depth_of(const bs_ptree *t, uint32_t node)
+{
+    uint32_t d = 0;
+    for (; node != 0; node = t->nodes[node].parent)
+        d++;
+    return d;
+}
+
+/* Every kept span is one of the original spans, unchanged, and the span of
+ * its parent node around it was kept too. */
+static void assert_capped_well(const bs_profile *before, const bs_profile *after, uint64_t cap)
+{
+    assert_true(bs_profile_span_count(after) <= cap);
+    for (uint32_t i = 0; i < after->n_trees; i++) {
+        const bs_ptree *t = &after->trees[i], *o = &before->trees[i];
+        assert_int_equal(t->n_nodes, o->n_nodes);
+        for (uint32_t k = 0; k < t->n_nodes; k++) {
+            assert_int_equal(t->nodes[k].self_ns, o->nodes[k].self_ns);
+            assert_int_equal(t->nodes[k].total_ns, o->nodes[k].total_ns);
+        }
+        uint32_t deepest = 0;
+        for (uint32_t s = 0; s < t->n_spans; s++) {
+            const bs_pspan *sp = &t->spans[s];
+            int found = 0;
+            for (uint32_t k = 0; k < o->n_spans && !found; k++)
+                found = o->spans[k].node == sp->node && o->spans[k].start_ns == sp->start_ns &&
+                        o->spans[k].end_ns == sp->end_ns;
+            assert_true(found);
+            uint32_t parent = t->nodes[sp->node].parent, d = depth_of(t, sp->node);
+            if (d > deepest)
+                deepest = d;
+            if (parent == 0)
+                continue;
+            int around = 0;
+            for (uint32_t k = 0; k < t->n_spans && !around; k++)
+                around = t->spans[k].node == parent && t->spans[k].start_ns <= sp->start_ns &&
+                         t->spans[k].end_ns >= sp->end_ns;
+            assert_true(around);
+        }
+        /* Shallowest first: no span deeper than the deepest kept one + 0
+         * is missing while a deeper one is kept. */
+        for (uint32_t k = 0; k < o->n_spans; k++)
+            if (depth_of(o, o->spans[k].node) + 1 < deepest) {
+                int kept = 0;
+                for (uint32_t s = 0; s < t->n_spans && !kept; s++)
+                    kept = t->spans[s].start_ns == o->spans[k].start_ns && t->spans[s].node == o->spans[k].node;
+                assert_true(kept);
+            }
+    }
+}
+
+static void test_cap_keeps_shallowest_nested(void **state)
+{
+    (void)state;
+    const uint64_t caps[] = {1, 2, 7, 12, 50, 99, 200};
+    for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
+        bs_profile before, after;
+        make_profile(&before, 3); /* per process: 3 + 9 + 27 + 81 = 120 spans, + top */
+        OK(bs_profile_clone(&before, &after));
+        uint64_t total = bs_profile_span_count(&before), left_out = 0;
+        assert_int_equal(total, 2 * 121);
+        OK(bs_profile_cap_spans(&after, caps[c], &left_out));
+        assert_int_equal(bs_profile_span_count(&after), caps[c]);
+        assert_int_equal(left_out, total - caps[c]);
+        assert_int_equal(after.timeline_truncated, 1);
+        assert_capped_well(&before, &after, caps[c]);
+        bs_profile_free(&before);
+        bs_profile_free(&after);
+    }
+}
+
+static void test_cap_above_count_changes_nothing(void **state)
+{
+    (void)state;
+    bs_profile p;
+    make_profile(&p, 2);
+    uint64_t total = bs_profile_span_count(&p), left_out = 99;
+    OK(bs_profile_cap_spans(&p, total, &left_out));
+    assert_int_equal(left_out, 0);
+    assert_int_equal(bs_profile_span_count(&p), total);
+    assert_int_equal(p.timeline_truncated, 0);
+    bs_profile_free(&p);
+}
+
+static bs_write_report last;
+static int reports;
+
+static void keep_report(void *ctx, const bs_write_report *r)
+{
+    (void)ctx;
+    last = *r;
+    reports++;
+}
+
+static char *write_to_memory(bs_format f, const bs_profile *p, const bs_render_opts *o, size_t *n)
+{
+    char *text = NULL;
+    FILE *out = open_memstream(&text, n);
+    assert_non_null(out);
+    OK(bs_write_stream(out, f, p, o));
+    assert_int_equal(fclose(out), 0);
+    return text;
+}
+
+static void test_write_stream_caps_and_reports(void **state)
+{
+    (void)state;
+    bs_profile p;
+    make_profile(&p, 4); /* 2 * (4 + 16 + 64 + 256 + 1) = 682 spans */
+    uint64_t total = bs_profile_span_count(&p);
+    bs_render_opts o = {.timeline_cap = 50, .on_report = keep_report};
+    size_t n;
+    reports = 0;
+    char *chrome = write_to_memory(BS_FORMAT_CHROME, &p, &o, &n);
+    assert_int_equal(reports, 1);
+    assert_int_equal(last.format, BS_FORMAT_CHROME);
+    assert_int_equal(last.spans, 50);
+    assert_int_equal(last.spans_capped, total - 50);
+    assert_int_equal(last.timeline_cap, 50);
+    char expect[96];
+    snprintf(expect, sizeof expect, "\"timeline_cap\":50,\"calls_left_out_by_cap\":%llu", (unsigned long long)(total - 50));
+    assert_non_null(strstr(chrome, expect));
+    free(chrome);
+    char *ss = write_to_memory(BS_FORMAT_SPEEDSCOPE, &p, &o, &n);
+    assert_non_null(strstr(ss, "(timeline capped at 50 calls in this file"));
+    free(ss);
+    /* Not time-ordered: no cap. */
+    char *folded = write_to_memory(BS_FORMAT_FOLDED, &p, &o, &n);
+    assert_int_equal(last.spans_capped, 0);
+    assert_int_equal(last.timeline_cap, 0);
+    free(folded);
+    /* No cap asked: every span, nothing said. */
+    o.timeline_cap = UINT64_MAX;
+    char *all = write_to_memory(BS_FORMAT_CHROME, &p, &o, &n);
+    assert_int_equal(last.spans, total);
+    assert_int_equal(last.spans_capped, 0);
+    assert_null(strstr(all, "timeline_cap"));
+    free(all);
+    /* The input profile is untouched. */
+    assert_int_equal(bs_profile_span_count(&p), total);
+    bs_profile_free(&p);
+}
+
+static void test_default_caps(void **state)
+{
+    (void)state;
+    bs_render_opts o = {0};
+    assert_int_equal(bs_timeline_cap_for(BS_FORMAT_SPEEDSCOPE, &o), BS_TIMELINE_CAP_SPEEDSCOPE);
+    assert_int_equal(bs_timeline_cap_for(BS_FORMAT_CHROME, &o), BS_TIMELINE_CAP_CHROME);
+    assert_int_equal(bs_timeline_cap_for(BS_FORMAT_FOLDED, &o), 0);
+    assert_int_equal(bs_timeline_cap_for(BS_FORMAT_BSPY, &o), 0);
+    o.timeline_cap = UINT64_MAX;
+    assert_int_equal(bs_timeline_cap_for(BS_FORMAT_CHROME, &o), 0);
+}
+
+/* The projection is within a factor of 1.5 of what is written. */
+static void test_projection_near_real_size(void **state)
+{
+    (void)state;
+    bs_profile p;
+    make_profile(&p, 5);
+    const bs_format formats[] = {BS_FORMAT_FOLDED, BS_FORMAT_PERF, BS_FORMAT_SPEEDSCOPE, BS_FORMAT_CHROME};
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+        bs_render_opts o = {.on_report = keep_report};
+        size_t n;
+        char *text = write_to_memory(formats[i], &p, &o, &n);
+        free(text);
+        double ratio = (double)last.projected_bytes / (double)n;
+        print_message("%s: projected %llu, written %zu\n", bs_format_name(formats[i]),
+                      (unsigned long long)last.projected_bytes, n);
+        assert_true(ratio > 0.66 && ratio < 1.5);
+    }
+    bs_profile_free(&p);
+}
+
+static void test_warning_text(void **state)
+{
+    (void)state;
+    char buf[1024];
+    unsetenv("BEAMSPY_SIZE_WARN_BYTES");
+    assert_int_equal(bs_size_warn_bytes(), BS_SIZE_WARN_BYTES);
+    bs_write_report r = {.format = BS_FORMAT_FOLDED, .projected_bytes = 1000};
+    assert_int_equal(bs_write_warning_text(&r, buf, sizeof buf), 0);
+    assert_string_equal(buf, "");
+    r.projected_bytes = 1500000000ull;
+    assert_true(bs_write_warning_text(&r, buf, sizeof buf) > 0);
+    assert_non_null(strstr(buf, "folded: about 1.5 GB to write (above 100.0 MB)"));
+    assert_non_null(strstr(buf, "collapse_recursion => all"));
+    /* The test-only threshold. */
+    setenv("BEAMSPY_SIZE_WARN_BYTES", "500", 1);
+    r.projected_bytes = 1000;
+    assert_true(bs_write_warning_text(&r, buf, sizeof buf) > 0);
+    assert_non_null(strstr(buf, "about 1 kB to write (above 1 kB)"));
+    setenv("BEAMSPY_SIZE_WARN_BYTES", "-3", 1);
+    assert_int_equal(bs_size_warn_bytes(), BS_SIZE_WARN_BYTES);
+    unsetenv("BEAMSPY_SIZE_WARN_BYTES");
+    /* The cap: how many of how many, and how to lift it. */
+    r = (bs_write_report){.format = BS_FORMAT_SPEEDSCOPE, .spans = 200000, .spans_capped = 632551,
+                          .timeline_cap = 200000, .projected_bytes = 17000000};
+    assert_true(bs_write_warning_text(&r, buf, sizeof buf) > 0);
+    assert_non_null(strstr(buf, "speedscope: timeline capped at 200000 calls"));
+    assert_non_null(strstr(buf, "632551 of 832551"));
+    assert_non_null(strstr(buf, "timeline_cap => infinity (--timeline-cap none)"));
+    /* A small buffer is cut, never overrun. */
+    char small[16];
+    assert_true(bs_write_warning_text(&r, small, sizeof small) < sizeof small);
+    assert_int_equal(strlen(small), sizeof small - 1);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cap_keeps_shallowest_nested),
+        cmocka_unit_test(test_cap_above_count_changes_nothing),
+        cmocka_unit_test(test_write_stream_caps_and_reports),
+        cmocka_unit_test(test_default_caps),
+        cmocka_unit_test(test_projection_near_real_size),
+        cmocka_unit_test(test_warning_text),
+    };
+    if (argc > 1)
+        cmocka_set_test_filter(argv[1]);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,75 @@
+%%% Outputs kept to sizes their viewers load, through the Erlang API on real
+%%% code: a capped timeline says so in the file and in the warnings, and
+%%% infinity lifts the cap; collapse_recursion => all shrinks the folded
+%%% stacks of the compiler (mutual recursion) and leaves no frame twice on
+%%% a stack; a file projected above the size threshold is announced (the
+%%% threshold lowered through BEAMSPY_SIZE_WARN_BYTES, so nothing big is
+%%% written).
+-module(beamspy_sizes_tests).
+-include_lib("eunit/include/eunit.hrl").
+
+capped_timeline_says_so_test() ->
+    Dir = bs_test_lib:tmp_dir(),
+    Path = filename:join(Dir, "fib.trace.json"),
+    {ok, #{result := {return, 610}, warnings := [Warning]}} =
+        beamspy:profile({bs_wl, fib, [15]}, #{output => Path, timeline_cap => 20, quiet => true}),
+    {ok, Bin} = file:read_file(Path),
+    %% fib(15) makes 1973 calls: 20 are kept in time order, the rest said.
+    ?assertEqual(20, count(Bin, <<"\"ph\":\"X\"">>)),
+    ?assertMatch({match, _}, re:run(Bin, "\"timeline_cap\":20,\"calls_left_out_by_cap\":[1-9][0-9]*")),
+    ?assertMatch({match, _}, re:run(Warning, "fib.trace.json: chrome: timeline capped at 20 calls")),
+    ?assertMatch({match, _}, re:run(Warning, "timeline_cap => infinity")),
+    %% infinity: every call, nothing said.
+    Path2 = filename:join(Dir, "all.trace.json"),
+    {ok, #{warnings := []}} =
+        beamspy:profile({bs_wl, fib, [15]}, #{output => Path2, timeline_cap => infinity, quiet => true}),
+    {ok, Bin2} = file:read_file(Path2),
+    ?assert(count(Bin2, <<"\"ph\":\"X\"">>) >= 1973),
+    ?assertEqual(nomatch, re:run(Bin2, "\"timeline_cap\":")),
+    {error, {bad_option, timeline_cap, 0, _}} = beamspy:check({bs_wl, fib, [1]}, #{timeline_cap => 0}),
+    bs_test_lib:rm_rf(Dir).
+
+%% The compiler's passes walk its trees by mutual recursion: `all' folds it.
+%% (Its plain folded stacks are hundreds of MB, so they are counted from
+%% the profile's tree, not rendered: one line per node with time.)
+collapse_all_shrinks_the_compiler_test_() ->
+    {timeout, 600, fun collapse_all_shrinks_the_compiler/0}.
+
+collapse_all_shrinks_the_compiler() ->
+    Src = filename:join(filename:dirname(filename:dirname(code:which(bs_wl))), "bs_wl.erl"),
+    {ok, #{profile := #{processes := Procs} = Profile}} =
+        beamspy:profile({compile, file, [Src, [binary, return_errors]]}, #{}),
+    Nodes = [N || {_, Tree} <- Procs, N <- Tree],
+    SelfNs = lists:sum([Self || {_, _, _, Self, _, _} <- Nodes]),
+    {ok, All} = beamspy:render(Profile, folded, #{collapse_recursion => all}),
+    {SumUs, Lines} = sum(All),
+    ?assert(Lines * 10 < length(Nodes)),
+    %% Time kept: equal up to the rounding of each line to a microsecond.
+    ?assert(abs(SumUs * 1000 - SelfNs) =< 1000 * (Lines + length(Nodes))),
+    %% No frame twice on a stack below the process.
+    [?assertEqual(length(Frames), length(lists:usort(Frames)))
+     || Line <- binary:split(All, <<"\n">>, [global, trim_all]),
+        [Stack, _] <- [string:split(Line, " ", trailing)],
+        [_Proc | Frames] <- [binary:split(Stack, <<";">>, [global])]].
+
+size_warning_above_threshold_test() ->
+    Dir = bs_test_lib:tmp_dir(),
+    Path = filename:join(Dir, "fib.folded"),
+    true = os:putenv("BEAMSPY_SIZE_WARN_BYTES", "10"),
+    try
+        {ok, #{warnings := [W]}} = beamspy:profile({bs_wl, fib, [12]}, #{output => Path, quiet => true}),
+        ?assertMatch({match, _}, re:run(W, "fib.folded: folded: about [0-9]+ kB to write \\(above 1 kB\\)")),
+        ?assertMatch({match, _}, re:run(W, "collapse_recursion => all"))
+    after
+        os:unsetenv("BEAMSPY_SIZE_WARN_BYTES")
+    end,
+    {ok, #{warnings := []}} = beamspy:profile({bs_wl, fib, [12]}, #{output => Path, quiet => true}),
+    bs_test_lib:rm_rf(Dir).
+
+count(Bin, Pattern) ->
+    length(binary:matches(Bin, Pattern)).
+
+sum(Folded) ->
+    Lines = binary:split(Folded, <<"\n">>, [global, trim_all]),
+    {lists:sum([binary_to_integer(lists:last(binary:split(L, <<" ">>, [global]))) || L <- Lines]),
+     length(Lines)}.
