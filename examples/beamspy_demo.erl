@@ -25,11 +25,16 @@ main([OutDir]) ->
     #{processes := Procs, events := Events, memory_peak := Peak} = Profile,
     io:format("~nrecorded ~w events from ~w processes, peak recording memory ~w KiB~n",
               [Events, length(Procs), Peak div 1024]),
-    io:format("~nthe ten frames with the most self time:~n~n"),
+    io:format("~nthe ten frames with the most self time (~ts):~n~n", [times_text(Profile)]),
     io:format("  ~10s  ~8s  ~s~n", ["self (ms)", "calls", "frame"]),
     [io:format("  ~10.2f  ~8w  ~ts~n", [Ns / 1.0e6, Calls, Name])
      || {Name, Ns, Calls} <- top_self(Procs, 10)],
     ok.
+
+%% What the times are: compensated for the tracer's own cost (by how much),
+%% or raw traced times.
+times_text(#{compensation := #{text := Text}}) when Text =/= <<>> -> Text;
+times_text(_) -> <<"raw traced times">>.
 
 top_self(Procs, N) ->
     Sum = lists:foldl(
