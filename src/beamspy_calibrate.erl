@@ -33,7 +33,7 @@
 %%% them itself, even when its caller dies meanwhile.
 -module(beamspy_calibrate).
 
--export([nif_option/1, costs/1, measure/1, forget/0]).
+-export([nif_option/1, costs/1, measure/1, wait_idle/1, forget/0]).
 %% The loops, called (traced) by the calibrating process only.
 -export([tail/1, body/2, leaf/1]).
 
@@ -45,6 +45,8 @@
 %% A calibration that has not finished by then (a node starving the
 %% calibrating process) gives up: the recording keeps raw times and says so.
 -define(TIMEOUT_MS, 5000).
+%% The calibrating process, while it runs.
+-define(CALIBRATING, beamspy_calibrating).
 -define(CALLER_MS, [{'_', [], [{message, {{cp, {caller}}}}]}]).
 
 -type costs() :: #{call := non_neg_integer(), return := non_neg_integer(),
@@ -95,8 +97,11 @@ costs(Timeline) ->
 measure(Timeline) ->
     Parent = self(),
     Ref = make_ref(),
-    {Pid, Mon} = spawn_opt(fun() -> Parent ! {Ref, calibrate(Timeline)} end,
-                           [monitor, {priority, high}]),
+    {Pid, Mon} = spawn_opt(fun() ->
+                                   %% Named, so a watchdog can wait for it (wait_idle/1).
+                                   _ = try register(?CALIBRATING, self()) catch error:badarg -> false end,
+                                   Parent ! {Ref, calibrate(Timeline)}
+                           end, [monitor, {priority, high}]),
     receive
         {Ref, Result} ->
             erlang:demonitor(Mon, [flush]),
@@ -108,6 +113,23 @@ measure(Timeline) ->
             %% (that would leave them set).
             erlang:demonitor(Mon, [flush]),
             {error, calibration_timeout}
+    end.
+
+%% @doc Waits, at most Ms milliseconds, until no calibration runs. The
+%% calibrating process traces itself and cleans up as it ends, whoever
+%% asked for it: a watchdog cleaning up after an owner killed while it
+%% calibrated waits for it, so that the node is clean when the failed start
+%% returns.
+-spec wait_idle(non_neg_integer()) -> ok.
+wait_idle(Ms) ->
+    case whereis(?CALIBRATING) of
+        undefined ->
+            ok;
+        Pid ->
+            Mon = erlang:monitor(process, Pid),
+            receive {'DOWN', Mon, process, Pid, _} -> ok
+            after Ms -> erlang:demonitor(Mon, [flush]), ok
+            end
     end.
 
 %% @doc Forgets the kept costs (the next recording calibrates again).

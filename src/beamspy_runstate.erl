@@ -131,14 +131,8 @@ close(#{session := Session, backend := Backend, watchdog := Watchdog}) ->
     ok = beamspy_tracer:session_stop(Session),
     case Backend of
         {legacy, _} ->
-            Tracer = {beamspy_tracer, Session},
-            _ = case erlang:trace_info(new, tracer) of
-                    {tracer, Tracer} -> erlang:trace(new, false, [all]);
-                    _ -> ok
-                end,
-            _ = [try erlang:trace(P, false, [all]) catch error:badarg -> 0 end
-                 || P <- erlang:processes(), erlang:trace_info(P, tracer) =:= {tracer, Tracer}],
-            ok;
+            ok = beamspy_backend:legacy_untrace(new, Session),
+            beamspy_backend:legacy_untrace_all(Session);
         {session, _, TS} ->
             _ = try trace:session_destroy(TS) catch error:_ -> ok end,
             ok

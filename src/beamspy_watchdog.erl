@@ -30,6 +30,8 @@
 -define(KEY, beamspy_watchdog).
 
 -define(LOCK, beamspy_active_session).
+%% The longest a calibration runs (beamspy_calibrate gives up after 5 s).
+-define(CALIBRATION_WAIT_MS, 6000).
 
 -type arming() :: #{session := beamspy_tracer:session(),
                     patterns := node_wide | own,
@@ -109,13 +111,15 @@ loop(Owner, Mon, Arming) ->
         {'DOWN', Mon, process, Owner, normal} ->
             ok;
         {'DOWN', Mon, process, Owner, Why} when Arming =/= undefined ->
+            ok = beamspy_calibrate:wait_idle(?CALIBRATION_WAIT_MS),
             clean(Arming),
             case Arming of
                 #{notify := {Pid, Ref}} -> Pid ! {beamspy_capture, Ref, {error, {session_failed, Why}}};
                 _ -> ok
             end;
         {'DOWN', Mon, process, Owner, _} ->
-            ok
+            %% Killed before it armed this: perhaps while calibrating.
+            beamspy_calibrate:wait_idle(?CALIBRATION_WAIT_MS)
     end.
 
 clean(#{session := Session} = Arming) ->

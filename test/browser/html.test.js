@@ -67,12 +67,17 @@ function embedded() {
 }
 
 // Per function over all processes: self, and total counted once per stack.
+// Scheduled-out frames, which "hide SLEEP/WAIT/RUNNABLE" hides together.
+function schedOut(d, f) {
+  return f !== undefined && (f === d.sleepFrame || f === d.waitFrame || f === d.runnableFrame);
+}
+
 function aggregates(d, hideSleep) {
   const self = new Map(), total = new Map();
   for (const p of d.processes) {
     const n = p.frame.length, tot = p.self.slice(), parent = p.parent.map((dist, i) => i - dist);
     const dropped = new Uint8Array(n);
-    for (let i = 1; i < n; i++) dropped[i] = dropped[parent[i]] || (hideSleep && p.frame[i] === d.sleepFrame);
+    for (let i = 1; i < n; i++) dropped[i] = dropped[parent[i]] || (hideSleep && schedOut(d, p.frame[i]));
     for (let i = 0; i < n; i++) if (dropped[i]) tot[i] = 0;
     for (let i = n - 1; i > 0; i--) tot[parent[i]] += tot[i];
     for (let i = 1; i < n; i++) {
@@ -250,9 +255,9 @@ async function checkPage(mode) {
   const hidden = await state(page);
   assert(hidden.hideSleep && hidden.sleepFramesDrawn === 0, `SLEEP still drawn: ${hidden.sleepFramesDrawn}`);
   assert(hidden.rootTotal < s0.rootTotal, 'hiding SLEEP did not lower the total');
-  assert(!(await tableRows(page)).some((r) => r[0] === 'SLEEP'), 'SLEEP still in the table');
+  assert(!(await tableRows(page)).some((r) => ['SLEEP', 'WAIT', 'RUNNABLE'].includes(r[0])), 'SLEEP, WAIT or RUNNABLE still in the table');
   const aggNoSleep = aggregates(d, true);
-  assert(Math.abs(hidden.rootTotal - [...d.processes].reduce((s, p) => s + p.self.reduce((u, v, i) => u + (p.frame[i] === d.sleepFrame ? 0 : v), 0), 0)) < 1, 'total without SLEEP');
+  assert(Math.abs(hidden.rootTotal - [...d.processes].reduce((s, p) => s + p.self.reduce((u, v, i) => u + (schedOut(d, p.frame[i]) ? 0 : v), 0), 0)) < 1, 'total without SLEEP');
   assert(aggNoSleep.total.get(`${MOD}:run/0`) < agg.total.get(`${MOD}:run/0`), 'run/0 waits: its total must shrink');
   await page.uncheck('#hide-sleep');
   await frame(page);

@@ -78,8 +78,12 @@ defmodule BeamSpyTest.RunTest do
   test "prints where it wrote unless quiet" do
     path = scratch("loud.folded")
 
-    assert capture_io(fn -> BeamSpy.run({Work, :fib, [3]}, output: path) end) ==
-             "beamspy: wrote #{path}\n"
+    # Where it wrote, then what the times are (folded has no header for it).
+    assert [wrote, times, ""] =
+             String.split(capture_io(fn -> BeamSpy.run({Work, :fib, [3]}, output: path) end), "\n")
+
+    assert wrote == "beamspy: wrote #{path}"
+    assert times =~ ~r/^beamspy: traced times compensated for tracer overhead: \d+ ns\/call/
   end
 
   test "a directory output gets one file per format" do

@@ -178,8 +178,12 @@ deep_recursion() ->
                       [_, C] = string:split(L, " ", trailing),
                       binary_to_integer(C)
                   end || L <- Lines],
+        %% Each stack with time rounds by less than a microsecond (one that
+        %% rounds to nothing, as the compensated shortest calls can, writes
+        %% no line).
         [{0, undefined, _, _, RootTotal, _} | _] = Nodes,
-        ?assert(abs(lists:sum(Counts) - RootTotal / 1000) =< length(Lines) + 1)
+        Timed = length([S || {_, _, _, S, _, _} <- Nodes, S > 0]),
+        ?assert(abs(lists:sum(Counts) - RootTotal / 1000) =< Timed + 1)
     after
         file:delete(Path)
     end,
