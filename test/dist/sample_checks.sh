@@ -21,7 +21,7 @@ running_shares() {
           leaf = f[length(f)]; if (leaf == "SLEEP" || leaf == "WAIT" || leaf == "RUNNABLE") next
           total += n
           if (leaf ~ /^bs_decode_wl:(decode\/1|list\/2|number\/2)$/) dec += n
-          if (leaf == "gen_server:loop/7") loop += n }
+          if (leaf ~ /^gen_server:loop\//) loop += n }
         END { printf "%d %d %d\n", dec, loop, total }' "$1"
 }
 
