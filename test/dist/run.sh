@@ -175,7 +175,9 @@ busy_pid=$(rpc n1 'pid_to_list(whereis(busy)).' | tr -d '"')
 bs record --node "$n1" --pid "$busy_pid" --duration 500ms -o "$out/pid.folded" 2>/dev/null
 check "record --pid: exit 0 and rooted at the pid" grep -q "^$busy_pid busy;" "$out/pid.folded"
 
-bs record --node "$n1" --all --duration 1s -o "$out/all.folded" -o "$out/all.html" 2>/dev/null
+# --show-idle: every process recorded is in the files (by default those that
+# only waited are left out, and how many is said).
+bs record --node "$n1" --all --show-idle --duration 1s -o "$out/all.folded" -o "$out/all.html" 2>/dev/null
 check "record --all: exit 0" [ -s "$out/all.html" ]
 check "record --all: many processes" [ "$(cut -d';' -f1 "$out/all.folded" | cut -d' ' -f1 | sort -u | wc -l)" -ge 10 ]
 check "record --all: the workload is there" grep -q '> busy;.*bs_dist_wl:spin/1' "$out/all.folded"
