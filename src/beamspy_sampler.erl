@@ -347,7 +347,7 @@ targets(#{targets := Pids}) ->
 %% Without run states, every process is asked where it is (biased towards
 %% receive loops, see beamspy_runstate). With them: a process that runs now
 %% is counted once it stops (stopped_running/4); one that does not run is
-%% counted where it waits, with a SLEEP leaf.
+%% counted where it waits, with a WAIT, RUNNABLE or SLEEP leaf by its status.
 %% The round is taken as of a past instant (Due, ns, see sample_time/2):
 %% the sampler is also often late, held up by the busy process it shares a
 %% scheduler with.
