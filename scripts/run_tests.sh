@@ -16,9 +16,16 @@ total_fail=0
 # in each layer's spelling (FAIL lines of the shell and browser layers,
 # EUnit's *failed* and *timed out*, ExUnit's numbered failures, the fuzz
 # layer's FAILED), at most 30, so a failed run's last lines say which.
+# An EUnit test that printed something has its *failed* on a line of its
+# own, after the output: the test's title line (the last one ending in
+# "...") is named with it.
 failure_lines() {
-    grep -E '^(FAIL|not ok)|\*failed\*|\*timed out\*|^fuzz .*: FAILED|^ +[0-9]+\) test |did not report|no EUnit summary' "$1" |
-        cut -c1-200 | head -30
+    awk '/\.\.\.$/ { title = $0 }
+        /^(FAIL|not ok)|\*failed\*|\*timed out\*|^fuzz .*: FAILED|^ +[0-9]+\) test |did not report|no EUnit summary/ {
+            line = $0
+            if (line ~ /^[ \t]*\*(failed|timed out)\*[ \t]*$/ && title != "") line = title " " line
+            print line
+        }' "$1" | cut -c1-200 | head -30
 }
 
 # run_layer NAME COMMAND...: runs a layer, shows its output and adds its

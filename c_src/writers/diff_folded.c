@@ -17,6 +17,8 @@ typedef struct union_tree {
     bs_call_tree tree;   /* key.module = union frame id + 1 */
     uint64_t *before;    /* per union node, in output units */
     uint64_t *after;
+    unsigned char *present; /* per union node: a stack of either input (a
+                               count normalised to 0 still has its line) */
 } union_tree;
 
 /* "<0.85.0> my_server" -> "<process> my_server", "<0.85.0>" -> "<process>":
@@ -232,7 +234,7 @@ static int write_lines(FILE *out, const union_tree *u)
         uint32_t frame = (uint32_t)(u->tree.nodes[node].key.module - 1);
         if (path_put(&path, base, bs_frame_name(&u->frames, frame)) < 0)
             goto out;
-        if (u->before[node] || u->after[node]) {
+        if (u->present[node]) {
             fwrite(path.s, 1, path.len, out);
             if (fprintf(out, " %" PRIu64 " %" PRIu64 "\n", u->before[node], u->after[node]) < 0)
                 goto out;
@@ -271,12 +273,18 @@ int bs_write_diff_folded(FILE *out, const bs_profile *before, const bs_profile *
         goto out;
     u.before = grown;
     memset(u.before + n_before, 0, (size_t)(u.tree.n_nodes - n_before) * sizeof *u.before);
+    u.present = malloc(u.tree.n_nodes ? u.tree.n_nodes : 1);
+    if (!u.present)
+        goto out;
+    for (uint32_t i = 0; i < u.tree.n_nodes; i++)
+        u.present[i] = u.before[i] || u.after[i];
     if (normalize && scale_to_total(u.before, u.tree.n_nodes, sum(u.after, u.tree.n_nodes)) < 0)
         goto out;
     rc = write_lines(out, &u);
 out:
     free(u.before);
     free(u.after);
+    free(u.present);
     bs_call_tree_free(&u.tree);
 out_frames:
     bs_frame_table_free(&u.frames);

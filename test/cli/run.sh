@@ -486,6 +486,13 @@ check "diff --folded pairs processes by name, not pid" eval '! grep -v "^<proces
 bs diff "$IN/fib18.folded" "$IN/workers.folded" --merge --folded -o "$D/merged.folded"
 check "diff --merge: no process frames" eval 'rc_is 0 && diff_folded_ok "$D/merged.folded" && ! grep -q "^<" "$D/merged.folded"'
 check "diff --folded: the after column is the after profile" eval '[ "$(awk "{print \$NF}" "$D/raw.folded" | tr "\n" " ")" = "$(awk "{print \$NF}" "$D/norm.folded" | tr "\n" " ")" ]'
+# A stack of BEFORE whose share normalises to 0 keeps its line (0 0): the
+# two outputs list the same stacks.
+printf 'main;rare 1\nmain;hot 1000000\n' >"$D/before-rare.folded"
+printf 'main;hot 10\n' >"$D/after-hot.folded"
+bs diff "$D/before-rare.folded" "$D/after-hot.folded" --folded -o "$D/rare.folded"
+check "diff --folded: a stack normalised to 0 keeps its line" eval 'rc_is 0 && grep -qx "main;rare 0 0" "$D/rare.folded" &&
+    grep -qx "main;hot 10 10" "$D/rare.folded"'
 sed 's/<0\.80\.0>/<0.99.0>/' "$DATA/names.folded" >"$W/names-later.folded"
 bs diff "$DATA/names.folded" "$W/names-later.folded" --folded --no-normalize -o -
 check "diff pairs '<0.80.0> my_server' with '<0.99.0> my_server'" eval 'rc_is 0 &&
