@@ -283,7 +283,7 @@ int bs_cli_write_outputs(const char *const *outputs, int n, int forced_format, c
     }
     /* Folded stacks and perf scripts have no header to say what their times
      * are: stderr says it (and after the files announced, whatever they are). */
-    char times[256];
+    char times[BS_COMPENSATION_TEXT_CAP];
     if ((announce ? n_ok : headerless) && bs_compensation_text(&p->compensation, times, sizeof times))
         fprintf(stderr, "beamspy: %s\n", times);
     if (open) {

@@ -8,7 +8,7 @@ void bs_compensation_add(bs_compensation *into, const bs_comp_clock *c)
 {
     for (int k = 0; k < BS_EVENT_KINDS; k++)
         into->events[k] += c->events[k];
-    into->subtracted_ns += c->subtracted_ns;
+    into->subtracted_ns += c->subtracted_ns + c->callback_ns;
     into->base_ns += c->base_ns;
     into->scaled_ns += c->scaled_ns;
 }
@@ -53,7 +53,7 @@ size_t bs_compensation_text(const bs_compensation *c, char *buf, size_t cap)
         events += c->events[k];
     int n = snprintf(buf, cap,
                      "traced times compensated for tracer overhead: %" PRIu32 " ns/call, %" PRIu32
-                     " ns/return, %" PRIu32 " ns/reschedule",
+                     " ns/return, %" PRIu32 " ns/reschedule, and the callbacks' own time as measured",
                      c->ns[BS_EVENT_CALL], c->ns[BS_EVENT_RETURN], c->ns[BS_EVENT_SCHED]);
     n = clamp(n, cap);
     /* Costs were scaled up by the OS load seen while recording: say by how

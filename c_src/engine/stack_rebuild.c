@@ -90,10 +90,10 @@ static void settle_wake(bs_proc *p, int waited)
 }
 
 /* Charge the interval [last_ns, t) to whatever ran during it, less the
- * tracer's cost of the event of kind that ends it (compensation.h). Clock
+ * tracer's cost of n_events of kind that it holds (compensation.h). Clock
  * readings from different threads may be a few ns out of order: never
  * charge a negative interval. */
-static int charge(bs_proc *p, uint64_t t, bs_event_kind kind)
+static int charge_n(bs_proc *p, uint64_t t, bs_event_kind kind, uint32_t n_events)
 {
     if (p->woke)
         settle_wake(p, 0);
@@ -115,7 +115,7 @@ static int charge(bs_proc *p, uint64_t t, bs_event_kind kind)
         into = bs_call_tree_child(&p->tree, p->current, &k);
         if (into == BS_NO_NODE) {
             uint64_t short_by;
-            (void)bs_comp_take(&p->comp, kind, dt, 0, &short_by);
+            (void)bs_comp_take_n(&p->comp, kind, n_events, dt, 0, &short_by);
             return drop(p);
         }
         break;
@@ -124,7 +124,7 @@ static int charge(bs_proc *p, uint64_t t, bs_event_kind kind)
         return 0;
     }
     uint64_t short_by;
-    uint64_t kept = bs_comp_take(&p->comp, kind, dt, into != BS_NO_NODE, &short_by);
+    uint64_t kept = bs_comp_take_n(&p->comp, kind, n_events, dt, into != BS_NO_NODE, &short_by);
     if (into != BS_NO_NODE) {
         bs_tree_node *n = &p->tree.nodes[into];
         n->owed_ns += short_by;
@@ -135,6 +135,11 @@ static int charge(bs_proc *p, uint64_t t, bs_event_kind kind)
             p->woke_ns += kept; /* what settle_wake may move to RUNNABLE */
     }
     return 0;
+}
+
+static int charge(bs_proc *p, uint64_t t, bs_event_kind kind)
+{
+    return charge_n(p, t, kind, 1);
 }
 
 /* Count one entry into the pseudo leaf of the current stack. */
@@ -266,7 +271,8 @@ int bs_proc_sched_out(bs_proc *p, uint64_t t)
     p->events++;
     if (p->state != BS_RUNNING)
         return 0;
-    if (charge(p, t, BS_EVENT_SCHED) < 0)
+    /* This event's cost lands in the interval it starts: `in' pays it. */
+    if (charge_n(p, t, BS_EVENT_SCHED, 0) < 0)
         return -1;
     p->state = BS_SCHEDULED_OUT;
     p->woke_node = 0;
@@ -279,7 +285,7 @@ int bs_proc_sched_in(bs_proc *p, uint64_t t)
     p->events++;
     if (p->state != BS_SCHEDULED_OUT)
         return 0;
-    int rc = charge(p, t, BS_EVENT_SCHED);
+    int rc = charge_n(p, t, BS_EVENT_SCHED, 2); /* the out before and this in */
     p->state = BS_RUNNING;
     timeline_to(p, p->current, t);
     p->woke = p->split_waits && p->charge_sleep && p->woke_node;
@@ -340,7 +346,7 @@ void bs_proc_exit(bs_proc *p, uint64_t t)
         return;
     if (p->woke) /* scheduled in only to exit: an exit signal ended its wait */
         settle_wake(p, 1);
-    (void)charge(p, t, BS_EVENT_SCHED);
+    (void)charge_n(p, t, BS_EVENT_SCHED, 0); /* its cost comes after */
     p->state = BS_EXITED;
     forget_spans(p, &p->span_counts.died);
     set_current(p, 0, t);

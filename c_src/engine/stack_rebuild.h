@@ -95,6 +95,20 @@ static inline void bs_proc_compensate(bs_proc *p, const bs_comp_costs *costs) { 
  * tracer cost taken so far. Never decreases; the timeline is on it. */
 static inline uint64_t bs_proc_clock(const bs_proc *p) { return p->last_ns - p->comp.shift_ns; }
 
+/* The tracer's own callback for the event at t ran until end_ns: with
+ * compensation on, that stretch is charged to nothing (the next interval
+ * starts at end_ns) and the compensated clock skips it. Exact, where the
+ * calibrated costs are averages: it leaves them only what the VM does
+ * before the callback is entered. */
+static inline void bs_proc_skip_callback(bs_proc *p, uint64_t t, uint64_t end_ns)
+{
+    if (!p->comp.costs || p->last_ns != t || end_ns <= t)
+        return;
+    p->last_ns = end_ns;
+    p->comp.shift_ns += end_ns - t;
+    p->comp.callback_ns += end_ns - t;
+}
+
 /* Each event returns 0, or -1 when it was dropped because the budget is
  * exhausted (the process is then marked truncated). */
 int bs_proc_call(bs_proc *p, const bs_key *callee, bs_caller_kind kind, const bs_key *caller, uint64_t t);

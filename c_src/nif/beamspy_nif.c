@@ -302,6 +302,22 @@ static ERL_NIF_TERM session_capturing(ErlNifEnv *env, int argc, const ERL_NIF_TE
     return r && atomic_load(&r->capturing) ? a->true : a->false;
 }
 
+/* session_callback_ns(Session) -> ns: how long the tracer's callbacks for
+ * the calling process took so far (compensation on; 0 if it has no record).
+ * Read by the process itself, whose callbacks write it on its own thread:
+ * the calibration's measure of the part of an event's cost that is excluded
+ * exactly (stack_rebuild.h, bs_proc_skip_callback). */
+static ERL_NIF_TERM session_callback_ns(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+    (void)argc;
+    bs_session *s = get_session(env, argv[0]);
+    ErlNifPid self;
+    if (!s || !enif_self(env, &self))
+        return enif_make_badarg(env);
+    bs_traced_proc *r = bs_pid_table_find(&s->pids, (uint64_t)enif_make_pid(env, &self));
+    return enif_make_uint64(env, r ? r->proc.comp.callback_ns : 0);
+}
+
 static ERL_NIF_TERM session_pids(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
     (void)argc;
@@ -519,6 +535,7 @@ static ErlNifFunc nif_funcs[] = {
     {"session_stop", 1, session_stop, 0},
     {"session_stop", 2, session_stop, 0},
     {"session_pids", 1, session_pids, 0},
+    {"session_callback_ns", 1, session_callback_ns, 0},
     {"session_run_states", 3, bs_nif_session_run_states, 0},
     {"session_capturing", 2, session_capturing, 0},
     {"session_prepare_halt", 3, session_prepare_halt, 0},

@@ -108,7 +108,7 @@ static ERL_NIF_TERM make_string(ErlNifEnv *env, const char *s)
 static ERL_NIF_TERM compensation_term(ErlNifEnv *env, const bs_compensation *c)
 {
     static const char *const states[] = {"unknown", "raw", "applied"};
-    char text[256];
+    char text[BS_COMPENSATION_TEXT_CAP];
     bs_compensation_text(c, text, sizeof text);
     uint64_t events = 0;
     for (int k = 0; k < BS_EVENT_KINDS; k++)

@@ -190,6 +190,8 @@ ERL_NIF_TERM bs_nif_trace(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
             rc = bs_capture_on_meta(env, a, s, r, argv[0], argv[3], t);
         else if (!s->capture_mode || atomic_load(&r->capturing)) {
             rc = dispatch(env, a, s, &r->proc, argv[0], argv[3], argv[4], t);
+            if (s->comp_state == BS_COMP_APPLIED)
+                bs_proc_skip_callback(&r->proc, t, bs_now_ns());
             if (s->capture_mode && argv[0] == a->out_exited)
                 bs_capture_on_exit(env, s, r, t);
         }

@@ -222,7 +222,7 @@ static void put_header(cg_state *s, uint64_t total)
         fprintf(out, "desc: OTP: %s\n", p->meta.otp_release);
     if (p->truncated[0])
         fprintf(out, "desc: Truncated: %s\n", p->truncated);
-    char times[256];
+    char times[BS_COMPENSATION_TEXT_CAP];
     if (bs_compensation_text(&p->compensation, times, sizeof times))
         fprintf(out, "desc: Times: %s\n", times);
     fputs("positions: line\n", out);

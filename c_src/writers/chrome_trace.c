@@ -292,7 +292,7 @@ static void put_other_data(ct_writer *w, int timeline)
         fputs(",\"notes\":", out);
         bs_json_write_string(out, p->notes);
     }
-    char times[256];
+    char times[BS_COMPENSATION_TEXT_CAP];
     if (bs_compensation_text(&p->compensation, times, sizeof times)) {
         fputs(",\"times\":", out);
         bs_json_write_string(out, times);

@@ -116,7 +116,7 @@ static void write_meta(FILE *out, const bs_profile *p)
     json_fixed_field(out, "options", m->options, sizeof m->options);
     json_fixed_field(out, "truncated", p->truncated, sizeof p->truncated);
     json_fixed_field(out, "notes", p->notes, sizeof p->notes);
-    char times[256];
+    char times[BS_COMPENSATION_TEXT_CAP];
     bs_compensation_text(&p->compensation, times, sizeof times);
     json_fixed_field(out, "times", times, sizeof times);
     fprintf(out, ",\"hasTimeline\":%s,\"timelineTruncated\":%s}", p->has_timeline ? "true" : "false",

@@ -279,7 +279,7 @@ int bs_write_speedscope(FILE *out, const bs_profile *p, const bs_render_opts *o)
     fputs("{\"$schema\":\"" SCHEMA_URL "\",\n\"exporter\":\"" BS_EXPORTER "\",\"name\":", out);
     /* speedscope shows the name as the page title: the one place every
      * view keeps on screen says what the times are. */
-    char times[256], name[sizeof p->meta.source + sizeof times + 4];
+    char times[BS_COMPENSATION_TEXT_CAP], name[sizeof p->meta.source + sizeof times + 4];
     const char *source = p->meta.source[0] ? p->meta.source : "beamspy";
     if (bs_compensation_text(&p->compensation, times, sizeof times))
         snprintf(name, sizeof name, "%s (%s)", source, times);

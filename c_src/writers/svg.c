@@ -57,7 +57,7 @@ static void describe_limits(const bs_profile *p, const bs_render_opts *o, int ch
         n += (size_t)snprintf(buf + n, cap - n, "%srecording stopped early (%s)", n ? "; " : "", p->truncated);
     if (p->notes[0] && n < cap)
         n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? "; " : "", p->notes);
-    char times[256];
+    char times[BS_COMPENSATION_TEXT_CAP];
     if (bs_compensation_text(&p->compensation, times, sizeof times) && n < cap)
         snprintf(buf + n, cap - n, "%s%s", n ? "; " : "", times);
 }

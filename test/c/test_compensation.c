@@ -1,7 +1,8 @@
 /* test_compensation.c — subtracting the tracer's cost per event
  * (engine/compensation.h): exact bookkeeping on hand-made event sequences,
  * intervals shorter than the cost (never below zero; the frame owes the
- * rest and pays it from its next interval), the OS load factor, raw times
+ * rest and pays it from its next interval), reschedules paid by the
+ * scheduled-out time, the callbacks' own time left out, the OS load factor, raw times
  * left alone, timelines that stay nested and non-negative on random event
  * streams (compensated total + subtracted = raw total), the text every
  * output shows, and the .bspy COMP section read back. */
@@ -114,6 +115,60 @@ static void test_raw_is_untouched(void **state)
     assert_int_equal(p.comp.subtracted_ns, 0);
     assert_int_equal(p.comp.events[BS_EVENT_CALL], 0);
     bs_proc_free(&p);
+}
+
+/* A reschedule's two events cost the scheduled-out interval, never the
+ * running frame: `out' runs its callback after the process stopped, `in'
+ * before it runs again. A scheduled-out interval shorter than both owes the
+ * rest on its own leaf (never paid by the frame). */
+static void test_reschedule_paid_by_scheduled_out_time(void **state)
+{
+    (void)state;
+    bs_proc p;
+    new_proc(&p, 0, &COSTS);
+    const bs_key sleep = bs_key_pseudo(BS_PSEUDO_SLEEP);
+    assert_int_equal(bs_proc_call(&p, &TOP, BS_CALLER_ROOT, NULL, 1000), 0); /* root: 1000 - 100 */
+    assert_int_equal(bs_proc_sched_out(&p, 3000), 0);                        /* top: 2000, whole */
+    assert_int_equal(bs_proc_sched_in(&p, 4000), 0);                         /* sleep: 1000 - 2 x 200 */
+    assert_int_equal(bs_proc_sched_out(&p, 5000), 0);                        /* top: 1000, whole */
+    assert_int_equal(bs_proc_sched_in(&p, 5300), 0);                         /* sleep: 300 < 400: 0, owes 100 */
+    bs_proc_flush(&p, 6000);                                                 /* top: 700 */
+    uint32_t top = child(&p, 0, &TOP), zz = child(&p, top, &sleep);
+    assert_int_equal(p.tree.nodes[top].self_ns, 2000 + 1000 + 700);
+    assert_int_equal(p.tree.nodes[zz].self_ns, 600);
+    assert_int_equal(p.tree.nodes[zz].owed_ns, 100);
+    assert_int_equal(p.comp.events[BS_EVENT_SCHED], 4);
+    assert_int_equal(p.comp.subtracted_ns, 100 + 400 + 300);
+    assert_int_equal(tu_total_self(&p) + p.comp.subtracted_ns, 6000);
+    bs_proc_free(&p);
+}
+
+/* The callbacks' own time, measured, is charged to nothing and moves the
+ * compensated clock; raw recordings ignore it. */
+static void test_callback_time_left_out(void **state)
+{
+    (void)state;
+    bs_proc p, raw;
+    new_proc(&p, 0, &COSTS);
+    new_proc(&raw, 0, NULL);
+    bs_proc *both[] = {&p, &raw};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(bs_proc_call(both[i], &TOP, BS_CALLER_ROOT, NULL, 1000), 0);
+        bs_proc_skip_callback(both[i], 1000, 1300);                              /* [1000, 1300): no one */
+        assert_int_equal(bs_proc_call(both[i], &A, BS_CALLER_FRAME, &TOP, 2000), 0); /* top: 700 - 100 */
+        bs_proc_skip_callback(both[i], 1999, 2100);                              /* not this event's: ignored */
+        bs_proc_flush(both[i], 2500);                                            /* a: 500 */
+    }
+    uint32_t top = child(&p, 0, &TOP), a = child(&p, top, &A);
+    assert_int_equal(p.tree.nodes[top].self_ns, 600);
+    assert_int_equal(p.tree.nodes[a].self_ns, 500);
+    assert_int_equal(p.comp.callback_ns, 300);
+    assert_int_equal(bs_proc_clock(&p), 2500 - 300 - 200);
+    assert_int_equal(tu_total_self(&p) + p.comp.subtracted_ns + p.comp.callback_ns, 2500);
+    assert_int_equal(tu_total_self(&raw), 2500);
+    assert_int_equal(raw.comp.callback_ns, 0);
+    bs_proc_free(&p);
+    bs_proc_free(&raw);
 }
 
 /* Spans of one tree: ends after starts, within [lo, hi], and nested (a span
@@ -257,7 +312,7 @@ static void test_text(void **state)
                           .subtracted_ns = 12345678, .base_ns = 6000, .scaled_ns = 6000};
     bs_compensation_text(&c, text, sizeof text);
     assert_string_equal(text, "traced times compensated for tracer overhead: 420 ns/call, 380 ns/return, "
-                              "700 ns/reschedule; 12.346 ms subtracted over 16 events");
+                              "700 ns/reschedule, and the callbacks' own time as measured; 12.346 ms subtracted over 16 events");
     /* A small buffer is cut, never overrun. */
     char small[16];
     assert_true(bs_compensation_text(&c, small, sizeof small) < sizeof small);
@@ -309,6 +364,8 @@ int main(void)
         cmocka_unit_test(test_short_interval_owes_never_below_zero),
         cmocka_unit_test(test_load_factor_scales_costs),
         cmocka_unit_test(test_raw_is_untouched),
+        cmocka_unit_test(test_reschedule_paid_by_scheduled_out_time),
+        cmocka_unit_test(test_callback_time_left_out),
         cmocka_unit_test(test_random_streams_timeline_consistent),
         cmocka_unit_test(test_two_function_ratio_toward_truth),
         cmocka_unit_test(test_text),
