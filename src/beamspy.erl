@@ -47,10 +47,12 @@
 %%% <li>`compensate' — subtract the tracer's own cost from traced times:
 %%%   each traced event (call, return, reschedule) costs the traced process
 %%%   a few hundred ns, which would otherwise be charged to the frames it
-%%%   lands in and make often-called functions look slow. The cost per event
-%%%   is calibrated once per VM in a process of its own (a few tens of ms,
-%%%   see `beamspy_calibrate') and subtracted from the interval each event
-%%%   ends, never below zero. Every output says what its times are
+%%%   lands in and make often-called functions look slow. The tracer
+%%%   callbacks' own time is measured and left out; the VM's part before
+%%%   each callback is calibrated once per VM in a process of its own (a few
+%%%   tens of ms, see `beamspy_calibrate') and subtracted from the interval
+%%%   each call or return ends (a reschedule's from the time scheduled
+%%%   out), never below zero. Every output says what its times are
 %%%   (compensated, by how much, or raw); `profile/2''s profile and
 %%%   `stop/2''s reply hold it under `compensation'. Times shown are traced
 %%%   times either way. `false' gives raw traced times. Default `true'.</li>

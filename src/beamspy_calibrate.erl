@@ -5,15 +5,18 @@
 %%% of its own: the VM's breakpoint and match spec, the `erl_tracer'
 %%% callback, the engine's update. That cost is charged to whatever frame
 %%% is running, so a function called often looks far slower than it is
-%%% (a profile's proportions follow call counts). As Python's `profile'
-%%% module does, beamspy calibrates the cost on the machine and the engine
-%%% subtracts it from the interval each event ends, never below zero
-%%% (c_src/engine/compensation.h).
+%%% (a profile's proportions follow call counts). The NIF times its own
+%%% callbacks and leaves that time out exactly; for the VM's part before
+%%% each callback, as Python's `profile' module does, beamspy calibrates the
+%%% cost on the machine and the engine subtracts it from the interval each
+%%% call or return ends (a reschedule's from the time scheduled out), never
+%%% below zero (c_src/engine/compensation.h).
 %%%
 %%% How it is measured: a short-lived process of its own (never the user's)
 %%% runs three loops of this module untraced and then traced by a NIF session
 %%% of the same kind as the recording (same tracer, same flags, timeline on
-%%% or off), and compares:
+%%% or off; the callbacks' own time, which the session leaves out as a
+%%% recording does, taken off each traced batch), and compares:
 %%% <ul>
 %%% <li>a tail-recursive loop: one `call' event per iteration;</li>
 %%% <li>a loop calling a leaf function: two `call' events and one
