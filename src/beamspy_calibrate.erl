@@ -13,21 +13,22 @@
 %%% below zero (c_src/engine/compensation.h).
 %%%
 %%% How it is measured: a short-lived process of its own (never the user's)
-%%% runs three loops of this module untraced and then traced by a NIF session
+%%% runs two loops of this module untraced and then traced by a NIF session
 %%% of the same kind as the recording (same tracer, same flags, timeline on
-%%% or off; the callbacks' own time, which the session leaves out as a
-%%% recording does, taken off each traced batch), and compares:
+%%% or off, the callbacks' own time left out as in a recording), and reads
+%%% what the session charged to each loop function's frames:
 %%% <ul>
-%%% <li>a tail-recursive loop: one `call' event per iteration;</li>
 %%% <li>a loop calling a leaf function: two `call' events and one
-%%%   `return_to' per iteration;</li>
+%%%   `return_to' per iteration; the loop's frames hold the cost of the
+%%%   calls, the leaf's the cost of the returns;</li>
 %%% <li>a loop of `erlang:yield/0': one `out' and one `in' per iteration
-%%%   (as a BIF that traps, say `erlang:md5/1' on a large binary, makes).</li>
+%%%   (as a BIF that traps, say `erlang:md5/1' on a large binary, makes),
+%%%   timed.</li>
 %%% </ul>
 %%% Garbage collection events are not compensated (cost 0).
 %%% Each runs in short batches, 21 times after a warm-up round, and the
-%%% costs are the medians of the rounds' estimates (the machine may be busy with other
-%%% work: most short batches still run uninterrupted).
+%%% costs are the medians of the rounds' estimates (the machine may be busy
+%%% with other work: most short batches still run uninterrupted).
 %%% The whole measurement takes a few tens of milliseconds and is done once
 %%% per VM and kind of session: the result is kept in a persistent term.
 %%% Only this module's loop functions get trace patterns, in a dynamic
@@ -38,11 +39,10 @@
 
 -export([nif_option/1, costs/1, measure/1, wait_idle/1, forget/0]).
 %% The loops, called (traced) by the calibrating process only.
--export([tail/1, body/2, leaf/1]).
+-export([body/2, leaf/1]).
 
 -define(KEY(Timeline), {?MODULE, costs, Timeline}).
 -define(ROUNDS, 21).
--define(TAIL_ITERATIONS, 600).
 -define(BODY_ITERATIONS, 300).
 -define(YIELDS, 40).
 %% A calibration that has not finished by then (a node starving the
@@ -146,11 +146,6 @@ forget() ->
 %%% The loops
 %%% ---------------------------------------------------------------------
 
-%% @private One `call' per iteration.
--spec tail(non_neg_integer()) -> ok.
-tail(0) -> ok;
-tail(N) -> tail(N - 1).
-
 %% @private Per iteration: call leaf, return_to body, call body. The sum
 %% keeps leaf a body call (its result is used).
 -spec body(non_neg_integer(), integer()) -> integer().
@@ -167,7 +162,7 @@ leaf(N) -> N band 1.
 
 calibrate(Timeline) ->
     Spans = case Timeline of
-                true -> 2 * (?TAIL_ITERATIONS + 3 * ?BODY_ITERATIONS) * (?ROUNDS + 1);
+                true -> 2 * (3 * ?BODY_ITERATIONS + 2 * ?YIELDS) * (?ROUNDS + 1);
                 false -> 0
             end,
     %% Compensation on with no costs: the engine leaves the callbacks' own
@@ -191,7 +186,7 @@ calibrate(Timeline) ->
 %% The calibrating process's own tracing: the same tracer and flags as a
 %% recording, patterns on the loops only.
 open(Session) ->
-    Loops = [{?MODULE, tail, 1}, {?MODULE, body, 2}, {?MODULE, leaf, 1}],
+    Loops = loops(),
     case beamspy_backend:sessions_supported() of
         true ->
             TS = trace:session_create(?MODULE, {beamspy_tracer, Session}, []),
@@ -226,39 +221,38 @@ flags(false) -> [all].
 
 %% One round: each workload untraced, then traced, in short batches (a
 %% fraction of a millisecond) so that many run without the OS taking the
-%% CPU away in the middle.
+%% CPU away in the middle. Traced, each batch reads what the session
+%% charged meanwhile to the loop functions' frames and to the callbacks.
 one_round(Backend) ->
-    Tail0 = time(fun() -> tail(?TAIL_ITERATIONS) end),
     Body0 = time(fun() -> body(?BODY_ITERATIONS, 0) end),
     Ping0 = time(fun() -> yields(?YIELDS) end),
     ok = trace_self(Backend, true),
     Session = session(Backend),
-    Tail1 = time_traced(Session, fun() -> tail(?TAIL_ITERATIONS) end),
     Body1 = time_traced(Session, fun() -> body(?BODY_ITERATIONS, 0) end),
     Ping1 = time_traced(Session, fun() -> yields(?YIELDS) end),
     ok = trace_self(Backend, false),
-    {{Tail0, Tail1}, {Body0, Body1}, {Ping0, Ping1}}.
+    {{Body0, Body1}, {Ping0, Ping1}}.
 
-%% Per round: the call cost from the tail loop, the return cost from the
-%% body loop less its calls at that round's call cost (the batches of a
-%% round run back to back, under the same conditions: a return cost taken
-%% from medians of different rounds swung between 5 and 230 ns here), the
-%% reschedule cost from the yields. Each cost is the median over the
-%% rounds: most batches are shorter than the OS's time slices and run
-%% uninterrupted, so the median is the work plus the tracer's cost as the
-%% CPU pays it while the machine does what it does now (caches shared with
-%% other work included); the OS's interruptions are the load factor's
-%% business (c_src/nif/load_factor.c). Per event: tail(N) makes N + 1 calls
-%% and one return; body(N) 2N + 1 calls and N + 1 returns; a yield one out
+%% Per round, from what the engine charged (so the split between kinds is
+%% the one a recording makes): a call's cost from the body loop's own
+%% frames (each body/2 interval ends at a call: 2N of them, less the loop's
+%% untraced time), a return's from the leaf's (each leaf/1 interval ends at
+%% its return_to: N of them; the leaf's own work is a few ns); a
+%% reschedule's from the wall time of the yields (less the callbacks'
+%% time). Each cost is the median over the rounds: most batches are shorter
+%% than the OS's time slices and run uninterrupted, so the median is the
+%% tracer's cost as the CPU pays it while the machine does what it does now
+%% (caches shared with other work included); the OS's interruptions are the
+%% load factor's business (c_src/nif/load_factor.c). A yield makes one out
 %% and one in.
 estimate(Rounds) ->
-    Extra = fun({Untraced, Traced}) -> max(0, Traced - Untraced) end,
     PerRound = [begin
-                    Call = Extra(Tail) / (?TAIL_ITERATIONS + 2),
-                    Return = max(0.0, (Extra(Body) - (2 * ?BODY_ITERATIONS + 1) * Call)
-                                 / (?BODY_ITERATIONS + 1)),
-                    {Call, Return, Extra(Ping) / (2 * ?YIELDS)}
-                end || {Tail, Body, Ping} <- Rounds],
+                    {BodyUntraced, {_, [BodySelf, LeafSelf]}} = Body,
+                    {PingUntraced, {PingTraced, _}} = Ping,
+                    Call = max(0, BodySelf - BodyUntraced) / (2 * ?BODY_ITERATIONS),
+                    Return = LeafSelf / ?BODY_ITERATIONS,
+                    {Call, Return, max(0, PingTraced - PingUntraced) / (2 * ?YIELDS)}
+                end || {Body, Ping} <- Rounds],
     {Calls, Returns, Scheds} = lists:unzip3(PerRound),
     #{call => round(median(Calls)), return => round(median(Returns)),
       sched => round(median(Scheds)), gc => 0}.
@@ -271,12 +265,18 @@ time(Fun) ->
     _ = Fun(),
     erlang:monotonic_time(nanosecond) - T0.
 
-%% A traced batch's time less its callbacks' own time (which the engine
-%% leaves out exactly).
+%% A traced batch: its time less its callbacks' own time (which the
+%% engine leaves out exactly), and the self time charged meanwhile to each
+%% loop function's frames.
 time_traced(Session, Fun) ->
-    C0 = beamspy_tracer:session_callback_ns(Session),
+    Loops = loops(),
+    {C0, S0} = beamspy_tracer:session_probe(Session, Loops),
     T = time(Fun),
-    T - (beamspy_tracer:session_callback_ns(Session) - C0).
+    {C1, S1} = beamspy_tracer:session_probe(Session, Loops),
+    {T - (C1 - C0), [B - A || {A, B} <- lists:zip(S0, S1)]}.
+
+loops() ->
+    [{?MODULE, body, 2}, {?MODULE, leaf, 1}].
 
 session({session, Session, _, _}) -> Session;
 session({legacy, Session, _}) -> Session.

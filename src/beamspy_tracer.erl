@@ -11,7 +11,7 @@
 -export([enabled/3, trace/5]).
 -export([session_new/1, session_seed/4, session_stop/1, session_stop/2, session_pids/1,
          session_run_states/3,
-         session_capturing/2, session_prepare_halt/3, session_callback_ns/1,
+         session_capturing/2, session_prepare_halt/3, session_probe/2,
          session_info/1, session_profile/2, session_write/4, session_encode/3]).
 -export([profile_render/3]).
 -export([seq_write/3]).
@@ -25,7 +25,7 @@
 -export_type([session/0]).
 
 -nifs([enabled/3, trace/5, session_new/1, session_seed/4, session_stop/1, session_stop/2,
-       session_capturing/2, session_callback_ns/1, session_prepare_halt/3,
+       session_capturing/2, session_probe/2, session_prepare_halt/3,
        session_pids/1, session_run_states/3, session_info/1, session_profile/2, session_write/4, session_encode/3, profile_render/3,
        check_pattern/1, frame_name/2,
        seq_write/3, span_event/3, span_event/4, span_exit/2, span_info/1]).
@@ -121,11 +121,12 @@ session_run_states(_Session, _Pids, _T) -> erlang:nif_error(not_loaded).
 -spec session_capturing(session(), pid()) -> boolean().
 session_capturing(_Session, _Pid) -> erlang:nif_error(not_loaded).
 
-%% @doc How long the tracer's callbacks for the calling process have taken
-%% so far in a session with compensation on, in ns (what the engine leaves
-%% out of traced times exactly; beamspy_calibrate measures the rest).
--spec session_callback_ns(session()) -> non_neg_integer().
-session_callback_ns(_Session) -> erlang:nif_error(not_loaded).
+%% @doc For the calling process, in a session with compensation on: how
+%% long the tracer's callbacks have taken so far (what the engine leaves out
+%% of traced times exactly), and the self time recorded so far in frames of
+%% each function given, in ns (beamspy_calibrate measures with it).
+-spec session_probe(session(), [mfa()]) -> {non_neg_integer(), [non_neg_integer()]}.
+session_probe(_Session, _MFAs) -> erlang:nif_error(not_loaded).
 
 %% @doc Option `until_halt': what the process that halts the VM writes,
 %% `[{Format, PathBinary}]' with write options (as {@link session_write/4}).

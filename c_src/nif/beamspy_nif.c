@@ -302,20 +302,37 @@ static ERL_NIF_TERM session_capturing(ErlNifEnv *env, int argc, const ERL_NIF_TE
     return r && atomic_load(&r->capturing) ? a->true : a->false;
 }
 
-/* session_callback_ns(Session) -> ns: how long the tracer's callbacks for
- * the calling process took so far (compensation on; 0 if it has no record).
- * Read by the process itself, whose callbacks write it on its own thread:
- * the calibration's measure of the part of an event's cost that is excluded
- * exactly (stack_rebuild.h, bs_proc_skip_callback). */
-static ERL_NIF_TERM session_callback_ns(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+/* session_probe(Session, [{M, F, A}]) -> {CallbackNs, [SelfNs]}: for the
+ * calling process, how long the tracer's callbacks took so far
+ * (compensation on) and the self time recorded so far in frames of each
+ * function; {0, [0...]} if it has no record. Read by the process itself,
+ * whose callbacks write them on its own thread: beamspy_calibrate measures
+ * with it what the engine charges to each kind of interval. */
+static ERL_NIF_TERM session_probe(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
     (void)argc;
     bs_session *s = get_session(env, argv[0]);
     ErlNifPid self;
-    if (!s || !enif_self(env, &self))
+    unsigned n;
+    if (!s || !enif_self(env, &self) || !enif_get_list_length(env, argv[1], &n) || n > 64)
         return enif_make_badarg(env);
     bs_traced_proc *r = bs_pid_table_find(&s->pids, (uint64_t)enif_make_pid(env, &self));
-    return enif_make_uint64(env, r ? r->proc.comp.callback_ns : 0);
+    ERL_NIF_TERM selfs[64], list = argv[1], head;
+    for (unsigned i = 0; i < n && enif_get_list_cell(env, list, &head, &list); i++) {
+        int arity_n;
+        const ERL_NIF_TERM *e;
+        unsigned arity;
+        if (!enif_get_tuple(env, head, &arity_n, &e) || arity_n != 3 || !enif_get_uint(env, e[2], &arity))
+            return enif_make_badarg(env);
+        bs_key k = {(uint64_t)e[0], (uint64_t)e[1], arity};
+        uint64_t sum = 0;
+        for (uint32_t j = 1; r && j < r->proc.tree.n_nodes; j++)
+            if (bs_key_eq(&r->proc.tree.nodes[j].key, &k))
+                sum += r->proc.tree.nodes[j].self_ns;
+        selfs[i] = enif_make_uint64(env, sum);
+    }
+    return enif_make_tuple2(env, enif_make_uint64(env, r ? r->proc.comp.callback_ns : 0),
+                            enif_make_list_from_array(env, selfs, n));
 }
 
 static ERL_NIF_TERM session_pids(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
@@ -535,7 +552,7 @@ static ErlNifFunc nif_funcs[] = {
     {"session_stop", 1, session_stop, 0},
     {"session_stop", 2, session_stop, 0},
     {"session_pids", 1, session_pids, 0},
-    {"session_callback_ns", 1, session_callback_ns, 0},
+    {"session_probe", 2, session_probe, 0},
     {"session_run_states", 3, bs_nif_session_run_states, 0},
     {"session_capturing", 2, session_capturing, 0},
     {"session_prepare_halt", 3, session_prepare_halt, 0},
