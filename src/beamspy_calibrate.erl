@@ -13,12 +13,14 @@
 %%% below zero (c_src/engine/compensation.h).
 %%%
 %%% How it is measured: a short-lived process of its own (never the user's)
-%%% runs two loops of this module untraced and then traced by a NIF session
+%%% runs three loops of this module untraced and then traced by a NIF session
 %%% of the same kind as the recording (same tracer, same flags, timeline on
 %%% or off, the callbacks' own time left out as in a recording), and reads
 %%% what the session charged to each loop function's frames:
 %%% <ul>
-%%% <li>a loop calling a leaf function: two `call' events and one
+%%% <li>a tail-recursive loop: one tail call per iteration, whose cost its
+%%%   frames hold;</li>
+%%% <li>a loop calling a leaf function: a body call, a tail call and a
 %%%   `return_to' per iteration; the loop's frames hold the cost of the
 %%%   calls, the leaf's the cost of the returns;</li>
 %%% <li>a loop of `erlang:yield/0': one `out' and one `in' per iteration
@@ -39,10 +41,11 @@
 
 -export([nif_option/1, costs/1, measure/1, wait_idle/1, forget/0]).
 %% The loops, called (traced) by the calibrating process only.
--export([body/2, leaf/1]).
+-export([tail/1, body/2, leaf/1]).
 
 -define(KEY(Timeline), {?MODULE, costs, Timeline}).
 -define(ROUNDS, 21).
+-define(TAIL_ITERATIONS, 600).
 -define(BODY_ITERATIONS, 300).
 -define(YIELDS, 40).
 %% A calibration that has not finished by then (a node starving the
@@ -52,8 +55,9 @@
 -define(CALIBRATING, beamspy_calibrating).
 -define(CALLER_MS, [{'_', [], [{message, {{cp, {caller}}}}]}]).
 
--type costs() :: #{call := non_neg_integer(), return := non_neg_integer(),
-                   sched := non_neg_integer(), gc := non_neg_integer()}.
+-type costs() :: #{call := non_neg_integer(), tail_call := non_neg_integer(),
+                   return := non_neg_integer(), sched := non_neg_integer(),
+                   gc := non_neg_integer()}.
 -export_type([costs/0]).
 
 %% @doc The NIF session options with `compensate => true' replaced by this
@@ -146,6 +150,11 @@ forget() ->
 %%% The loops
 %%% ---------------------------------------------------------------------
 
+%% @private One tail call per iteration.
+-spec tail(non_neg_integer()) -> ok.
+tail(0) -> ok;
+tail(N) -> tail(N - 1).
+
 %% @private Per iteration: call leaf, return_to body, call body. The sum
 %% keeps leaf a body call (its result is used).
 -spec body(non_neg_integer(), integer()) -> integer().
@@ -162,7 +171,7 @@ leaf(N) -> N band 1.
 
 calibrate(Timeline) ->
     Spans = case Timeline of
-                true -> 2 * (3 * ?BODY_ITERATIONS + 2 * ?YIELDS) * (?ROUNDS + 1);
+                true -> 2 * (?TAIL_ITERATIONS + 3 * ?BODY_ITERATIONS + 2 * ?YIELDS) * (?ROUNDS + 1);
                 false -> 0
             end,
     %% Compensation on with no costs: the engine leaves the callbacks' own
@@ -224,20 +233,24 @@ flags(false) -> [all].
 %% CPU away in the middle. Traced, each batch reads what the session
 %% charged meanwhile to the loop functions' frames and to the callbacks.
 one_round(Backend) ->
+    Tail0 = time(fun() -> tail(?TAIL_ITERATIONS) end),
     Body0 = time(fun() -> body(?BODY_ITERATIONS, 0) end),
     Ping0 = time(fun() -> yields(?YIELDS) end),
     ok = trace_self(Backend, true),
     Session = session(Backend),
+    Tail1 = time_traced(Session, fun() -> tail(?TAIL_ITERATIONS) end),
     Body1 = time_traced(Session, fun() -> body(?BODY_ITERATIONS, 0) end),
     Ping1 = time_traced(Session, fun() -> yields(?YIELDS) end),
     ok = trace_self(Backend, false),
-    {{Body0, Body1}, {Ping0, Ping1}}.
+    {{Tail0, Tail1}, {Body0, Body1}, {Ping0, Ping1}}.
 
 %% Per round, from what the engine charged (so the split between kinds is
-%% the one a recording makes): a call's cost from the body loop's own
-%% frames (each body/2 interval ends at a call: 2N of them, less the loop's
-%% untraced time), a return's from the leaf's (each leaf/1 interval ends at
-%% its return_to: N of them; the leaf's own work is a few ns); a
+%% the one a recording makes): a tail call's cost from the tail loop's
+%% frames (each tail/1 interval ends at a tail call: N of them, less the
+%% loop's untraced time); a body call's from the body loop's (each
+%% iteration's two intervals end at a body call, leaf/1, and a tail call,
+%% body/2: N of each); a return's from the leaf's (each leaf/1 interval
+%% ends at its return_to: N of them; the leaf's own work is a few ns); a
 %% reschedule's from the wall time of the yields (less the callbacks'
 %% time). Each cost is the median over the rounds: most batches are shorter
 %% than the OS's time slices and run uninterrupted, so the median is the
@@ -247,15 +260,19 @@ one_round(Backend) ->
 %% and one in.
 estimate(Rounds) ->
     PerRound = [begin
-                    {BodyUntraced, {_, [BodySelf, LeafSelf]}} = Body,
+                    {TailUntraced, {_, [TailSelf, _, _]}} = Tail,
+                    {BodyUntraced, {_, [_, BodySelf, LeafSelf]}} = Body,
                     {PingUntraced, {PingTraced, _}} = Ping,
-                    Call = max(0, BodySelf - BodyUntraced) / (2 * ?BODY_ITERATIONS),
+                    TailCall = max(0, TailSelf - TailUntraced) / ?TAIL_ITERATIONS,
+                    Call = max(0.0, BodySelf - BodyUntraced - ?BODY_ITERATIONS * TailCall) / ?BODY_ITERATIONS,
                     Return = LeafSelf / ?BODY_ITERATIONS,
-                    {Call, Return, max(0, PingTraced - PingUntraced) / (2 * ?YIELDS)}
-                end || {Body, Ping} <- Rounds],
-    {Calls, Returns, Scheds} = lists:unzip3(PerRound),
-    #{call => round(median(Calls)), return => round(median(Returns)),
-      sched => round(median(Scheds)), gc => 0}.
+                    {{Call, TailCall}, {Return, max(0, PingTraced - PingUntraced) / (2 * ?YIELDS)}}
+                end || {Tail, Body, Ping} <- Rounds],
+    {CallPairs, OtherPairs} = lists:unzip(PerRound),
+    {Calls, TailCalls} = lists:unzip(CallPairs),
+    {Returns, Scheds} = lists:unzip(OtherPairs),
+    #{call => round(median(Calls)), tail_call => max(1, round(median(TailCalls))),
+      return => round(median(Returns)), sched => round(median(Scheds)), gc => 0}.
 
 median(Xs) ->
     lists:nth((length(Xs) + 1) div 2, lists:sort(Xs)).
@@ -276,7 +293,7 @@ time_traced(Session, Fun) ->
     {T - (C1 - C0), [B - A || {A, B} <- lists:zip(S0, S1)]}.
 
 loops() ->
-    [{?MODULE, body, 2}, {?MODULE, leaf, 1}].
+    [{?MODULE, tail, 1}, {?MODULE, body, 2}, {?MODULE, leaf, 1}].
 
 session({session, Session, _, _}) -> Session;
 session({legacy, Session, _}) -> Session.

@@ -51,11 +51,16 @@ size_t bs_compensation_text(const bs_compensation *c, char *buf, size_t cap)
     uint64_t events = 0;
     for (int k = 0; k < BS_EVENT_KINDS; k++)
         events += c->events[k];
-    int n = snprintf(buf, cap,
-                     "traced times compensated for tracer overhead: %" PRIu32 " ns/call, %" PRIu32
-                     " ns/return, %" PRIu32 " ns/reschedule, and the callbacks' own time as measured",
-                     c->ns[BS_EVENT_CALL], c->ns[BS_EVENT_RETURN], c->ns[BS_EVENT_SCHED]);
+    int n = snprintf(buf, cap, "traced times compensated for tracer overhead: %" PRIu32 " ns/call, ",
+                     c->ns[BS_EVENT_CALL]);
     n = clamp(n, cap);
+    if (c->ns[BS_EVENT_TAIL_CALL])
+        n += clamp(snprintf(buf + n, cap - (size_t)n, "%" PRIu32 " ns/tail call, ", c->ns[BS_EVENT_TAIL_CALL]),
+                   cap - (size_t)n);
+    n += clamp(snprintf(buf + n, cap - (size_t)n,
+                        "%" PRIu32 " ns/return, %" PRIu32 " ns/reschedule, and the callbacks' own time as measured",
+                        c->ns[BS_EVENT_RETURN], c->ns[BS_EVENT_SCHED]),
+               cap - (size_t)n);
     /* Costs were scaled up by the OS load seen while recording: say by how
      * much on average, when it matters. */
     if (c->base_ns && c->scaled_ns > c->base_ns + c->base_ns / 20)

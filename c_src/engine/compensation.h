@@ -32,10 +32,13 @@
 #include <stdint.h>
 
 typedef enum bs_event_kind {
-    BS_EVENT_CALL,   /* call */
-    BS_EVENT_RETURN, /* return_to, return_from */
-    BS_EVENT_SCHED,  /* in, out (and their _exiting/_exited forms) */
-    BS_EVENT_GC,     /* gc start and end */
+    BS_EVENT_CALL,      /* call (a body call: the caller's frame stays) */
+    BS_EVENT_RETURN,    /* return_to, return_from */
+    BS_EVENT_SCHED,     /* in, out (and their _exiting/_exited forms) */
+    BS_EVENT_GC,        /* gc start and end */
+    BS_EVENT_TAIL_CALL, /* call in tail position (the caller's frame is
+                           replaced): the VM's part costs more than a body
+                           call's; 0 means as a call (costs from before) */
     BS_EVENT_KINDS,
     BS_EVENT_FREE = BS_EVENT_KINDS /* no cost of its own: nothing subtracted */
 } bs_event_kind;
@@ -94,7 +97,10 @@ static inline uint64_t bs_comp_take_n(bs_comp_clock *c, bs_event_kind kind, uint
     *short_by = 0;
     if (!c->costs || kind >= BS_EVENT_KINDS || n == 0)
         return dt;
-    uint64_t base = (uint64_t)c->costs->ns[kind] * n;
+    uint32_t per = c->costs->ns[kind];
+    if (kind == BS_EVENT_TAIL_CALL && per == 0)
+        per = c->costs->ns[BS_EVENT_CALL];
+    uint64_t base = (uint64_t)per * n;
     uint64_t cost = c->scale_milli > 1000 && kind != BS_EVENT_SCHED ? base * c->scale_milli / 1000 : base;
     uint64_t take = cost < dt ? cost : dt;
     c->events[kind] += n;

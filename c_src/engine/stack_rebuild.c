@@ -185,13 +185,19 @@ int bs_proc_call(bs_proc *p, const bs_key *callee, bs_caller_kind kind, const bs
     p->events++;
     if (p->state == BS_EXITED)
         return 0;
-    if (charge(p, t, BS_EVENT_CALL) < 0)
+    /* A call whose caller is below the top frame is a tail call (the top
+     * frame is replaced): its cost is a tail call's (compensation.h). */
+    uint32_t found = kind == BS_CALLER_FRAME ? find_up(p, p->current, caller) : BS_NO_NODE;
+    uint32_t top = p->current;
+    while (top && bs_key_is_span(&p->tree.nodes[top].key))
+        top = p->tree.nodes[top].parent;
+    int tail = found != BS_NO_NODE && found != top;
+    if (charge(p, t, tail ? BS_EVENT_TAIL_CALL : BS_EVENT_CALL) < 0)
         return -1;
     uint32_t at = p->current;
     if (kind == BS_CALLER_ROOT) {
         at = 0;
     } else if (kind == BS_CALLER_FRAME) {
-        uint32_t found = find_up(p, p->current, caller);
         if (found != BS_NO_NODE) {
             at = found;
         } else {

@@ -101,7 +101,8 @@ static bs_session *get_session(ErlNifEnv *env, ERL_NIF_TERM t)
 }
 
 /* Option compensate: false (raw times), or the calibrated cost of one event
- * per kind, #{call, return, sched, gc} in ns (beamspy_calibrate); absent
+ * per kind, #{call, return, sched, gc} and optionally tail_call, in ns
+ * (beamspy_calibrate); absent
  * for recordings that trace nothing (telemetry spans only). Returns 0 or -1
  * (bad shape). */
 #define BS_MAX_EVENT_COST_NS 100000u /* 100 µs: far above any measured cost */
@@ -115,12 +116,16 @@ static int compensate_option(ErlNifEnv *env, bs_session *s, ERL_NIF_TERM opts)
         s->comp_state = BS_COMP_RAW;
         return 0;
     }
-    static const char *const kinds[BS_EVENT_KINDS] = {"call", "return", "sched", "gc"};
+    static const char *const kinds[BS_EVENT_KINDS] = {"call", "return", "sched", "gc", "tail_call"};
     for (int k = 0; k < BS_EVENT_KINDS; k++) {
         ERL_NIF_TERM c;
         unsigned ns = 0;
-        if (!enif_get_map_value(env, v, enif_make_atom(env, kinds[k]), &c) || !enif_get_uint(env, c, &ns) ||
-            ns > BS_MAX_EVENT_COST_NS)
+        if (!enif_get_map_value(env, v, enif_make_atom(env, kinds[k]), &c)) {
+            if (k == BS_EVENT_TAIL_CALL) /* optional: as a call */
+                continue;
+            return -1;
+        }
+        if (!enif_get_uint(env, c, &ns) || ns > BS_MAX_EVENT_COST_NS)
             return -1;
         s->comp_costs.ns[k] = ns;
     }

@@ -103,7 +103,7 @@ static ERL_NIF_TERM make_string(ErlNifEnv *env, const char *s)
     return t;
 }
 
-/* #{state => applied | raw | unknown, call/return/sched/gc => ns per event,
+/* #{state => applied | raw | unknown, call/return/sched/gc/tail_call => ns per event,
  * events => compensated events, subtracted_ns, text => the outputs' line}. */
 static ERL_NIF_TERM compensation_term(ErlNifEnv *env, const bs_compensation *c)
 {
@@ -114,11 +114,13 @@ static ERL_NIF_TERM compensation_term(ErlNifEnv *env, const bs_compensation *c)
     for (int k = 0; k < BS_EVENT_KINDS; k++)
         events += c->events[k];
     ERL_NIF_TERM keys[] = {enif_make_atom(env, "state"), enif_make_atom(env, "call"), enif_make_atom(env, "return"),
-                           enif_make_atom(env, "sched"), enif_make_atom(env, "gc"), enif_make_atom(env, "events"),
+                           enif_make_atom(env, "sched"), enif_make_atom(env, "gc"),
+                           enif_make_atom(env, "tail_call"), enif_make_atom(env, "events"),
                            enif_make_atom(env, "subtracted_ns"), enif_make_atom(env, "text")};
     ERL_NIF_TERM vals[] = {enif_make_atom(env, states[c->state]), enif_make_uint(env, c->ns[BS_EVENT_CALL]),
                            enif_make_uint(env, c->ns[BS_EVENT_RETURN]), enif_make_uint(env, c->ns[BS_EVENT_SCHED]),
-                           enif_make_uint(env, c->ns[BS_EVENT_GC]), enif_make_uint64(env, events),
+                           enif_make_uint(env, c->ns[BS_EVENT_GC]), enif_make_uint(env, c->ns[BS_EVENT_TAIL_CALL]),
+                           enif_make_uint64(env, events),
                            enif_make_uint64(env, c->subtracted_ns), make_string(env, text)};
     ERL_NIF_TERM map;
     if (!enif_make_map_from_arrays(env, keys, vals, sizeof keys / sizeof keys[0], &map))

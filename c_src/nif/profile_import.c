@@ -74,11 +74,12 @@ static int add_process(ErlNifEnv *env, ERL_NIF_TERM proc, unsigned pi, bs_profil
 }
 
 /* compensation => #{state, call, return, sched, gc, events, subtracted_ns}
+ * (and tail_call, optional)
  * as bs_profile_to_term gives it; anything else leaves it unknown (a
  * profile made by hand says nothing about its times). */
 static void import_compensation(ErlNifEnv *env, ERL_NIF_TERM map, bs_compensation *c)
 {
-    static const char *const kinds[BS_EVENT_KINDS] = {"call", "return", "sched", "gc"};
+    static const char *const kinds[BS_EVENT_KINDS] = {"call", "return", "sched", "gc", "tail_call"};
     ERL_NIF_TERM v;
     char state[16];
     ErlNifUInt64 subtracted, events;
@@ -96,8 +97,9 @@ static void import_compensation(ErlNifEnv *env, ERL_NIF_TERM map, bs_compensatio
     else
         return;
     for (int k = 0; k < BS_EVENT_KINDS; k++) {
-        unsigned ns;
-        if (!enif_get_map_value(env, map, enif_make_atom(env, kinds[k]), &v) || !enif_get_uint(env, v, &ns))
+        unsigned ns = 0;
+        int found = enif_get_map_value(env, map, enif_make_atom(env, kinds[k]), &v);
+        if (found ? !enif_get_uint(env, v, &ns) : k != BS_EVENT_TAIL_CALL) /* tail_call: optional */
             return;
         in.ns[k] = ns;
     }

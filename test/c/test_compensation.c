@@ -117,6 +117,36 @@ static void test_raw_is_untouched(void **state)
     bs_proc_free(&p);
 }
 
+/* A call whose caller is below the top frame replaces it (a tail call) and
+ * costs a tail call's; a body call a call's; a tail-call cost of 0 (costs
+ * from before tail calls were told apart) means a call's. */
+static void test_tail_call_cost(void **state)
+{
+    (void)state;
+    static const bs_comp_costs with_tail = {{100, 50, 200, 0, 300}};
+    uint64_t expected_top[] = {1000 - 300, 1000 - 100};
+    const bs_comp_costs *costs[] = {&with_tail, &COSTS};
+    for (int i = 0; i < 2; i++) {
+        bs_proc p;
+        new_proc(&p, 0, costs[i]);
+        assert_int_equal(bs_proc_call(&p, &TOP, BS_CALLER_ROOT, NULL, 1000), 0);   /* root: 1000 - 100 */
+        assert_int_equal(bs_proc_call(&p, &A, BS_CALLER_FRAME, &TOP, 3000), 0);   /* body: top 2000 - 100 */
+        assert_int_equal(bs_proc_call(&p, &B, BS_CALLER_FRAME, &TOP, 4000), 0);   /* a tail-calls b: a 1000 - tail */
+        bs_proc_flush(&p, 5000);
+        uint32_t top = child(&p, 0, &TOP), a = child(&p, top, &A), b = child(&p, top, &B);
+        assert_int_equal(p.tree.nodes[top].self_ns, 1900);
+        assert_int_equal(p.tree.nodes[a].self_ns, expected_top[i]);
+        assert_int_equal(p.tree.nodes[b].self_ns, 1000);
+        assert_int_equal(p.comp.events[BS_EVENT_CALL], 2);
+        assert_int_equal(p.comp.events[BS_EVENT_TAIL_CALL], 1);
+        bs_proc_free(&p);
+    }
+    bs_compensation c = {.state = BS_COMP_APPLIED, .ns = {100, 50, 200, 0, 300}};
+    char text[BS_COMPENSATION_TEXT_CAP];
+    bs_compensation_text(&c, text, sizeof text);
+    assert_non_null(strstr(text, ": 100 ns/call, 300 ns/tail call, 50 ns/return, 200 ns/reschedule"));
+}
+
 /* A reschedule's two events cost the scheduled-out interval, never the
  * running frame: `out' runs its callback after the process stopped, `in'
  * before it runs again. A scheduled-out interval shorter than both owes the
@@ -364,6 +394,7 @@ int main(void)
         cmocka_unit_test(test_short_interval_owes_never_below_zero),
         cmocka_unit_test(test_load_factor_scales_costs),
         cmocka_unit_test(test_raw_is_untouched),
+        cmocka_unit_test(test_tail_call_cost),
         cmocka_unit_test(test_reschedule_paid_by_scheduled_out_time),
         cmocka_unit_test(test_callback_time_left_out),
         cmocka_unit_test(test_random_streams_timeline_consistent),
