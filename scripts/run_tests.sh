@@ -17,10 +17,10 @@ total_fail=0
 # EUnit's *failed* and *timed out*, ExUnit's numbered failures, the fuzz
 # layer's FAILED), at most 30, so a failed run's last lines say which.
 # An EUnit test that printed something has its *failed* on a line of its
-# own, after the output: the test's title line (the last one ending in
-# "...") is named with it.
+# own, after the output: the test's title (the last "  module: name..."
+# line, up to its "...") is named with it.
 failure_lines() {
-    awk '/\.\.\.$/ { title = $0 }
+    awk '/^ +[A-Za-z0-9_]+: .*\.\.\./ { title = substr($0, 1, index($0, "...") + 2) }
         /^(FAIL|not ok)|\*failed\*|\*timed out\*|^fuzz .*: FAILED|^ +[0-9]+\) test |did not report|no EUnit summary/ {
             line = $0
             if (line ~ /^[ \t]*\*(failed|timed out)\*[ \t]*$/ && title != "") line = title " " line
