@@ -41,8 +41,8 @@ table() ->
                 {ok, C} -> C;
                 {error, Why} -> exit({calibration_failed, Why})
             end,
-    io:format("calibrated tracer cost per event: call ~w ns, return ~w ns, reschedule ~w ns~n",
-              [maps:get(call, Costs), maps:get(return, Costs), maps:get(sched, Costs)]),
+    io:format("calibrated tracer cost per event: call ~w ns, tail call ~w ns, return ~w ns, reschedule ~w ns~n",
+              [maps:get(call, Costs), maps:get(tail_call, Costs), maps:get(return, Costs), maps:get(sched, Costs)]),
     lists:append([workload(W) || W <- [two, json, server, tail]]).
 
 workload(W) ->
