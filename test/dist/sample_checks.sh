@@ -47,8 +47,11 @@ echo "    decoder: $dec of $total running samples in the decoder, $loop in gen_s
 check "sample: the busy server was seen running" [ "${total:-0}" -ge 20 ]
 check "sample: its running samples are mostly in the decoder" [ $((dec * 2)) -gt "${total:-0}" ]
 check "sample: few in gen_server:loop/7" [ $((loop * 4)) -lt "${total:-1}" ]
-check "sample: the idle server is counted waiting, never running" \
-    bash -c "grep -q ' idle_server;.*;WAIT [0-9]*\$' '$out/dec.folded' && ! grep ' idle_server;' '$out/dec.folded' | grep -qv ';\(WAIT\|RUNNABLE\|SLEEP\) [0-9]*\$'"
+# (A sample that found it running to its receive, [ran to receive], is
+# allowed: an idle gen_server still answers the odd system message; one
+# was seen in a clean-clone run.)
+check "sample: the idle server is counted waiting, never busy" \
+    bash -c "grep -q ' idle_server;.*;WAIT [0-9]*\$' '$out/dec.folded' && ! grep ' idle_server;' '$out/dec.folded' | grep -qv ';\(WAIT\|RUNNABLE\|SLEEP\|\[ran to receive\]\) [0-9]*\$'"
 check "sample: the deep stack is whole (200 frames of deep/1)" \
     bash -c "[ \$(grep ' deep;' '$out/dec.folded' | head -1 | tr ';' '\n' | grep -c '^bs_decode_wl:deep/1') -ge 200 ]"
 check "sample: says how the samples were taken" grep -q 'samples: [0-9]* running ([0-9]* preempted' "$out/dec.err"

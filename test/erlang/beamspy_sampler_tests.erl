@@ -163,6 +163,8 @@ max_duration() ->
     Before = erlang:system_flag(backtrace_depth, 13),
     Idle = spawn(?WL, idle, []),
     try
+        %% Sampled before it first ran, it would have no stack yet.
+        ok = ?WL:wait_until(fun() -> process_info(Idle, status) =:= {status, waiting} end, ?WAIT_MS),
         {ok, S} = beamspy_sampler:start(#{owner => self(), targets => [Idle], interval_ms => 1,
                                           max_duration_ms => 100}),
         %% Sampling has ended once elapsed_ms stops moving.
