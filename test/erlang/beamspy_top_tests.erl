@@ -27,29 +27,31 @@ top_test_() ->
 %%% Tests
 %%% ---------------------------------------------------------------------
 
+%% A sample of a process not running when the tick was due (preempted by a
+%% loaded machine, say) counts for its row, where it is, and not for the
+%% node's hottest functions or the running samples: the report looked at
+%% is one where the busy process was also seen running.
 busy_first() ->
     Busy = spawn(?WL, spin, []),
     {ok, Top} = beamspy_top:start(#{owner => self(), interval_ms => 10}),
     try
         BusyText = pid_text(Busy),
+        BusyFunctions = [{bs_stuck_wl, busy_sum, 1}, {bs_stuck_wl, spin, 0}],
+        SeenRunning = fun(Hottest) -> [N || {N, _} <- Hottest, lists:member(N, BusyFunctions)] =/= [] end,
         %% Wait for a window in which Busy was sampled (the first window
         %% picks its processes interval_ms after start).
-        Report = wait_report(Top, fun(#{processes := [#{pid := P, functions := Fs} | _]}) ->
-                                          P =:= BusyText andalso Fs =/= [];
+        Report = wait_report(Top, fun(#{processes := [#{pid := P, functions := Fs} | _], functions := H}) ->
+                                          P =:= BusyText andalso Fs =/= [] andalso SeenRunning(H);
                                      (_) -> false
                                   end),
         #{processes := [First | _], functions := Hottest, samples := Samples} = Report,
         ?assert(maps:get(reductions, First) > 0),
         ?assert(maps:get(total_reductions, Report) >= maps:get(reductions, First)),
         Names = [N || {N, _} <- maps:get(functions, First)],
-        ?assert(lists:any(fun(N) -> lists:member(N, [{bs_stuck_wl, busy_sum, 1},
-                                                     {bs_stuck_wl, spin, 0}])
-                          end, Names)),
-        ?assert(lists:member(maps:get(current, First),
-                             [{bs_stuck_wl, busy_sum, 1}, {bs_stuck_wl, spin, 0}])),
-        ?assert(lists:member(hd(Names), [N || {N, _} <- Hottest])),
-        ?assert(Samples >= lists:sum([C || {_, C} <- maps:get(functions, First)])),
-        ?assert(Samples >= lists:sum([C || {_, C} <- Hottest]))
+        ?assert(lists:any(fun(N) -> lists:member(N, BusyFunctions) end, Names)),
+        ?assert(lists:member(maps:get(current, First), BusyFunctions)),
+        ?assert(Samples >= lists:sum([C || {_, C} <- Hottest])),
+        ?assert(lists:all(fun({_, C}) -> C >= 1 end, maps:get(functions, First)))
     after
         ok = beamspy_top:stop(Top),
         ?WL:stop(Busy)
