@@ -184,22 +184,27 @@ ERL_NIF_TERM bs_nif_trace(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
     atomic_store(&r->busy, 1);
     if (atomic_load(&s->recording)) {
         int rc = 0;
+        int recorded = 0;
         if (s->run_states)
             bs_run_state_event(env, a, s, r, argv[0], argv[3]);
         else if (is_meta)
             rc = bs_capture_on_meta(env, a, s, r, argv[0], argv[3], t);
         else if (!s->capture_mode || atomic_load(&r->capturing)) {
             rc = dispatch(env, a, s, &r->proc, argv[0], argv[3], argv[4], t);
-            if (s->comp_state == BS_COMP_APPLIED)
-                bs_proc_skip_callback(&r->proc, t, bs_now_ns());
             if (s->capture_mode && argv[0] == a->out_exited)
-                bs_capture_on_exit(env, s, r, t);
+                bs_capture_on_exit(env, s, r, t); /* r->proc is done with */
+            else
+                recorded = 1;
         }
-        if (s->comp_state == BS_COMP_APPLIED)
-            bs_load_factor_event(r, is_sched(a, argv[0]), t);
         if (rc < 0 && bs_budget_is_exhausted(&s->budget))
             bs_session_stop_for_limit(env, s, BS_STOP_MAX_MEMORY);
         count_event(env, s, r);
+        if (s->comp_state == BS_COMP_APPLIED) {
+            bs_load_factor_event(r, is_sched(a, argv[0]), t);
+            /* Last: everything this callback did is left out of the times. */
+            if (recorded)
+                bs_proc_skip_callback(&r->proc, t, bs_now_ns());
+        }
     }
     atomic_store(&r->busy, 0);
     if (s->halt_hook && argv[0] == a->call && is_halting_call(env, a, argv[3]))

@@ -108,16 +108,22 @@ check_live_profile(#{processes := Ps, truncated := Tr, events := E, dropped := D
          Seeded = [{Id, P} || {Id, P, F, _, _, 0} <- Rest,
                               not lists:member(F, [<<"WAIT">>, <<"RUNNABLE">>, <<"SLEEP">>, <<"GC">>])],
          %% From OTP 28 a waiting process is switched on before its stack is
-         %% read and seeded (beamspy_session), so an event of its own may
-         %% come first and make the seeded stack's bottom frame, at the
-         %% root, one that was called.
+         %% read and seeded (beamspy_session), so events of its own may come
+         %% first (a message arrives meanwhile): the seeded stack, read after
+         %% them, then runs from the root through frames they called (a
+         %% server's loop called again), and a seeded frame may hang from
+         %% any of them. Before 28 the process is suspended meanwhile and
+         %% the rule is strict.
          Roots = [Id || {Id, 0, _, _, _, _} <- Rest],
          SeededIds = [0 | [Id || {Id, _} <- Seeded]] ++ Roots,
-         [?assert(lists:member(P, SeededIds)) || {_, P} <- Seeded],
+         [?assert(lists:member(P, SeededIds)) || {_, P} <- Seeded, otp_release() < 28],
          %% Otherwise the usual invariants, seeded frames counted as called.
          ok = bs_test_lib:check_tree([hd(N) | [{Id, P, F, S, T, max(C, 1)} || {Id, P, F, S, T, C} <- Rest]])
      end || {L, N} <- Ps],
     ok.
+
+otp_release() ->
+    list_to_integer(erlang:system_info(otp_release)).
 
 server_label(Server) ->
     iolist_to_binary([pid_to_list(Server), " bs_live_server"]).
