@@ -186,12 +186,15 @@ int bs_proc_call(bs_proc *p, const bs_key *callee, bs_caller_kind kind, const bs
     if (p->state == BS_EXITED)
         return 0;
     /* A call whose caller is below the top frame is a tail call (the top
-     * frame is replaced): its cost is a tail call's (compensation.h). */
+     * frame is replaced): its cost is a tail call's (compensation.h). So is
+     * a call that returns to the root (its caller is untraced code) made
+     * while frames are on the stack: a loop called from the root tail-calls
+     * itself so. */
     uint32_t found = kind == BS_CALLER_FRAME ? find_up(p, p->current, caller) : BS_NO_NODE;
     uint32_t top = p->current;
     while (top && bs_key_is_span(&p->tree.nodes[top].key))
         top = p->tree.nodes[top].parent;
-    int tail = found != BS_NO_NODE && found != top;
+    int tail = (found != BS_NO_NODE && found != top) || (kind == BS_CALLER_ROOT && top != 0);
     if (charge(p, t, tail ? BS_EVENT_TAIL_CALL : BS_EVENT_CALL) < 0)
         return -1;
     uint32_t at = p->current;

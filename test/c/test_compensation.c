@@ -118,7 +118,8 @@ static void test_raw_is_untouched(void **state)
 }
 
 /* A call whose caller is below the top frame replaces it (a tail call) and
- * costs a tail call's; a body call a call's; a tail-call cost of 0 (costs
+ * costs a tail call's, as does a call returning to the root made from a
+ * frame; a body call a call's; a tail-call cost of 0 (costs
  * from before tail calls were told apart) means a call's. */
 static void test_tail_call_cost(void **state)
 {
@@ -141,6 +142,17 @@ static void test_tail_call_cost(void **state)
         assert_int_equal(p.comp.events[BS_EVENT_TAIL_CALL], 1);
         bs_proc_free(&p);
     }
+    /* A loop called from the root (its caller untraced): its first call is
+     * a body call, every call after it a tail call. */
+    bs_proc p;
+    new_proc(&p, 0, &with_tail);
+    for (uint64_t i = 0; i < 4; i++)
+        assert_int_equal(bs_proc_call(&p, &TOP, BS_CALLER_ROOT, NULL, 1000 * (i + 1)), 0);
+    bs_proc_flush(&p, 5000);
+    assert_int_equal(p.tree.nodes[child(&p, 0, &TOP)].self_ns, 4 * 1000 - 3 * 300);
+    assert_int_equal(p.comp.events[BS_EVENT_CALL], 1);
+    assert_int_equal(p.comp.events[BS_EVENT_TAIL_CALL], 3);
+    bs_proc_free(&p);
     bs_compensation c = {.state = BS_COMP_APPLIED, .ns = {100, 50, 200, 0, 300}};
     char text[BS_COMPENSATION_TEXT_CAP];
     bs_compensation_text(&c, text, sizeof text);
