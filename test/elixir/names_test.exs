@@ -61,7 +61,10 @@ defmodule BeamSpyTest.NamesTest do
 
   test "profile/2 writes files only when asked" do
     path = scratch("profile.folded")
-    assert {:ok, %{files: [written]}} = BeamSpy.profile({Work, :fib, [5]}, output: path)
+    # Raw times: fib(5) runs in well under a microsecond untraced, its
+    # compensated stacks could round to no folded line.
+    assert {:ok, %{files: [written]}} =
+             BeamSpy.profile({Work, :fib, [5]}, output: path, compensate: false)
     assert List.to_string(written) == path
     assert Enum.any?(folded_stacks(path), &("BeamSpyTest.Work.fib/1" in &1))
   end
