@@ -723,8 +723,11 @@ cleanup(Session) ->
 
 %% @doc Seeds the stack of an already running process from its
 %% `current_stacktrace' (at most 64 frames, recursion collapsed by the VM).
-%% Frames of beamspy's own modules are left out, as their calls are. A
-%% process that was Waiting starts scheduled out (its wait is SLEEP).
+%% Frames of beamspy's own modules are left out, as their calls are; the
+%% engine is told when they were on top (a process profiling itself waits
+%% in `beamspy:start/2'), so that what it calls next stays on the seeded
+%% stack. A process that was Waiting starts scheduled out (its wait is
+%% SLEEP).
 -spec seed(beamspy_tracer:session(), pid(), boolean()) -> ok | {error, term()}.
 seed(Session, Pid, Waiting) ->
     case erlang:process_info(Pid, current_stacktrace) of
@@ -732,7 +735,11 @@ seed(Session, Pid, Waiting) ->
             Excluded = excluded_modules(),
             Frames = [{M, F, arity(A)} || {M, F, A, _} <- lists:reverse(Stack),
                                           not lists:member(M, Excluded)],
-            beamspy_tracer:session_seed(Session, Pid, Frames, Waiting);
+            OwnCodeOnTop = case Stack of
+                               [{M, _, _, _} | _] -> lists:member(M, Excluded);
+                               [] -> false
+                           end,
+            beamspy_tracer:session_seed(Session, Pid, Frames, Waiting, OwnCodeOnTop);
         undefined ->
             {error, {noproc, Pid}}
     end.

@@ -9,7 +9,7 @@
 -module(beamspy_tracer).
 
 -export([enabled/3, trace/5]).
--export([session_new/1, session_seed/4, session_stop/1, session_stop/2, session_pids/1,
+-export([session_new/1, session_seed/5, session_stop/1, session_stop/2, session_pids/1,
          session_run_states/3,
          session_capturing/2, session_prepare_halt/3, session_probe/2,
          session_info/1, session_profile/2, session_write/4, session_encode/3]).
@@ -24,7 +24,7 @@
 -type session() :: reference().
 -export_type([session/0]).
 
--nifs([enabled/3, trace/5, session_new/1, session_seed/4, session_stop/1, session_stop/2,
+-nifs([enabled/3, trace/5, session_new/1, session_seed/5, session_stop/1, session_stop/2,
        session_capturing/2, session_probe/2, session_prepare_halt/3,
        session_pids/1, session_run_states/3, session_info/1, session_profile/2, session_write/4, session_encode/3, profile_render/3,
        check_pattern/1, frame_name/2,
@@ -95,9 +95,11 @@ trace(_Tag, _Session, _Tracee, _Term, _Opts) -> erlang:nif_error(not_loaded).
 -spec session_new(map()) -> session() | {error, enomem}.
 session_new(_Opts) -> erlang:nif_error(not_loaded).
 
-%% @doc Seeds the stack of an already running process (frames root first).
--spec session_seed(session(), pid(), [mfa()], boolean()) -> ok | {error, stopped}.
-session_seed(_Session, _Pid, _Frames, _Waiting) -> erlang:nif_error(not_loaded).
+%% @doc Seeds the stack of an already running process (frames root first;
+%% Waiting: it waits in a receive; OwnCodeOnTop: frames of beamspy's own
+%% modules were above these, left out).
+-spec session_seed(session(), pid(), [mfa()], boolean(), boolean()) -> ok | {error, stopped}.
+session_seed(_Session, _Pid, _Frames, _Waiting, _OwnCodeOnTop) -> erlang:nif_error(not_loaded).
 
 %% @doc Stops recording; returns once no callback is recording any more.
 -spec session_stop(session()) -> ok.

@@ -180,26 +180,65 @@ static uint32_t find_up(const bs_proc *p, uint32_t from, const bs_key *k)
     return BS_NO_NODE;
 }
 
+/* The top real frame (span frames skipped). */
+static uint32_t top_frame(const bs_proc *p)
+{
+    uint32_t top = p->current;
+    while (top && bs_key_is_span(&p->tree.nodes[top].key))
+        top = p->tree.nodes[top].parent;
+    return top;
+}
+
+/* Whether node n is on the current stack (0, the root, always is). */
+static int on_stack(const bs_proc *p, uint32_t n)
+{
+    for (uint32_t x = p->current; x != 0; x = p->tree.nodes[x].parent)
+        if (x == n)
+            return 1;
+    return n == 0;
+}
+
+/* Where a call from beamspy's own code goes in a seeded process (rules in
+ * stack_rebuild.h); *tail says whether it replaces the frame own code
+ * called before. */
+static uint32_t own_code_caller(bs_proc *p, uint32_t top, int *tail)
+{
+    int floor_on_stack = on_stack(p, p->own_floor);
+    *tail = 0;
+    if (floor_on_stack && p->in_own_code)
+        return p->own_floor;
+    if (floor_on_stack && top == p->own_callee && top != p->own_floor) {
+        *tail = 1;
+        return p->own_floor;
+    }
+    return p->current; /* own code was entered from the top frame, unseen */
+}
+
 int bs_proc_call(bs_proc *p, const bs_key *callee, bs_caller_kind kind, const bs_key *caller, uint64_t t)
 {
     p->events++;
     if (p->state == BS_EXITED)
         return 0;
+    if (kind == BS_CALLER_OWN_CODE && !p->seeded)
+        kind = BS_CALLER_ROOT;
     /* A call whose caller is below the top frame is a tail call (the top
      * frame is replaced): its cost is a tail call's (compensation.h). So is
      * a call that returns to the root (its caller is untraced code) made
      * while frames are on the stack: a loop called from the root tail-calls
      * itself so. */
     uint32_t found = kind == BS_CALLER_FRAME ? find_up(p, p->current, caller) : BS_NO_NODE;
-    uint32_t top = p->current;
-    while (top && bs_key_is_span(&p->tree.nodes[top].key))
-        top = p->tree.nodes[top].parent;
-    int tail = (found != BS_NO_NODE && found != top) || (kind == BS_CALLER_ROOT && top != 0);
+    uint32_t top = top_frame(p);
+    int own_tail = 0;
+    uint32_t own_at = kind == BS_CALLER_OWN_CODE ? own_code_caller(p, top, &own_tail) : 0;
+    int tail = (found != BS_NO_NODE && found != top) || (kind == BS_CALLER_ROOT && top != 0) || own_tail;
     if (charge(p, t, tail ? BS_EVENT_TAIL_CALL : BS_EVENT_CALL) < 0)
         return -1;
+    p->in_own_code = 0;
     uint32_t at = p->current;
     if (kind == BS_CALLER_ROOT) {
         at = 0;
+    } else if (kind == BS_CALLER_OWN_CODE) {
+        at = p->own_floor = own_at;
     } else if (kind == BS_CALLER_FRAME) {
         if (found != BS_NO_NODE) {
             at = found;
@@ -217,7 +256,7 @@ int bs_proc_call(bs_proc *p, const bs_key *callee, bs_caller_kind kind, const bs
             }
         }
     }
-    if (kind == BS_CALLER_ROOT || kind == BS_CALLER_FRAME)
+    if (kind == BS_CALLER_ROOT || kind == BS_CALLER_FRAME || kind == BS_CALLER_OWN_CODE)
         at = cut_to(p, at);
     uint32_t n = bs_call_tree_child(&p->tree, at, callee);
     if (n == BS_NO_NODE) {
@@ -225,7 +264,28 @@ int bs_proc_call(bs_proc *p, const bs_key *callee, bs_caller_kind kind, const bs
         return drop(p);
     }
     p->tree.nodes[n].calls++;
+    if (kind == BS_CALLER_OWN_CODE)
+        p->own_callee = n;
     set_current(p, n, t);
+    return 0;
+}
+
+int bs_proc_return_to_own_code(bs_proc *p, uint64_t t)
+{
+    if (!p->seeded)
+        return bs_proc_return_to(p, NULL, t);
+    p->events++;
+    if (p->state == BS_EXITED)
+        return 0;
+    if (charge(p, t, BS_EVENT_RETURN) < 0)
+        return -1;
+    if (!on_stack(p, p->own_floor)) {
+        /* Own code called the top frame unseen: it lies just below it. */
+        uint32_t top = top_frame(p);
+        p->own_floor = top ? p->tree.nodes[top].parent : 0;
+    }
+    p->in_own_code = 1;
+    set_current(p, cut_to(p, p->own_floor), t);
     return 0;
 }
 
@@ -237,15 +297,18 @@ int bs_proc_return_to(bs_proc *p, const bs_key *to, uint64_t t)
     if (charge(p, t, BS_EVENT_RETURN) < 0)
         return -1;
     if (!to) {
+        p->in_own_code = 0;
         set_current(p, cut_to(p, 0), t);
         return 0;
     }
     /* Pop the returning frame first: in recursion it has the same MFA as the
-     * frame being returned to. The returning frame is the top real one. */
-    uint32_t from = p->current;
-    while (from && bs_key_is_span(&p->tree.nodes[from].key))
-        from = p->tree.nodes[from].parent;
-    from = from ? p->tree.nodes[from].parent : 0;
+     * frame being returned to. The returning frame is the top real one,
+     * unless beamspy's own code is what returns (it has no frame). */
+    uint32_t from = top_frame(p);
+    if (p->in_own_code)
+        p->in_own_code = 0;
+    else
+        from = from ? p->tree.nodes[from].parent : 0;
     uint32_t at = find_up(p, from, to);
     if (at != BS_NO_NODE) {
         set_current(p, cut_to(p, at), t);
@@ -368,7 +431,7 @@ void bs_proc_flush(bs_proc *p, uint64_t t)
     timeline_to(p, 0, t); /* close every open span */
 }
 
-int bs_proc_seed(bs_proc *p, const bs_key *frames, uint32_t n, uint64_t t)
+int bs_proc_seed(bs_proc *p, const bs_key *frames, uint32_t n, int own_code_on_top, uint64_t t)
 {
     if (charge(p, t, BS_EVENT_FREE) < 0)
         return -1;
@@ -380,6 +443,10 @@ int bs_proc_seed(bs_proc *p, const bs_key *frames, uint32_t n, uint64_t t)
             return drop(p);
         at = c;
     }
+    p->seeded = 1;
+    p->in_own_code = own_code_on_top ? 1 : 0;
+    p->own_floor = at;
+    p->own_callee = BS_NO_NODE;
     set_current(p, at, t);
     return 0;
 }

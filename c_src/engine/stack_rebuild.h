@@ -8,6 +8,17 @@
  *    root, as for return_to), then M is pushed. An unknown caller keeps the
  *    stack; BS_CALLER_ROOT empties it first (the caller is code the session
  *    does not trace, such as beamspy's own wrapper).
+ *  - beamspy's own code in a seeded process (one that profiles itself, or
+ *    calls beamspy while profiled live): its frames are never on the stack
+ *    and it sits above real ones (the seeded stack, or the frame that called
+ *    beamspy:stop), so emptying the stack there would cut the process's
+ *    stack in two. A call from own code pushes on the frame own code was
+ *    entered from (its floor: the top frame when own code was first seen,
+ *    the seeded top when the seed says own code was above it); a tail call
+ *    of the frame own code called replaces it. A return into own code pops
+ *    to the floor, and the next return_to M is own code returning: M is
+ *    looked for from the top frame itself. Elsewhere (apply's wrapper at
+ *    the bottom of the process) own code is the root, as above.
  *  - return_to M: pop the returning frame, then pop until M is on top; if M is
  *    not on the stack it becomes a new root frame. return_to undefined (or to
  *    untraced code) empties the stack. One return_to may unwind many frames
@@ -50,7 +61,9 @@ typedef enum bs_caller_kind {
     BS_CALLER_UNKNOWN,   /* no {caller} match spec: keep the stack */
     BS_CALLER_UNDEFINED, /* {cp, undefined}: keep the stack */
     BS_CALLER_ROOT,      /* the caller is untraced code: empty the stack */
-    BS_CALLER_FRAME      /* the caller is a frame: pop to it */
+    BS_CALLER_FRAME,     /* the caller is a frame: pop to it */
+    BS_CALLER_OWN_CODE   /* the caller is beamspy's own code: ROOT, except in
+                          * a seeded process (rules above) */
 } bs_caller_kind;
 
 typedef enum bs_run_state { BS_RUNNING, BS_SCHEDULED_OUT, BS_IN_GC, BS_EXITED } bs_run_state;
@@ -67,6 +80,10 @@ typedef struct bs_proc {
     unsigned skip_root : 1;  /* time with an empty stack is not charged (spans-only recording) */
     unsigned split_waits : 1; /* WAIT/RUNNABLE instead of SLEEP */
     unsigned woke : 1;       /* scheduled in; whether it waited is told by the next event */
+    unsigned seeded : 1;     /* running before recording began (bs_proc_seed) */
+    unsigned in_own_code : 1; /* seeded: beamspy's own code runs right above own_floor */
+    uint32_t own_floor;      /* seeded: the frame beamspy's own code was entered from */
+    uint32_t own_callee;     /* seeded: the frame own code called last (its tail calls replace it) */
     uint32_t woke_node;      /* the WAIT leaf the last out interval went to */
     uint32_t woke_span;      /* its timeline span, BS_NO_SPAN if not kept */
     uint64_t woke_ns;        /* time charged to it since the out */
@@ -113,6 +130,9 @@ static inline void bs_proc_skip_callback(bs_proc *p, uint64_t t, uint64_t end_ns
  * exhausted (the process is then marked truncated). */
 int bs_proc_call(bs_proc *p, const bs_key *callee, bs_caller_kind kind, const bs_key *caller, uint64_t t);
 int bs_proc_return_to(bs_proc *p, const bs_key *to /* NULL: undefined */, uint64_t t);
+/* The top frame returns into beamspy's own (untraced) code: as return_to
+ * undefined, except in a seeded process (rules above). */
+int bs_proc_return_to_own_code(bs_proc *p, uint64_t t);
 int bs_proc_return_from(bs_proc *p, const bs_key *from, uint64_t t);
 int bs_proc_sched_out(bs_proc *p, uint64_t t);
 int bs_proc_sched_in(bs_proc *p, uint64_t t);
@@ -140,8 +160,10 @@ int bs_proc_span_stop(bs_proc *p, const bs_key *span, uint64_t t);
 static inline uint32_t bs_proc_open_spans(const bs_proc *p) { return p->spans ? p->spans->n : 0; }
 
 /* Seed the stack of a process that was already running: frames root first.
- * Replaces the current stack. Returns 0 or -1. */
-int bs_proc_seed(bs_proc *p, const bs_key *frames, uint32_t n, uint64_t t);
+ * Replaces the current stack. own_code_on_top: frames of beamspy's own code
+ * were above them (left out), as in a process that profiles itself. Returns
+ * 0 or -1. */
+int bs_proc_seed(bs_proc *p, const bs_key *frames, uint32_t n, int own_code_on_top, uint64_t t);
 
 /* Depth of the current stack (0 = empty). */
 static inline uint32_t bs_proc_depth(const bs_proc *p) { return p->tree.nodes[p->current].depth; }

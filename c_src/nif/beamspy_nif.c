@@ -208,7 +208,9 @@ static ERL_NIF_TERM session_new(ErlNifEnv *env, int argc, const ERL_NIF_TERM arg
     return term;
 }
 
-/* session_seed(Session, Pid, [{M, F, A}], Waiting) — root first.
+/* session_seed(Session, Pid, [{M, F, A}], Waiting, OwnCodeOnTop) — root
+ * first. OwnCodeOnTop: frames of beamspy's own modules were above these
+ * (left out), as in a process that profiles itself (stack_rebuild.h).
  * current_stacktrace never has more than 64 frames, so a small bound keeps
  * this on the stack. Waiting (the process was waiting in a receive when its
  * stack was read): it starts scheduled out, so its time until it next runs
@@ -224,9 +226,11 @@ static ERL_NIF_TERM session_seed(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
     if (!s || !enif_get_local_pid(env, argv[1], &pid) || !enif_get_list_length(env, argv[2], &len) || len > BS_MAX_SEED_FRAMES)
         return enif_make_badarg(env);
     bs_key frames[BS_MAX_SEED_FRAMES];
-    char waiting[8];
+    char waiting[8], own_code[8];
     if (enif_get_atom(env, argv[3], waiting, sizeof waiting, ERL_NIF_LATIN1) <= 0 ||
-        (strcmp(waiting, "true") != 0 && strcmp(waiting, "false") != 0))
+        (strcmp(waiting, "true") != 0 && strcmp(waiting, "false") != 0) ||
+        enif_get_atom(env, argv[4], own_code, sizeof own_code, ERL_NIF_LATIN1) <= 0 ||
+        (strcmp(own_code, "true") != 0 && strcmp(own_code, "false") != 0))
         return enif_make_badarg(env);
     ERL_NIF_TERM list = argv[2], head;
     unsigned n = 0;
@@ -250,7 +254,7 @@ static ERL_NIF_TERM session_seed(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
     if (!r)
         return error_tuple(env, "stopped");
     atomic_store(&r->busy, 1);
-    int rc = atomic_load(&s->recording) ? bs_proc_seed(&r->proc, frames, n, t) : -1;
+    int rc = atomic_load(&s->recording) ? bs_proc_seed(&r->proc, frames, n, own_code[0] == 't', t) : -1;
     if (rc == 0 && waiting[0] == 't')
         rc = bs_proc_sched_out(&r->proc, t);
     atomic_store(&r->busy, 0);
@@ -553,7 +557,7 @@ static ErlNifFunc nif_funcs[] = {
     {"enabled", 3, bs_nif_enabled, 0},
     {"trace", 5, bs_nif_trace, 0},
     {"session_new", 1, session_new, 0},
-    {"session_seed", 4, session_seed, 0},
+    {"session_seed", 5, session_seed, 0},
     {"session_stop", 1, session_stop, 0},
     {"session_stop", 2, session_stop, 0},
     {"session_pids", 1, session_pids, 0},

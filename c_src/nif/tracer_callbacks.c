@@ -93,7 +93,7 @@ static int on_call(ErlNifEnv *env, const bs_atoms *a, bs_session *s, bs_proc *p,
         const ERL_NIF_TERM *e;
         if (enif_get_tuple(env, msr, &n, &e) && n == 2 && e[0] == a->cp) {
             if (get_mfa(env, e[1], &caller))
-                kind = bs_session_is_excluded(s, (ERL_NIF_TERM)caller.module) ? BS_CALLER_ROOT : BS_CALLER_FRAME;
+                kind = bs_session_is_excluded(s, (ERL_NIF_TERM)caller.module) ? BS_CALLER_OWN_CODE : BS_CALLER_FRAME;
             else
                 kind = undefined_caller(a, &callee);
         }
@@ -104,8 +104,10 @@ static int on_call(ErlNifEnv *env, const bs_atoms *a, bs_session *s, bs_proc *p,
 static int on_return_to(ErlNifEnv *env, bs_session *s, bs_proc *p, ERL_NIF_TERM term, uint64_t t)
 {
     bs_key to;
-    if (!get_mfa(env, term, &to) || bs_session_is_excluded(s, (ERL_NIF_TERM)to.module))
-        return bs_proc_return_to(p, NULL, t); /* undefined, or back into untraced code */
+    if (!get_mfa(env, term, &to))
+        return bs_proc_return_to(p, NULL, t); /* undefined */
+    if (bs_session_is_excluded(s, (ERL_NIF_TERM)to.module))
+        return bs_proc_return_to_own_code(p, t);
     return bs_proc_return_to(p, &to, t);
 }
 

@@ -40,6 +40,8 @@ static const bs_key TOP = KEY(M_M, F_TOP, 0), A = KEY(M_M, F_A, 0), B = KEY(M_M,
 #define CALL_UNDEF(p, callee, t) assert_int_equal(bs_proc_call((p), &(callee), BS_CALLER_UNDEFINED, NULL, (t)), 0)
 #define RET(p, to, t) assert_int_equal(bs_proc_return_to((p), &(to), (t)), 0)
 #define RET_UNDEF(p, t) assert_int_equal(bs_proc_return_to((p), NULL, (t)), 0)
+#define CALL_OWN(p, callee, t) assert_int_equal(bs_proc_call((p), &(callee), BS_CALLER_OWN_CODE, NULL, (t)), 0)
+#define RET_OWN(p, t) assert_int_equal(bs_proc_return_to_own_code((p), (t)), 0)
 
 static void assert_stack(const bs_proc *p, const char *expected)
 {
@@ -464,7 +466,7 @@ static void test_already_running_seeded(void **state)
     bs_proc p;
     new_proc(&p, 0, 1, 1);
     const bs_key frames[] = {INIT, LOOPG, WAIT};
-    assert_int_equal(bs_proc_seed(&p, frames, 3, 5), 0); /* [0,5) root */
+    assert_int_equal(bs_proc_seed(&p, frames, 3, 0, 5), 0); /* [0,5) root */
     assert_stack(&p, "gen_server:init/1;gen_server:loop/7;gen_server:wait/0");
     RET(&p, LOOPG, 25); /* [5,25) wait */
     assert_stack(&p, "gen_server:init/1;gen_server:loop/7");
@@ -481,9 +483,64 @@ static void test_already_running_seeded(void **state)
                     "gen_server:init/1;gen_server:wait/0 9 1\n");
     /* seeding again replaces the stack */
     const bs_key other[] = {RUN};
-    assert_int_equal(bs_proc_seed(&p, other, 1, 60), 0);
+    assert_int_equal(bs_proc_seed(&p, other, 1, 0, 60), 0);
     assert_stack(&p, "m:run/2");
-    assert_int_equal(bs_proc_seed(&p, NULL, 0, 61), 0);
+    assert_int_equal(bs_proc_seed(&p, NULL, 0, 0, 61), 0);
+    assert_int_equal(bs_proc_depth(&p), 0);
+    bs_proc_free(&p);
+}
+
+/* A process that profiles itself: seeded while it waits inside
+ * beamspy:start (own code, left out), it returns from there, works, and
+ * calls beamspy:stop from a deeper frame. beamspy's calls and returns stay
+ * on the process's stack instead of cutting it in two. */
+static void test_seeded_own_code(void **state)
+{
+    (void)state;
+    bs_proc p;
+    new_proc(&p, 0, 1, 1);
+    const bs_key frames[] = {TOP, RUN};
+    assert_int_equal(bs_proc_seed(&p, frames, 2, 1, 5), 0); /* [0,5) root */
+    CALL_OWN(&p, MONO, 10); /* [5,10) run: own code runs on it */
+    assert_stack(&p, "m:top/0;m:run/2;m:mono/0");
+    RET_OWN(&p, 12);        /* [10,12) mono */
+    assert_stack(&p, "m:top/0;m:run/2");
+    RET(&p, RUN, 15);       /* [12,15) run: beamspy:start returns to run */
+    assert_stack(&p, "m:top/0;m:run/2");
+    CALL(&p, A, RUN, 20);   /* [15,20) run */
+    CALL(&p, B, A, 25);     /* [20,25) a */
+    RET(&p, A, 30);         /* [25,30) b */
+    CALL_OWN(&p, X, 35);    /* [30,35) a: a calls beamspy:stop, unseen */
+    assert_stack(&p, "m:top/0;m:run/2;m:a/0;m:x/0");
+    CALL_OWN(&p, LEAF, 40); /* [35,40) x, which tail-calls leaf */
+    assert_stack(&p, "m:top/0;m:run/2;m:a/0;m:leaf/0");
+    RET_OWN(&p, 45);        /* [40,45) leaf */
+    CALL_OWN(&p, MID, 50);  /* [45,50) a */
+    assert_stack(&p, "m:top/0;m:run/2;m:a/0;m:mid/0");
+    RET_OWN(&p, 55);        /* [50,55) mid */
+    RET(&p, A, 60);         /* [55,60) a: beamspy:stop returns to a */
+    assert_stack(&p, "m:top/0;m:run/2;m:a/0");
+    RET(&p, RUN, 65);       /* [60,65) a */
+    assert_stack(&p, "m:top/0;m:run/2");
+    bs_proc_flush(&p, 70);  /* [65,70) run */
+    assert_tree(&p, "<root> 5 0\n"
+                    "m:top/0 0 0\n"
+                    "m:top/0;m:run/2 18 0\n"
+                    "m:top/0;m:run/2;m:mono/0 2 1\n"
+                    "m:top/0;m:run/2;m:a/0 25 1\n"
+                    "m:top/0;m:run/2;m:a/0;m:b/0 5 1\n"
+                    "m:top/0;m:run/2;m:a/0;m:x/0 5 1\n"
+                    "m:top/0;m:run/2;m:a/0;m:leaf/0 5 1\n"
+                    "m:top/0;m:run/2;m:a/0;m:mid/0 5 1\n");
+    bs_proc_free(&p);
+
+    /* Not seeded (apply's wrapper at the bottom of the process): own code
+     * is the root, as BS_CALLER_ROOT and return_to undefined. */
+    new_proc(&p, 0, 1, 1);
+    CALL(&p, A, TOP, 10);
+    CALL_OWN(&p, B, 20);
+    assert_stack(&p, "m:b/0");
+    RET_OWN(&p, 30);
     assert_int_equal(bs_proc_depth(&p), 0);
     bs_proc_free(&p);
 }
@@ -820,6 +877,19 @@ static void test_random_streams_keep_invariants(void **state)
         tu_random_events(ev, n, seed * 7919, 1 + (unsigned)seed * 3);
         bs_proc p;
         new_proc(&p, 0, 1, 1);
+        if (seed % 2) {
+            /* A seeded process running beamspy's own code: calls from the
+             * root become calls from own code, half the returns into
+             * undefined returns into own code. */
+            const bs_key frames[] = {INIT, LOOPG};
+            assert_int_equal(bs_proc_seed(&p, frames, 2, seed % 4 == 1, 0), 0);
+            for (size_t i = 0; i < n; i++) {
+                if (ev[i].kind == EV_CALL && ev[i].caller_kind == BS_CALLER_ROOT)
+                    ev[i].caller_kind = BS_CALLER_OWN_CODE;
+                if (ev[i].kind == EV_RETURN_TO && ev[i].undefined && i % 2)
+                    ev[i].own_code = 1;
+            }
+        }
         for (size_t i = 0; i < n; i++) {
             assert_int_equal(tu_feed(&p, &ev[i]), 0);
             assert_false(bs_key_is_pseudo(&p.tree.nodes[p.current].key) && p.current != 0);
@@ -854,6 +924,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_exception_unwinds_several_frames),
         cmocka_unit_test(test_return_to_undefined_and_unknown),
         cmocka_unit_test(test_already_running_seeded),
+        cmocka_unit_test(test_seeded_own_code),
         cmocka_unit_test(test_already_running_unseeded),
         cmocka_unit_test(test_sleep_and_gc_leaves),
         cmocka_unit_test(test_wait_and_runnable_leaves),

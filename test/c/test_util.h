@@ -295,6 +295,7 @@ typedef struct tu_event {
     bs_key key;    /* callee, or return_to target */
     bs_key caller;
     int undefined; /* return_to undefined */
+    int own_code;  /* return_to beamspy's own code */
     uint64_t t;
 } tu_event;
 
@@ -364,6 +365,8 @@ static inline int tu_feed(bs_proc *p, const tu_event *e)
     case EV_CALL:
         return bs_proc_call(p, &e->key, e->caller_kind, &e->caller, e->t);
     case EV_RETURN_TO:
+        if (e->own_code)
+            return bs_proc_return_to_own_code(p, e->t);
         return bs_proc_return_to(p, e->undefined ? NULL : &e->key, e->t);
     case EV_OUT:
         return bs_proc_sched_out(p, e->t);

@@ -206,9 +206,9 @@ wait_for_file(Path, N) ->
 encode_equals_file_test() ->
     S = beamspy_tracer:session_new(#{}),
     Self = self(),
-    ok = beamspy_tracer:session_seed(S, Self, [{bs_wl, fib, 1}, {lists, sort, 1}], false),
+    ok = beamspy_tracer:session_seed(S, Self, [{bs_wl, fib, 1}, {lists, sort, 1}], false, false),
     Other = spawn(fun() -> receive stop -> ok end end),
-    ok = beamspy_tracer:session_seed(S, Other, [{bs_wl, fib, 1}, {lists, reverse, 1}], false),
+    ok = beamspy_tracer:session_seed(S, Other, [{bs_wl, fib, 1}, {lists, reverse, 1}], false, false),
     ?assertEqual({error, not_stopped}, beamspy_tracer:session_encode(S, bspy, #{})),
     ok = beamspy_tracer:session_stop(S),
     Other ! stop,

@@ -77,6 +77,27 @@ exited_not_charged() ->
     [?assert(T =< Lived) || T <- Totals],
     ok.
 
+%% A process that profiles itself: start/2 reads its stack while it waits
+%% inside beamspy (whose frames are left out), and what beamspy's own code
+%% calls in it afterwards (in start/2 and stop/2) stays on that stack. So
+%% the work hangs right below this function's seeded frame, and the seeded
+%% bottom frame is the only frame hanging from the root (before, beamspy's
+%% first call emptied the stack: fib hung from a second, root-level copy of
+%% this function).
+self_profile_test() ->
+    {ok, S} = beamspy:start(self(), #{compensate => false}),
+    144 = bs_wl:fib(12),
+    {ok, #{profile := P}} = beamspy:stop(S, #{profile => true}),
+    ok = check_live_profile(P),
+    Paths = frame_paths(tree_of(self(), P)),
+    Me = <<"beamspy_live_tests:self_profile_test/0">>,
+    Fib = <<"bs_wl:fib/1">>,
+    FibPaths = [Pa || Pa <- Paths, lists:member(Fib, Pa)],
+    ?assertNotEqual([], FibPaths),
+    [?assertMatch({_, [Me, Fib | _]}, {Pa, lists:dropwhile(fun(F) -> F =/= Me end, Pa)}) || Pa <- FibPaths],
+    ?assertMatch([_], lists:usort([hd(Pa) || Pa <- Paths, not bs_test_lib:sched_out(hd(Pa)), hd(Pa) =/= <<"GC">>])),
+    assert_clean([]).
+
 %% Nothing beamspy set is left anywhere, and no owner is alive.
 assert_live_clean(Pids) ->
     ok = wait_for(fun() -> beamspy_session:owners() =:= [] end, 10000),
