@@ -73,7 +73,7 @@ defmodule BeamSpy do
     * `:gc` — charge garbage collections to a `GC` leaf. Default `false`.
     * `:compensate` — subtract the tracer's own cost per traced event
       from traced times (the callbacks' time as measured, the VM's part as
-      calibrated once per VM in a process of its own), never below zero; every output says what its times are. `false` gives
+      calibrated in a process of its own, kept for a minute), never below zero; every output says what its times are. `false` gives
       raw traced times. Default `true`.
     * `:max_memory` — bytes the recording may use; past it, recording stops
       and the profile is marked truncated. Default 256 MiB.

@@ -49,8 +49,8 @@
 %%%   a few hundred ns, which would otherwise be charged to the frames it
 %%%   lands in and make often-called functions look slow. The tracer
 %%%   callbacks' own time is measured and left out; the VM's part before
-%%%   each callback is calibrated once per VM in a process of its own (a few
-%%%   tens of ms, see `beamspy_calibrate') and subtracted from the interval
+%%%   each callback is calibrated in a process of its own (a few
+%%%   tens of ms, kept for a minute, see `beamspy_calibrate') and subtracted from the interval
 %%%   each call or return ends (a reschedule's from the time scheduled
 %%%   out), never below zero. Every output says what its times are
 %%%   (compensated, by how much, or raw); `profile/2''s profile and

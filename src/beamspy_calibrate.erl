@@ -31,8 +31,13 @@
 %%% Each runs in short batches, 21 times after a warm-up round, and the
 %%% costs are the medians of the rounds' estimates (the machine may be busy
 %%% with other work: most short batches still run uninterrupted).
-%%% The whole measurement takes a few tens of milliseconds and is done once
-%%% per VM and kind of session: the result is kept in a persistent term.
+%%% The whole measurement takes a few tens of milliseconds; its result is
+%%% kept in a persistent term per kind of session and used by the
+%%% recordings that start within ?MAX_AGE_MS of it. An older one is measured
+%%% again: the costs are those of the machine as it is now, and one taken
+%%% during a burst of load (it reads 1.5-2x the idle costs) would otherwise
+%%% over-subtract in every later recording for the life of the node (a busy
+%%% fib loop's running time was taken to ~0 so).
 %%% Only this module's loop functions get trace patterns, in a dynamic
 %%% trace session where the VM has them (OTP 27+), else node-wide (the
 %%% owner holds the session lock then); the calibrating process removes
@@ -51,6 +56,8 @@
 %% A calibration that has not finished by then (a node starving the
 %% calibrating process) gives up: the recording keeps raw times and says so.
 -define(TIMEOUT_MS, 5000).
+%% How long measured costs are used before they are measured again.
+-define(MAX_AGE_MS, 60000).
 %% The calibrating process, while it runs.
 -define(CALIBRATING, beamspy_calibrating).
 -define(CALLER_MS, [{'_', [], [{message, {{cp, {caller}}}}]}]).
@@ -78,7 +85,8 @@ nif_option(NifOpts) ->
     NifOpts.
 
 %% @doc This VM's cost of one traced event per kind, in ns, for a session
-%% with or without a timeline: measured once, then kept.
+%% with or without a timeline: measured, then kept for a minute (a later
+%% call measures again).
 %%
 %% ```
 %% 1> beamspy_calibrate:costs(false).
@@ -86,17 +94,18 @@ nif_option(NifOpts) ->
 %% '''
 -spec costs(boolean()) -> {ok, costs()} | {error, term()}.
 costs(Timeline) ->
+    Now = erlang:monotonic_time(millisecond),
     case persistent_term:get(?KEY(Timeline), undefined) of
-        undefined ->
+        {Costs, MeasuredAt} when Now - MeasuredAt < ?MAX_AGE_MS ->
+            {ok, Costs};
+        _ ->
             case measure(Timeline) of
                 {ok, Costs} = Ok ->
-                    persistent_term:put(?KEY(Timeline), Costs),
+                    persistent_term:put(?KEY(Timeline), {Costs, erlang:monotonic_time(millisecond)}),
                     Ok;
                 {error, _} = Error ->
                     Error
-            end;
-        Costs ->
-            {ok, Costs}
+            end
     end.
 
 %% @doc Measures again (nothing kept): the benchmark and the tests use it.

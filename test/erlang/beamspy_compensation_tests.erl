@@ -14,6 +14,7 @@
 compensation_test_() ->
     {setup, fun setup/0, fun(_) -> ok end,
      [{"calibration: positive costs, its own process, no pattern left", {timeout, 60, fun calibration/0}},
+      {"measured costs are kept for a minute, then measured again", {timeout, 60, fun kept_for_a_minute/0}},
       {"compensated profile: costs, events, subtracted, self times below raw", {timeout, 120, fun applied/0}},
       {"compensate => false: raw times, nothing subtracted", {timeout, 60, fun raw/0}},
       {"two functions: the calls lose their events' cost, no frame below zero", {timeout, 300, fun two_functions/0}},
@@ -61,6 +62,28 @@ calibration() ->
     %% Kept: asking again is immediate and gives the same costs.
     {ok, Kept} = beamspy_calibrate:costs(false),
     {ok, Kept} = beamspy_calibrate:costs(false),
+    assert_clean().
+
+%% Costs kept from a measurement are used while younger than a minute; an
+%% older one (taken, say, during a burst of load) is measured again rather
+%% than used for the life of the node. (White box: the kept term is put by
+%% hand, with costs no machine measures.)
+kept_for_a_minute() ->
+    Key = {beamspy_calibrate, costs, false},
+    Fake = #{call => 1, tail_call => 1, return => 1, sched => 1, gc => 0},
+    Now = erlang:monotonic_time(millisecond),
+    try
+        persistent_term:put(Key, {Fake, Now - 1000}),
+        ?assertEqual({ok, Fake}, beamspy_calibrate:costs(false)),
+        persistent_term:put(Key, {Fake, Now - 61000}),
+        {ok, Fresh} = beamspy_calibrate:costs(false),
+        ?assertNotEqual(Fake, Fresh),
+        {Fresh, MeasuredAt} = persistent_term:get(Key),
+        ?assert(MeasuredAt >= Now)
+    after
+        beamspy_calibrate:forget()
+    end,
+    {ok, _} = beamspy_calibrate:costs(false),
     assert_clean().
 
 applied() ->
