@@ -32,7 +32,9 @@
 %%% costs are the medians of the rounds' estimates (the machine may be busy
 %%% with other work: most short batches still run uninterrupted).
 %%% The whole measurement takes a few tens of milliseconds; its result is
-%%% kept in a persistent term per kind of session and used by the
+%%% kept per kind of session (in an atomics array a persistent term holds,
+%%% so that keeping new costs never replaces a persistent term, which would
+%%% make every process of the node scan its heap) and used by the
 %%% recordings that start within ?MAX_AGE_MS of it. An older one is measured
 %%% again: the costs are those of the machine as it is now, and one taken
 %%% during a burst of load (it reads 1.5-2x the idle costs) would otherwise
@@ -44,7 +46,7 @@
 %%% them itself, even when its caller dies meanwhile.
 -module(beamspy_calibrate).
 
--export([nif_option/1, costs/1, measure/1, wait_idle/1, forget/0]).
+-export([nif_option/1, costs/1, measure/1, wait_idle/1, forget/0, kept/1, keep/3]).
 %% The loops, called (traced) by the calibrating process only.
 -export([tail/1, body/2, leaf/1]).
 
@@ -94,19 +96,58 @@ nif_option(NifOpts) ->
 %% '''
 -spec costs(boolean()) -> {ok, costs()} | {error, term()}.
 costs(Timeline) ->
-    Now = erlang:monotonic_time(millisecond),
-    case persistent_term:get(?KEY(Timeline), undefined) of
-        {Costs, MeasuredAt} when Now - MeasuredAt < ?MAX_AGE_MS ->
+    case kept(Timeline) of
+        {ok, Costs, AgeMs} when AgeMs < ?MAX_AGE_MS ->
             {ok, Costs};
         _ ->
             case measure(Timeline) of
                 {ok, Costs} = Ok ->
-                    persistent_term:put(?KEY(Timeline), {Costs, erlang:monotonic_time(millisecond)}),
+                    keep(Timeline, Costs, erlang:monotonic_time(millisecond)),
                     Ok;
                 {error, _} = Error ->
                     Error
             end
     end.
+
+%% The kept costs: kinds in this order, then when they were measured
+%% (monotonic ms). Written costs first, time last; two calibrations at once
+%% may mix their costs, each of which was measured.
+-define(KINDS, [call, tail_call, return, sched, gc]).
+-define(MEASURED_AT, 6).
+
+%% @private The costs kept for a kind of session and their age in ms, or
+%% `none'.
+-spec kept(boolean()) -> {ok, costs(), integer()} | none.
+kept(Timeline) ->
+    case persistent_term:get(?KEY(Timeline), undefined) of
+        undefined ->
+            none;
+        Slots ->
+            case atomics:get(Slots, ?MEASURED_AT) of
+                0 ->
+                    none;
+                At ->
+                    Costs = maps:from_list(lists:zip(?KINDS, [atomics:get(Slots, I) || I <- lists:seq(1, 5)])),
+                    {ok, Costs, erlang:monotonic_time(millisecond) - At}
+            end
+    end.
+
+%% @private Keeps Costs for a kind of session as measured at MeasuredAt
+%% (monotonic ms). The persistent term is put once per VM and kind.
+-spec keep(boolean(), costs(), integer()) -> ok.
+keep(Timeline, Costs, MeasuredAt) ->
+    Slots = case persistent_term:get(?KEY(Timeline), undefined) of
+                undefined ->
+                    New = atomics:new(?MEASURED_AT, [{signed, true}]),
+                    persistent_term:put(?KEY(Timeline), New),
+                    New;
+                Existing ->
+                    Existing
+            end,
+    [atomics:put(Slots, I, maps:get(K, Costs)) || {I, K} <- lists:zip(lists:seq(1, 5), ?KINDS)],
+    %% 0 stands for "none kept".
+    atomics:put(Slots, ?MEASURED_AT, case MeasuredAt of 0 -> 1; _ -> MeasuredAt end),
+    ok.
 
 %% @doc Measures again (nothing kept): the benchmark and the tests use it.
 -spec measure(boolean()) -> {ok, costs()} | {error, term()}.
@@ -151,8 +192,8 @@ wait_idle(Ms) ->
 %% @doc Forgets the kept costs (the next recording calibrates again).
 -spec forget() -> ok.
 forget() ->
-    _ = persistent_term:erase(?KEY(true)),
-    _ = persistent_term:erase(?KEY(false)),
+    [atomics:put(Slots, ?MEASURED_AT, 0)
+     || T <- [true, false], Slots <- [persistent_term:get(?KEY(T), undefined)], Slots =/= undefined],
     ok.
 
 %%% ---------------------------------------------------------------------
