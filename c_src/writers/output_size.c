@@ -146,6 +146,23 @@ uint64_t bs_projected_bytes(bs_format f, const bs_profile *p, const bs_render_op
     }
 }
 
+void bs_folded_rounding(const bs_profile *p, bs_write_report *r)
+{
+    uint64_t unit = p->unit == BS_UNIT_NS ? 1000 : 1;
+    r->stacks_rounded_out = r->rounded_out_ns = r->total_ns = 0;
+    for (uint32_t i = 0; i < p->n_trees; i++) {
+        const bs_ptree *t = &p->trees[i];
+        for (uint32_t k = 0; k < t->n_nodes; k++) {
+            uint64_t ns = t->nodes[k].self_ns;
+            r->total_ns += ns;
+            if (ns > 0 && (ns + unit / 2) / unit == 0) {
+                r->stacks_rounded_out++;
+                r->rounded_out_ns += ns;
+            }
+        }
+    }
+}
+
 /* "1.5 GB", "97.8 MB", "812 kB": decimal units, as ls -h --si. */
 static void human_bytes(uint64_t b, char *buf, size_t cap)
 {
@@ -195,5 +212,13 @@ size_t bs_write_warning_text(const bs_write_report *r, char *buf, size_t cap)
                "formats, or the svg/html formats",
                n ? "; " : "", name, size, limit);
     }
+    if (r->stacks_rounded_out && r->rounded_out_ns * 100 >= r->total_ns)
+        append(buf, cap, &n,
+               "%s%s: %llu %s shorter than half a microsecond %s no line (%.1f microseconds, %.0f%% of the time "
+               "in the file): folded counts whole microseconds; the other formats keep them",
+               n ? "; " : "", name, (unsigned long long)r->stacks_rounded_out,
+               r->stacks_rounded_out == 1 ? "stack" : "stacks", r->stacks_rounded_out == 1 ? "has" : "have",
+               (double)r->rounded_out_ns / 1e3,
+               r->total_ns ? 100.0 * (double)r->rounded_out_ns / (double)r->total_ns : 100.0);
     return n;
 }

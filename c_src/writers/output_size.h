@@ -41,13 +41,20 @@ uint64_t bs_timeline_cap_for(bs_format f, const bs_render_opts *o);
  * capped, as the writer will see it). */
 uint64_t bs_projected_bytes(bs_format f, const bs_profile *p, const bs_render_opts *o);
 
+/* The stacks of p whose self time rounds to no folded line (folded.c
+ * writes whole units: microseconds for recorded profiles), their time and
+ * the time of all stacks, into r's stacks_rounded_out, rounded_out_ns and
+ * total_ns. */
+void bs_folded_rounding(const bs_profile *p, bs_write_report *r);
+
 /* The warning threshold: BEAMSPY_SIZE_WARN_BYTES or BS_SIZE_WARN_BYTES. */
 uint64_t bs_size_warn_bytes(void);
 
 /* What to tell the user about r, one sentence per issue (the timeline cap,
- * a projected size above the threshold), each naming the options that
- * change it; "" when there is nothing to say. Returns the length written
- * (always NUL-terminated, cut to cap). */
+ * a projected size above the threshold, folded stacks too short for a
+ * line holding 1% of the time or more), each naming what changes it; ""
+ * when there is nothing to say. Returns the length written (always
+ * NUL-terminated, cut to cap). */
 size_t bs_write_warning_text(const bs_write_report *r, char *buf, size_t cap);
 
 #endif

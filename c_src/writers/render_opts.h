@@ -16,6 +16,11 @@ typedef struct bs_write_report {
     uint64_t timeline_cap;     /* the cap that applied; 0: none */
     uint64_t projected_bytes;  /* estimated size of the file */
     uint64_t warn_bytes;       /* sizes above this are announced; 0: bs_size_warn_bytes() */
+    /* folded only (whole units): stacks with time that rounds to no line,
+     * their time, and the time of every stack in the file, in ns */
+    uint64_t stacks_rounded_out;
+    uint64_t rounded_out_ns;
+    uint64_t total_ns;
 } bs_write_report;
 
 typedef enum bs_palette {

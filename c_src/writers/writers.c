@@ -156,6 +156,8 @@ int bs_write_stream(FILE *out, bs_format f, const bs_profile *p, const bs_render
         report.spans = bs_profile_span_count(&filtered);
         report.projected_bytes = bs_projected_bytes(f, &filtered, &o);
         report.warn_bytes = o.size_warn_bytes;
+        if (f == BS_FORMAT_FOLDED)
+            bs_folded_rounding(&filtered, &report);
         o.on_report(o.report_ctx, &report);
     }
     errno = 0;

@@ -231,6 +231,42 @@ static void test_projection_near_real_size(void **state)
     bs_profile_free(&p);
 }
 
+/* bs_folded_rounding over a recorded profile: the stacks whose self time is
+ * under 500 ns, and every stack's time; a profile of samples loses none. */
+static void test_folded_rounding(void **state)
+{
+    (void)state;
+    bs_profile prof;
+    OK(bs_profile_init(&prof));
+    bs_proc p;
+    OK(bs_proc_init(&p, NULL, 0, 1, 1));
+    OK(bs_proc_call(&p, &KEYS[0], BS_CALLER_ROOT, NULL, 1000));        /* root: 1000 */
+    OK(bs_proc_call(&p, &KEYS[1], BS_CALLER_FRAME, &KEYS[0], 1300));  /* top: 300 */
+    OK(bs_proc_call(&p, &KEYS[2], BS_CALLER_FRAME, &KEYS[1], 1499));  /* a: 199 */
+    OK(bs_proc_return_to(&p, &KEYS[1], 1998));                        /* b: 499 */
+    OK(bs_proc_return_to(&p, &KEYS[0], 2498));                        /* a: 500 more */
+    bs_proc_flush(&p, 4498);                                          /* top: 2000 more */
+    OK(bs_profile_add_proc(&prof, &p, "<0.80.0>", tu_namer, NULL));
+    bs_proc_free(&p);
+    bs_profile_compute_totals(&prof);
+    bs_write_report r = {0};
+    bs_folded_rounding(&prof, &r);
+    assert_int_equal(r.total_ns, 4498);
+    assert_int_equal(r.stacks_rounded_out, 1); /* b's 499 ns; a's 699 ns round to 1 */
+    assert_int_equal(r.rounded_out_ns, 499);
+    /* The written file agrees: no line for b. */
+    char *text = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&text, &n);
+    assert_non_null(f);
+    OK(bs_write_stream(f, BS_FORMAT_FOLDED, &prof, NULL));
+    fclose(f);
+    assert_null(strstr(text, "m:b/1 "));
+    assert_non_null(strstr(text, "m:a/1 1\n"));
+    free(text);
+    bs_profile_free(&prof);
+}
+
 static void test_warning_text(void **state)
 {
     (void)state;
@@ -259,6 +295,25 @@ static void test_warning_text(void **state)
     assert_non_null(strstr(buf, "speedscope: timeline capped at 200000 calls"));
     assert_non_null(strstr(buf, "632551 of 832551"));
     assert_non_null(strstr(buf, "timeline_cap => infinity (--timeline-cap none)"));
+    /* Folded stacks too short for a line: said when they hold 1% of the
+     * time or more, never below. */
+    r = (bs_write_report){.format = BS_FORMAT_FOLDED, .projected_bytes = 100, .stacks_rounded_out = 37,
+                          .rounded_out_ns = 12400, .total_ns = 30000};
+    assert_true(bs_write_warning_text(&r, buf, sizeof buf) > 0);
+    assert_non_null(strstr(buf, "folded: 37 stacks shorter than half a microsecond have no line "
+                                "(12.4 microseconds, 41% of the time in the file)"));
+    assert_non_null(strstr(buf, "the other formats keep them"));
+    r.total_ns = 1240000;
+    assert_true(bs_write_warning_text(&r, buf, sizeof buf) > 0); /* exactly 1% */
+    r.total_ns = 1240001;
+    assert_int_equal(bs_write_warning_text(&r, buf, sizeof buf), 0);
+    r = (bs_write_report){.format = BS_FORMAT_FOLDED, .stacks_rounded_out = 1, .rounded_out_ns = 300,
+                          .total_ns = 300};
+    assert_true(bs_write_warning_text(&r, buf, sizeof buf) > 0);
+    assert_non_null(strstr(buf, "folded: 1 stack shorter than half a microsecond has no line "
+                                "(0.3 microseconds, 100% of the time in the file)"));
+    r = (bs_write_report){.format = BS_FORMAT_SPEEDSCOPE, .spans = 200000, .spans_capped = 632551,
+                          .timeline_cap = 200000, .projected_bytes = 17000000};
     /* A small buffer is cut, never overrun. */
     char small[16];
     assert_true(bs_write_warning_text(&r, small, sizeof small) < sizeof small);
@@ -273,6 +328,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_write_stream_caps_and_reports),
         cmocka_unit_test(test_default_caps),
         cmocka_unit_test(test_projection_near_real_size),
+        cmocka_unit_test(test_folded_rounding),
         cmocka_unit_test(test_warning_text),
     };
     if (argc > 1)

@@ -65,7 +65,8 @@ defmodule BeamSpyTest.RunTest do
 
   test "a map of options works like a keyword list" do
     path = scratch("map.folded")
-    assert BeamSpy.run({Work, :fib, [6]}, %{output: path, quiet: true}) == 8
+    # Raw times: fib(6)'s compensated stacks could round to no folded line.
+    assert BeamSpy.run({Work, :fib, [6]}, %{output: path, quiet: true, compensate: false}) == 8
     assert Enum.any?(folded_stacks(path), &("BeamSpyTest.Work.fib/1" in &1))
   end
 

@@ -71,7 +71,43 @@ size_warning_above_threshold_test() ->
     after
         os:unsetenv("BEAMSPY_SIZE_WARN_BYTES")
     end,
-    {ok, #{warnings := []}} = beamspy:profile({bs_wl, fib, [12]}, #{output => Path, quiet => true}),
+    %% Below the threshold no size is announced (a warning about stacks too
+    %% short for a folded line may still come, compensated).
+    {ok, #{warnings := Ws}} = beamspy:profile({bs_wl, fib, [12]}, #{output => Path, quiet => true}),
+    ?assertEqual([], [W || W <- Ws, re:run(W, "to write") =/= nomatch]),
+    bs_test_lib:rm_rf(Dir).
+
+%% Compensated, fib(6)'s stacks are mostly shorter than half a microsecond
+%% (25 calls of a few ns each untraced; ~0.4 µs of tracer cost per call is
+%% gone): the folded file has no line for them, and when they hold 1% of
+%% the file's time or more the warning says how many. Checked against the
+%% profile of the same recording, compensated and raw.
+rounded_out_stacks_said_test() ->
+    Dir = bs_test_lib:tmp_dir(),
+    Path = filename:join(Dir, "fib6.folded"),
+    [begin
+         {ok, #{warnings := Ws, profile := P}} =
+             beamspy:profile({bs_wl, fib, [6]}, #{output => Path, quiet => true, compensate => Comp}),
+         Nodes = lists:append([Ns || {_, Ns} <- maps:get(processes, P)]),
+         Short = [Self || {_, _, _, Self, _, _} <- Nodes, Self > 0, Self < 500],
+         {ok, Bin} = file:read_file(Path),
+         Lines = binary:split(Bin, <<"\n">>, [global, trim_all]),
+         ?assertEqual(length([x || {_, _, _, Self, _, _} <- Nodes, Self >= 500]), length(Lines)),
+         Total = lists:sum([Self || {_, _, _, Self, _, _} <- Nodes]),
+         Said = [W || W <- Ws, re:run(W, "half a microsecond") =/= nomatch],
+         case Short =/= [] andalso lists:sum(Short) * 100 >= Total of
+             true ->
+                 Text = case length(Short) of
+                            1 -> "fib6.folded: folded: 1 stack shorter than half a microsecond has no line";
+                            N -> io_lib:format("fib6.folded: folded: ~w stacks shorter than half a microsecond "
+                                               "have no line", [N])
+                        end,
+                 ?assertMatch([_], Said),
+                 ?assertMatch({match, _}, re:run(hd(Said), lists:flatten(Text)));
+             false ->
+                 ?assertEqual([], Said)
+         end
+     end || Comp <- [true, false]],
     bs_test_lib:rm_rf(Dir).
 
 count(Bin, Pattern) ->
