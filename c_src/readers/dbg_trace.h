@@ -56,6 +56,7 @@ typedef struct bs_dbg_records {
     FILE *fp;
     const char *name;
     uint64_t offset;          /* of the next record */
+    uint64_t count;           /* records read so far */
     uint64_t max_term;
     unsigned char *buf;       /* body of the last term record */
     size_t cap;
@@ -66,6 +67,7 @@ typedef enum { BS_DBG_REC_EOF = 0, BS_DBG_REC_TERM, BS_DBG_REC_DROP, BS_DBG_REC_
 typedef struct bs_dbg_record {
     bs_dbg_rec_kind kind;
     uint64_t offset;          /* where the record starts */
+    uint64_t number;          /* 1 for the file's first record */
     uint32_t size;            /* body bytes (TERM, TOO_BIG) or messages dropped (DROP) */
     const unsigned char *body;/* TERM: size bytes, valid until the next call */
 } bs_dbg_record;
