@@ -126,8 +126,8 @@ static int check_kind(builder *b, const char *file, const bs_dbg_record *rec, co
         bs_eterm_format(ts, sizeof ts, ev->ts_term);
         other_file(where, sizeof where, file, b->first_ts.file);
         return bs_read_fail(err, file, 0, rec->offset,
-                            "record %" PRIu64 "'s timestamp %s is %s while the first one's (byte %" PRIu64 "%s) is %s: not one "
-                            "trace's times (traces of two runs, or a corrupt file)",
+                            "record %" PRIu64 "'s timestamp %s is %s while the first one's (byte %" PRIu64
+                            "%s) is %s: not one trace's times (traces of two runs, or a corrupt file)",
                             rec->number, ts, kind_name(ev->ts_kind), b->first_ts.offset, where,
                             kind_name(b->first_ts.kind));
     }
@@ -199,8 +199,8 @@ static int scan(void *ctx, const char *file, const bs_dbg_record *rec, const bs_
         return 0;
     }
     if (ev->bad[0])
-        return bs_read_fail(err, file, 0, rec->offset, "record %" PRIu64 " is %s: no VM writes that, the file is corrupt",
-                            rec->number, ev->bad);
+        return bs_read_fail(err, file, 0, rec->offset,
+                            "record %" PRIu64 " is %s: no VM writes that, the file is corrupt", rec->number, ev->bad);
     b->events++;
     if (ev->has_ts) {
         b->timed++;

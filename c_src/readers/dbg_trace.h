@@ -97,8 +97,9 @@ int bs_dbg_order_files(char **paths, int n, const bs_dbg_opts *o);
  * with return_to, return_from or exception_from events the stacks are
  * rebuilt (stack_rebuild.h); with calls only, each process gets flat call
  * counts and, with timestamps, a timeline of its calls. Returns 0, or -1
- * with err filled (malformed input: file and byte offset; or "out of
- * memory" with offset 0). */
+ * with err filled (malformed input: file and byte offset, also for a trace
+ * message no VM writes and for times no single trace holds, see
+ * dbg_profile.c; or "out of memory" with offset 0). */
 int bs_dbg_read_profile(char *const *paths, int n, const bs_dbg_opts *o, bs_profile *out, bs_read_error *err);
 
 /* Prints every message of the files like dbg's default handler (one line
