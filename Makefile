@@ -176,7 +176,7 @@ no_symbols_of = syms=$$(nm -g --defined-only $(1) | awk 'NF == 3 { print $$3 }')
 # test/c/run.sh: one binary per test/c/test_*.c and variant, in
 # test/c/build/<set>/ (make test-c-gcc, make test-c-asan).
 TEST_C_SRC := $(ENGINE_SRC) $(WRITERS_SRC) $(READERS_SRC) $(COMMON_SRC) c_src/nif/pid_table.c \
-    c_src/dist/eterm.c c_src/cli/wait_graph.c c_src/cli/term_frame.c c_src/cli/dump_names.c
+    c_src/dist/eterm.c c_src/cli/wait_graph.c c_src/cli/term_frame.c c_src/cli/dump_names.c c_src/cli/function_arg.c
 TEST_C     := $(patsubst test/c/%.c,%,$(wildcard test/c/test_*.c))
 
 define test_c_rules

@@ -33,6 +33,12 @@ defmodule BeamSpy.Telemetry do
 
       iex> BeamSpy.Telemetry.start([:not_a_prefix])
       {:error, {:bad_prefixes, [:not_a_prefix]}}
+
+  Each prefix is given once (a duplicate would record its spans twice); a
+  prefix that begins another one names other events and is fine.
+
+      iex> BeamSpy.Telemetry.start([[:my_app, :repo], [:my_app, :repo]])
+      {:error, {:duplicate_prefix, [:my_app, :repo]}}
   """
   @spec start([prefix()], keyword() | map()) :: {:ok, term()} | {:error, term()}
   def start(prefixes, options \\ []) do

@@ -585,7 +585,8 @@ sequence(Target, Opts) ->
 %% @doc A sentence for every reason beamspy raises or returns.
 -spec format_error(term()) -> string().
 format_error(R) when R =:= telemetry_not_loaded; element(1, R) =:= telemetry_not_started;
-                     element(1, R) =:= bad_prefixes; element(1, R) =:= attach_failed ->
+                     element(1, R) =:= bad_prefixes; element(1, R) =:= duplicate_prefix;
+                     element(1, R) =:= attach_failed ->
     beamspy_telemetry:format_error(R);
 format_error({bad_function, {undef, {M, F, A}}}) ->
     flat("~ts does not exist", [mfa_text(M, F, A)]);

@@ -173,6 +173,8 @@ format_error({bad_prefixes, P}) ->
     lists:flatten(io_lib:format("telemetry prefixes must be a non-empty list of at most ~w event prefixes, "
                                 "each a non-empty list of at most ~w atoms, such as [[my_app, repo, query]]; got ~0tP",
                                 [?MAX_PREFIXES, ?MAX_PREFIX_LENGTH, P, 10]));
+format_error({duplicate_prefix, P}) ->
+    lists:flatten(io_lib:format("telemetry prefix ~0tP is given twice: give each prefix once", [P, 10]));
 format_error({bad_option, metadata, V}) ->
     lists:flatten(io_lib:format("metadata must be a list of at most ~w metadata keys; got ~0tP",
                                 [?MAX_METADATA_KEYS, V, 10]));
@@ -188,20 +190,33 @@ format_error(Other) ->
     beamspy:format_error(Other).
 
 %% @doc `ok' if Prefixes is a valid list of event prefixes, else
-%% `{error, {bad_prefixes, Prefixes}}'.
+%% `{error, {bad_prefixes, Prefixes}}', or `{error, {duplicate_prefix, P}}'
+%% when a prefix is given twice (its events would be recorded twice). A
+%% prefix that begins another one, `[a]' and `[a, b]', is fine: their
+%% events, `[a, start]' and `[a, b, start]', are different.
 %%
 %% ```
 %% 1> beamspy_telemetry:check_prefixes([[my_app, repo]]).
 %% ok
+%% 2> beamspy_telemetry:check_prefixes([[my_app, repo], [my_app, repo]]).
+%% {error,{duplicate_prefix,[my_app,repo]}}
 %% '''
--spec check_prefixes(term()) -> ok | {error, {bad_prefixes, term()}}.
+-spec check_prefixes(term()) -> ok | {error, {bad_prefixes, term()} | {duplicate_prefix, prefix()}}.
 check_prefixes(Prefixes) ->
     Ok = short_list(Prefixes, ?MAX_PREFIXES)
         andalso lists:all(fun(P) -> short_list(P, ?MAX_PREFIX_LENGTH) andalso lists:all(fun is_atom/1, P) end,
                           Prefixes),
     case Ok of
-        true -> ok;
+        true -> no_duplicate(Prefixes, #{});
         false -> {error, {bad_prefixes, Prefixes}}
+    end.
+
+no_duplicate([], _Seen) ->
+    ok;
+no_duplicate([P | Ps], Seen) ->
+    case Seen of
+        #{P := _} -> {error, {duplicate_prefix, P}};
+        #{} -> no_duplicate(Ps, Seen#{P => true})
     end.
 
 %% @doc Spans with the stacks: attaches handlers feeding a tracing session

@@ -13,6 +13,7 @@
 #include "../dist/call_args.h"
 #include "../engine/filter.h"
 #include "../readers/readers.h"
+#include "function_arg.h"
 #include "cli.h"
 #include "term_frame.h"
 
@@ -79,12 +80,13 @@ int bs_job_option(const char *cmd, int code, const char *arg, bs_job_spec *s, bs
 int bs_job_function_option(const char *cmd, int code, const char *arg, bs_job_spec *s)
 {
     unsigned long long v;
+    char why[200];
     switch (code) {
     case BS_OPT_FUNCTION:
         if (s->target_kind != BS_TARGET_NONE && s->target_kind != BS_TARGET_FUNCTION)
             return bs_cli_usage_error(cmd, "--function cannot be combined with the other target given");
-        if (bs_job_parse_mfa(arg, s) < 0)
-            return bs_cli_usage_error(cmd, "bad --function '%s' (mod:fun/arity, or Elixir Mod.fun/arity)", arg);
+        if (bs_job_parse_mfa(arg, s, why, sizeof why) < 0)
+            return bs_cli_usage_error(cmd, "bad --function '%s': %s", arg, why);
         s->target_kind = BS_TARGET_FUNCTION;
         return 0;
     case BS_OPT_CALLS:
@@ -149,35 +151,14 @@ int bs_job_add_target(bs_job_spec *s, const char *target)
     return 0;
 }
 
-int bs_job_parse_mfa(const char *text, bs_job_spec *s)
+int bs_job_parse_mfa(const char *text, bs_job_spec *s, char *why, size_t why_cap)
 {
-    const char *slash = strrchr(text, '/');
-    if (!slash || !slash[1])
+    bs_function_arg f;
+    if (bs_function_arg_parse(text, &f, why, why_cap) < 0)
         return -1;
-    char *end = NULL;
-    long arity = strtol(slash + 1, &end, 10);
-    if (*end || arity < 0 || arity > 255 || !isdigit((unsigned char)slash[1]))
-        return -1;
-    const char *colon = memchr(text, ':', (size_t)(slash - text));
-    const char *sep = colon;
-    int elixir = 0;
-    if (!sep) { /* Elixir: Mod.Sub.fun/2 */
-        for (const char *p = slash; p > text; p--)
-            if (p[-1] == '.') {
-                sep = p - 1;
-                break;
-            }
-        elixir = 1;
-    }
-    if (!sep || sep == text || sep + 1 == slash)
-        return -1;
-    size_t mlen = (size_t)(sep - text), flen = (size_t)(slash - sep - 1);
-    const char *prefix = elixir && strncmp(text, "Elixir.", 7) != 0 ? "Elixir." : "";
-    if (mlen + strlen(prefix) >= sizeof s->module || flen >= sizeof s->function)
-        return -1;
-    snprintf(s->module, sizeof s->module, "%s%.*s", prefix, (int)mlen, text);
-    snprintf(s->function, sizeof s->function, "%.*s", (int)flen, sep + 1);
-    s->arity = (int)arity;
+    memcpy(s->module, f.module, sizeof s->module);
+    memcpy(s->function, f.function, sizeof s->function);
+    s->arity = f.arity;
     return 0;
 }
 
@@ -299,10 +280,20 @@ static int encode_options(const bs_job_spec *s, const bs_delivery *d, ei_x_buff 
     return rc ? -1 : 0;
 }
 
-/* "beamspy: app@host: <what the node said>" for an {error, Reason}. */
+/* "beamspy: app@host: <what the node said>" for an {error, Reason}: in
+ * words for a --function the node refused, else the term. */
 static void report_error(const bs_job *j, const char *doing, const bs_eterm *reason)
 {
     char text[700];
+    bs_function_arg f;
+    memcpy(f.module, j->spec->module, sizeof f.module);
+    memcpy(f.function, j->spec->function, sizeof f.function);
+    f.arity = j->spec->arity;
+    if (j->spec->target_kind == BS_TARGET_FUNCTION &&
+        bs_function_arg_refusal(text, sizeof text, &f, j->remote->node.name, reason) == 0) {
+        bs_cli_error("%s", text);
+        return;
+    }
     bs_eterm_format(text, sizeof text, reason);
     bs_cli_error("%s: %s failed: %s", j->remote->node.name, doing, text);
 }

@@ -128,8 +128,9 @@ void bs_job_spec_init(bs_job_spec *s);
 void bs_job_spec_free(bs_job_spec *s);
 /* Adds a --pid or --name target; -1 when there are too many. */
 int bs_job_add_target(bs_job_spec *s, const char *target);
-/* Parses "mod:fun/2" or Elixir "Mod.Sub.fun/2" into s; -1 when malformed. */
-int bs_job_parse_mfa(const char *text, bs_job_spec *s);
+/* Parses the --function text (every spelling of function_arg.h) into s;
+ * -1 when malformed, with why. */
+int bs_job_parse_mfa(const char *text, bs_job_spec *s, char *why, size_t why_cap);
 
 /* Starts the job on an attached node. BS_EXIT_OK or an exit code, message
  * printed ("beamspy: app@host: ..."). */

@@ -25,6 +25,13 @@ typedef enum bs_dbg_ev {
 
 typedef enum { BS_DBG_CALLER_NONE, BS_DBG_CALLER_UNDEFINED, BS_DBG_CALLER_MFA } bs_dbg_caller;
 
+/* What a timestamp is: each kind has its own origin, so times of two kinds
+ * cannot be compared. {Mega, Sec, Micro} before the year 2000 is taken for
+ * CPU time (flag cpu_timestamp: thread CPU time, which OTP documents can
+ * seem to go back); later, for wall-clock time (flag timestamp, erlang:now
+ * semantics: never goes back). */
+typedef enum { BS_DBG_TS_NONE, BS_DBG_TS_WALL, BS_DBG_TS_CPU, BS_DBG_TS_MONOTONIC } bs_dbg_ts_kind;
+
 /* An {M, F, Arity} or {M, F, Args} of an event. */
 typedef struct bs_dbg_mfa {
     const bs_eterm *module, *function; /* atoms */
@@ -43,11 +50,17 @@ typedef struct bs_dbg_event {
     const bs_eterm *name;       /* REGISTER: the atom */
     size_t n_elems;             /* elements of the message without the timestamp */
     int has_ts;
+    bs_dbg_ts_kind ts_kind;
     const bs_eterm *ts_term;
     uint64_t ts_ns;             /* a time in ns, order-preserving (see dbg_event.c) */
+    /* A trace message that no VM writes (a non-pid where the pid goes, a
+     * call whose function is not {M, F, Arity | Args}, a bad timestamp...):
+     * what is wrong, one line; "" when well-formed. */
+    char bad[200];
 } bs_dbg_event;
 
-/* Classifies t. Never fails: malformed parts make the event OTHER or UNKNOWN. */
+/* Classifies t. Never fails: a term that is not a trace message is UNKNOWN;
+ * a trace message of a known tag with malformed parts says why in bad. */
 void bs_dbg_classify(const bs_eterm *t, bs_dbg_event *ev);
 
 #endif

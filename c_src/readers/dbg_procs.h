@@ -23,6 +23,9 @@ typedef struct bs_dbg_proc {
     uint32_t name_atom;            /* registered name, UINT32_MAX: none */
     uint64_t clock;                /* untimed traces: events so far */
     uint64_t first_t, last_t;
+    /* first pass: the time and place of the process's last timed message */
+    uint64_t scan_t, scan_offset;
+    const char *scan_file;
     bs_proc proc;
 } bs_dbg_proc;
 

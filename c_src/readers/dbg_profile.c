@@ -30,6 +30,18 @@
 #include "dbg_procs.h"
 #include "dbg_stream.h"
 
+/* A trace whose times lie further apart than this is refused: one trace
+ * does not span a year, corrupt or mixed-up timestamps do. */
+#define BS_DBG_MAX_SPAN_DAYS 366
+#define NS_PER_DAY (86400ull * 1000000000ull)
+
+/* A timed message's place, for errors that name two messages. */
+typedef struct place {
+    const char *file;
+    uint64_t offset, t;
+    bs_dbg_ts_kind kind;
+} place;
+
 typedef struct builder {
     const bs_dbg_opts *o;
     bs_dbg_procs procs;
@@ -39,6 +51,8 @@ typedef struct builder {
     /* what the first pass saw */
     uint64_t events, timed, untimed, returns, calls, drops, drop_records, too_big, unknown, seq;
     uint64_t no_memory; /* messages of processes left out for lack of memory */
+    place first_ts, min_ts, max_ts;   /* of the timed messages */
+    uint64_t cpu_back, cpu_back_max;  /* CPU-time steps back, and the largest (ns) */
     int rebuild, timed_mode, oom;
 } builder;
 
@@ -74,6 +88,96 @@ static int proc_of(builder *b, const bs_dbg_event *ev, uint32_t *i)
     return *i != UINT32_MAX;
 }
 
+static const char *kind_name(bs_dbg_ts_kind k)
+{
+    switch (k) {
+    case BS_DBG_TS_WALL:
+        return "wall-clock ({Mega, Sec, Micro} from the year 2000 on)";
+    case BS_DBG_TS_CPU:
+        return "CPU-time ({Mega, Sec, Micro} before the year 2000, cpu_timestamp)";
+    case BS_DBG_TS_MONOTONIC:
+        return "monotonic (an integer or {Monotonic, Unique})";
+    default:
+        return "no";
+    }
+}
+
+/* " of FILE" when the other message is in another file than this one. */
+static void other_file(char *buf, size_t cap, const char *here, const char *there)
+{
+    if (there && here != there && strcmp(here, there) != 0)
+        snprintf(buf, cap, " of %s", there);
+    else if (cap)
+        buf[0] = '\0';
+}
+
+/* Every timestamp of the input is of the first one's kind; the times lie
+ * within BS_DBG_MAX_SPAN_DAYS of each other. */
+static int check_kind(builder *b, const char *file, const bs_dbg_record *rec, const bs_dbg_event *ev,
+                      bs_read_error *err)
+{
+    char ts[64], where[300];
+    place here = {file, rec->offset, ev->ts_ns, ev->ts_kind};
+    if (b->first_ts.kind == BS_DBG_TS_NONE) {
+        b->first_ts = b->min_ts = b->max_ts = here;
+        return 0;
+    }
+    if (ev->ts_kind != b->first_ts.kind) {
+        bs_eterm_format(ts, sizeof ts, ev->ts_term);
+        other_file(where, sizeof where, file, b->first_ts.file);
+        return bs_read_fail(err, file, 0, rec->offset,
+                            "record %" PRIu64 "'s timestamp %s is %s while the first one's (byte %" PRIu64
+                            "%s) is %s: not one trace's times (traces of two runs, or a corrupt file)",
+                            rec->number, ts, kind_name(ev->ts_kind), b->first_ts.offset, where,
+                            kind_name(b->first_ts.kind));
+    }
+    if (ev->ts_ns < b->min_ts.t)
+        b->min_ts = here;
+    if (ev->ts_ns > b->max_ts.t)
+        b->max_ts = here;
+    if (b->max_ts.t - b->min_ts.t <= BS_DBG_MAX_SPAN_DAYS * NS_PER_DAY)
+        return 0;
+    const place *other = ev->ts_ns == b->min_ts.t ? &b->max_ts : &b->min_ts;
+    bs_eterm_format(ts, sizeof ts, ev->ts_term);
+    other_file(where, sizeof where, file, other->file);
+    return bs_read_fail(err, file, 0, rec->offset,
+                        "record %" PRIu64 "'s timestamp %s is %.1f days %s the message at byte %" PRIu64 "%s: one "
+                        "trace does not span more than %d days (a corrupt timestamp, or traces of two runs)",
+                        rec->number, ts, (double)(b->max_ts.t - b->min_ts.t) / (double)NS_PER_DAY,
+                        other == &b->max_ts ? "before" : "after", other->offset, where, BS_DBG_MAX_SPAN_DAYS);
+}
+
+/* A process's wall-clock and monotonic times never go back: a step back
+ * is two traces one after the other (or a corrupt file). CPU times may. */
+static int check_order(builder *b, bs_dbg_proc *p, const char *file, const bs_dbg_record *rec,
+                       const bs_dbg_event *ev, bs_read_error *err)
+{
+    uint64_t last = p->scan_t, last_offset = p->scan_offset;
+    const char *last_file = p->scan_file;
+    if (!p->scan_file || ev->ts_ns >= last) {
+        p->scan_t = ev->ts_ns;
+        p->scan_offset = rec->offset;
+        p->scan_file = file;
+        return 0;
+    }
+    uint64_t back = last - ev->ts_ns;
+    if (ev->ts_kind == BS_DBG_TS_CPU) {
+        b->cpu_back++;
+        if (back > b->cpu_back_max)
+            b->cpu_back_max = back;
+        return 0; /* the process keeps its latest time */
+    }
+    char label[600], where[300];
+    bs_dbg_proc_label(&b->procs, p, label, sizeof label);
+    other_file(where, sizeof where, file, last_file);
+    return bs_read_fail(err, file, 0, rec->offset,
+                        "record %" PRIu64 ": the time of %s goes back %.6f s from its message at byte %" PRIu64 "%s; "
+                        "%s times never go back within a process: traces of two runs one after the other (give "
+                        "the files in time order), or a corrupt file",
+                        rec->number, label, (double)back / 1e9, last_offset, where,
+                        ev->ts_kind == BS_DBG_TS_WALL ? "wall-clock" : "monotonic");
+}
+
 static int scan(void *ctx, const char *file, const bs_dbg_record *rec, const bs_dbg_event *ev, bs_read_error *err)
 {
     builder *b = ctx;
@@ -94,17 +198,25 @@ static int scan(void *ctx, const char *file, const bs_dbg_record *rec, const bs_
         b->seq++;
         return 0;
     }
+    if (ev->bad[0])
+        return bs_read_fail(err, file, 0, rec->offset,
+                            "record %" PRIu64 " is %s: no VM writes that, the file is corrupt", rec->number, ev->bad);
     b->events++;
-    if (ev->has_ts)
+    if (ev->has_ts) {
         b->timed++;
-    else
+        if (check_kind(b, file, rec, ev, err) < 0)
+            return -1;
+    } else {
         b->untimed++;
+    }
     if (!ev->pid)
         return 0;
     uint32_t i;
     int found = proc_of(b, ev, &i);
     if (found <= 0)
         return found < 0 ? oom(err, file) : 0;
+    if (ev->has_ts && check_order(b, &b->procs.procs[i], file, rec, ev, err) < 0)
+        return -1;
     if (ev->kind == BS_DBG_EV_RETURN_TO || ev->kind == BS_DBG_EV_RETURN_FROM) {
         b->procs.procs[i].has_returns = 1;
         b->returns++;
@@ -225,7 +337,7 @@ static int build(void *ctx, const char *file, const bs_dbg_record *rec, const bs
         }
     }
     if (t < p->last_t)
-        t = p->last_t; /* a clock that went back (cpu_timestamp, edited files): no negative time */
+        t = p->last_t; /* CPU time that went back (counted by the first pass): no negative time */
     p->last_t = t;
     feed(b, p, ev, t);
     if (b->oom)
@@ -323,6 +435,10 @@ static void say_what_was_read(builder *b, const char *what)
              o->max_term_bytes);
     if (b->unknown)
         note(o, "%" PRIu64 " records hold terms that are not trace messages: ignored", b->unknown);
+    if (b->cpu_back)
+        note(o, "%" PRIu64 " messages had a CPU time (cpu_timestamp) before their process's previous one (by up to "
+                "%.6f s: the CPU clocks of cores differ): taken as no time passing", b->cpu_back,
+             (double)b->cpu_back_max / 1e9);
     if (b->seq)
         note(o, "%" PRIu64 " seq_trace messages ignored (beamspy seq draws them)", b->seq);
     if (b->procs.refused)

@@ -65,6 +65,7 @@ int bs_dbg_next_record(bs_dbg_records *r, bs_dbg_record *out, bs_read_error *err
         out->kind = BS_DBG_REC_EOF;
         return 0;
     }
+    out->number = ++r->count;
     if (ferror(r->fp))
         return read_error(r, r->offset, err);
     if (h[0] > 1)

@@ -56,6 +56,7 @@ typedef struct bs_dbg_records {
     FILE *fp;
     const char *name;
     uint64_t offset;          /* of the next record */
+    uint64_t count;           /* records read so far */
     uint64_t max_term;
     unsigned char *buf;       /* body of the last term record */
     size_t cap;
@@ -66,6 +67,7 @@ typedef enum { BS_DBG_REC_EOF = 0, BS_DBG_REC_TERM, BS_DBG_REC_DROP, BS_DBG_REC_
 typedef struct bs_dbg_record {
     bs_dbg_rec_kind kind;
     uint64_t offset;          /* where the record starts */
+    uint64_t number;          /* 1 for the file's first record */
     uint32_t size;            /* body bytes (TERM, TOO_BIG) or messages dropped (DROP) */
     const unsigned char *body;/* TERM: size bytes, valid until the next call */
 } bs_dbg_record;
@@ -95,8 +97,9 @@ int bs_dbg_order_files(char **paths, int n, const bs_dbg_opts *o);
  * with return_to, return_from or exception_from events the stacks are
  * rebuilt (stack_rebuild.h); with calls only, each process gets flat call
  * counts and, with timestamps, a timeline of its calls. Returns 0, or -1
- * with err filled (malformed input: file and byte offset; or "out of
- * memory" with offset 0). */
+ * with err filled (malformed input: file and byte offset, also for a trace
+ * message no VM writes and for times no single trace holds, see
+ * dbg_profile.c; or "out of memory" with offset 0). */
 int bs_dbg_read_profile(char *const *paths, int n, const bs_dbg_opts *o, bs_profile *out, bs_read_error *err);
 
 /* Prints every message of the files like dbg's default handler (one line

@@ -14,8 +14,10 @@
  * first frame is a pid is one sample: eflame's stacks.out (and in pid stacks
  * a frame named `sleep`, eflame's scheduled-out marker, is SLEEP). The
  * reader is strict: the first line that does not fit stops the read with its
- * line number, so a file is never half-read without anyone noticing. Frame
- * names are only made safe (bs_sanitize_name), never rejected.
+ * line number, so a file is never half-read without anyone noticing. A NUL
+ * byte is such a line (no tool writes one; C tools would cut the name
+ * there). Other bytes of frame names are only made safe (bs_sanitize_name),
+ * never rejected.
  *
  * A first frame that is a pid (`<0.85.0>`, optionally `<0.85.0> name`) makes
  * the line part of that process's tree; all other lines share one tree with
@@ -454,6 +456,9 @@ static int read_line(folded_reader *r, const char *s, size_t len)
         len--;
     if (len == 0)
         return 0;
+    const char *nul = memchr(s, '\0', len);
+    if (nul)
+        return fail(r, "a NUL byte at column %zu: folded stacks are text", (size_t)(nul - s) + 1);
     uint64_t count, first;
     int too_big, ignored;
     size_t at = number_before(s, len, &count, &too_big);

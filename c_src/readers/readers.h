@@ -16,7 +16,7 @@ typedef struct bs_read_error {
     char file[256];    /* input name as given */
     uint64_t line;     /* 1-based line of text input, 0 if not applicable */
     uint64_t offset;   /* byte offset of binary input (or of the line start) */
-    char msg[256];     /* what is wrong, one line */
+    char msg[512];     /* what is wrong, one line */
 } bs_read_error;
 
 /* Folded stacks from any tool (flamegraph.pl input, eflame, inferno,

@@ -296,6 +296,136 @@ static void test_big_record_skipped(void **state)
     unlink(t.path);
 }
 
+/* ---- reader: times and malformed messages --------------------------------------- */
+
+/* One record of the term ei_x_format_wo_ver makes of fmt (~p: an erlang_pid *). */
+#define RAW(t, ...)                                                                                                \
+    do {                                                                                                           \
+        ei_x_buff x_;                                                                                              \
+        OK(ei_x_new_with_version(&x_));                                                                            \
+        OK(ei_x_format_wo_ver(&x_, __VA_ARGS__));                                                                 \
+        put_record((t), &x_);                                                                                      \
+        ei_x_free(&x_);                                                                                            \
+    } while (0)
+
+static erlang_pid test_pid(unsigned num)
+{
+    erlang_pid p;
+    memset(&p, 0, sizeof p);
+    strcpy(p.node, "app@host");
+    p.num = num;
+    return p;
+}
+
+/* Reads path and expects a refusal at byte offset `at` whose message holds
+ * every one of the NULL-terminated words. */
+static void assert_refused(const char *path, long at, ...)
+{
+    int rc;
+    bs_read_error e;
+    char *text = read_folded(path, (bs_dbg_opts){0}, &rc, &e);
+    if (text)
+        fail_msg("read, not refused: %s", text);
+    assert_int_equal(rc, -1);
+    if (e.offset != (uint64_t)at)
+        fail_msg("refused at byte %llu, not %ld: %s", (unsigned long long)e.offset, at, e.msg);
+    va_list ap;
+    va_start(ap, at);
+    for (const char *w = va_arg(ap, const char *); w; w = va_arg(ap, const char *))
+        if (!strstr(e.msg, w))
+            fail_msg("'%s' not in: %s", w, e.msg);
+    va_end(ap);
+}
+
+static void test_time_going_back_is_refused(void **state)
+{
+    (void)state;
+    erlang_pid p = test_pid(80);
+    tfile t;
+    /* wall-clock times (flag timestamp): two traces one after the other */
+    tf_open(&t, "back.trace");
+    RAW(&t, "{trace_ts, ~p, call, {m, f, 0}, {~l, ~l, 0}}", &p, 1795L, 10L);
+    long second = ftell(t.f);
+    RAW(&t, "{trace_ts, ~p, call, {m, g, 0}, {~l, ~l, 0}}", &p, 1795L, 5L);
+    for (long s = 6; s < 10; s++)
+        RAW(&t, "{trace_ts, ~p, call, {m, g, 0}, {~l, ~l, 0}}", &p, 1795L, s);
+    RAW(&t, "{trace_ts, ~p, return_to, undefined, {~l, ~l, 0}}", &p, 1795L, 9L);
+    tf_close(&t);
+    assert_refused(t.path, second, "record 2", "<0.80.0>", "goes back 5.000000 s from its message at byte 0",
+                   "wall-clock", "time order", NULL);
+    unlink(t.path);
+    /* monotonic times (monotonic_timestamp): never go back either */
+    tf_open(&t, "back-mono.trace");
+    RAW(&t, "{trace_ts, ~p, call, {m, f, 0}, ~l}", &p, -5000000000L);
+    RAW(&t, "{trace_ts, ~p, call, {m, f, 0}, ~l}", &p, -4000000000L);
+    second = ftell(t.f);
+    RAW(&t, "{trace_ts, ~p, call, {m, f, 0}, ~l}", &p, -4500000000L);
+    tf_close(&t);
+    assert_refused(t.path, second, "record 3", "goes back 0.500000 s", "monotonic", NULL);
+    unlink(t.path);
+}
+
+static void test_cpu_time_going_back_is_said(void **state)
+{
+    (void)state;
+    tfile t;
+    /* CPU times (cpu_timestamp: {0, Sec, Micro}) may go back when a process changes core */
+    tf_open(&t, "cpu.trace");
+    event(&t, 80, "call", "m", "top", 0, "undefined", 1000);
+    event(&t, 80, "call", "m", "a", 0, "top", 2000);
+    event(&t, 80, "call", "m", "b", 0, "top", 1900); /* 100 us back: no time passes */
+    event(&t, 80, "return_to", "m", "top", 0, NULL, 2500);
+    event(&t, 80, "return_to", NULL, NULL, 0, NULL, 3000);
+    tf_close(&t);
+    int rc;
+    bs_read_error e;
+    char *text = read_folded(t.path, (bs_dbg_opts){0}, &rc, &e);
+    OK(rc);
+    /* a ran from 2000 to b's call, taken as 2000: a keeps no time */
+    assert_string_equal(text, "<0.80.0>;m:top/0 1500000\n"
+                              "<0.80.0>;m:top/0;m:b/0 500000\n");
+    assert_non_null(strstr(notes_seen, "1 messages had a CPU time (cpu_timestamp) before their process's previous "
+                                       "one (by up to 0.000100 s"));
+    free(text);
+    unlink(t.path);
+}
+
+static void test_malformed_messages_are_refused(void **state)
+{
+    (void)state;
+    erlang_pid p = test_pid(80);
+    static const struct {
+        const char *name, *fmt, *words[3];
+    } cases[] = {
+        {"not-pid", "{trace_ts, hello, call, {m, g, 0}, {1795, 2, 0}}", {"a traced process hello", "not a pid", NULL}},
+        {"mfa", "{trace_ts, ~p, call, {1, 2, 3}, {1795, 2, 0}}", {"a call of {1,2,3}", "not {Module", NULL}},
+        {"arity", "{trace_ts, ~p, call, {m, g, ~l}, {1795, 2, 0}}", {"a call of {m,g,-1}", NULL}},
+        {"return", "{trace_ts, ~p, return_from, {m, g}, ok, {1795, 2, 0}}", {"a return_from of {m,g}", NULL}},
+        {"negative", "{trace_ts, ~p, call, {m, g, 0}, {1795, ~l, 0}}", {"a timestamp of {1795,-2,0}", NULL}},
+        {"register", "{trace_ts, ~p, register, \"x\", {1795, 2, 0}}", {"a register of", "not an atom", NULL}},
+        {"absurd", "{trace_ts, ~p, call, {m, g, 0}, {255, 255, 255}}",
+         {"{255,255,255} is CPU-time", "the first one's (byte 0) is wall-clock", NULL}},
+        {"far", "{trace_ts, ~p, call, {m, g, 0}, {2795, 2, 0}}",
+         {"{2795,2,0} is 11574.1 days after the message at byte 0", "366 days", NULL}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        tfile t;
+        tf_open(&t, cases[i].name);
+        RAW(&t, "{trace_ts, ~p, call, {m, f, 0}, {1795, 1, 0}}", &p);
+        long second = ftell(t.f);
+        if (strcmp(cases[i].name, "not-pid") == 0)
+            RAW(&t, cases[i].fmt);
+        else if (strcmp(cases[i].name, "arity") == 0 || strcmp(cases[i].name, "negative") == 0)
+            RAW(&t, cases[i].fmt, &p, -1L - (strcmp(cases[i].name, "negative") == 0));
+        else
+            RAW(&t, cases[i].fmt, &p);
+        tf_close(&t);
+        assert_refused(t.path, second, "record 2", cases[i].words[0], cases[i].words[1] ? cases[i].words[1] : "",
+                       NULL);
+        unlink(t.path);
+    }
+}
+
 /* ---- wrap sets -------------------------------------------------------------------- */
 
 static void make_set(const int *idx, const long *ts, int n, char **paths)
@@ -369,6 +499,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_calls_only_counts),
         cmocka_unit_test(test_errors_have_offsets),
         cmocka_unit_test(test_big_record_skipped),
+        cmocka_unit_test(test_time_going_back_is_refused),
+        cmocka_unit_test(test_cpu_time_going_back_is_said),
+        cmocka_unit_test(test_malformed_messages_are_refused),
         cmocka_unit_test(test_wrap_order),
     };
     if (argc > 1)

@@ -288,7 +288,8 @@ static void test_folded_malformed_table(void **state)
     assert_reads_as("w;z 12 34\n", "[synthetic all]\n  w = 0\n  w z = 34\n"); /* differential: last column */
     assert_reads_as("caf\xe9 1\n", "[synthetic all]\n  caf\xEF\xBF\xBD = 1\n");
     assert_reads_as("a\x01" "b;c\x7f 1\n", "[synthetic all]\n  a?b = 0\n  a?b c? = 1\n");
-    assert_reads_as_n("a;b\0c 1\n", 8, "[synthetic all]\n  a = 0\n  a b?c = 1\n"); /* NUL is data */
+    assert_fails_at("a;b\0c 1\n", 8, 1, 0, "a NUL byte at column 4: folded stacks are text");
+    assert_fails_at("x 1\ny;\0 2\n", 11, 2, 4, "a NUL byte at column 3");
     FAILS_AT(" 5\n", 1, 0, "no stack before the count");
     FAILS_AT("a;b 18446744073709551616\n", 1, 0, "does not fit in 64 bits");
     FAILS_AT("a;b 99999999999999999999999\n", 1, 0, "does not fit in 64 bits");

@@ -10,7 +10,8 @@
 # the order dbg:trace_client/3 itself reads it in, and again with its oldest
 # file deleted, which dbg refuses), and an ip-port stream saved to a file
 # (with a drop record). Truncated and corrupted copies are made here, with
-# the offsets of their records computed independently by python.
+# the offsets of their records computed independently by python; so are a
+# file holding one trace twice and one ending with a malformed message.
 
 C="$W/convert"
 mkdir -p "$C"
@@ -184,6 +185,27 @@ check "convert: record length too short for its term: exit 3" eval 'rc_is 3 && o
     grep -q "len.trace: byte" "$W/err"'
 bs convert "$DATA/names.folded" -o "$C/x.folded"
 check "convert: a file that is not a trace: exit 3" eval 'rc_is 3 && grep -q "byte 0: bad record tag" "$W/err"'
+# Two real traces one after the other: the same processes' times go back
+# where the second begins.
+cat "$C/caller_ts.trace" "$C/caller_ts.trace" >"$C/twice.trace"
+size=$(wc -c <"$C/caller_ts.trace")
+bs convert "$C/twice.trace" -o "$C/twice.folded"
+check "convert: two traces concatenated: exit 3 where time goes back, nothing written" eval 'rc_is 3 && one_line_err &&
+    grep -q "twice.trace: byte $size: record [0-9]*: the time of <0\.[0-9]*\.0> goes back .* wall-clock times never go back" \
+    "$W/err" && [ ! -e "$C/twice.folded" ]'
+# A real trace and then a message no VM writes ({trace_ts, hello, call,
+# {1,2,3}, {1795,1,0}} in the external term format).
+cp "$C/caller_ts.trace" "$C/hello.trace"
+$PY - "$C/hello.trace" <<'EOF'
+import sys
+atom = lambda a: bytes([119, len(a)]) + a
+term = (bytes([131, 104, 5]) + atom(b'trace_ts') + atom(b'hello') + atom(b'call') +
+        bytes([104, 3, 97, 1, 97, 2, 97, 3, 104, 3, 98, 0, 0, 7, 3, 97, 1, 97, 0]))
+open(sys.argv[1], 'ab').write(bytes([0]) + len(term).to_bytes(4, 'big') + term)
+EOF
+bs convert "$C/hello.trace" -o "$C/hello.folded"
+check "convert: a malformed trace message: exit 3 at its record" eval 'rc_is 3 && one_line_err &&
+    grep -q "hello.trace: byte $size: record [0-9]* is a traced process hello, not a pid or a port" "$W/err"'
 
 # --- caps and usage ---------------------------------------------------------------
 bs convert "$C/caller_ts.trace" --max-term-size 60 -o "$C/cap.folded"

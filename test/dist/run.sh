@@ -14,7 +14,8 @@
 # ONLY=seq the checks of `beamspy seq' alone (seq_checks.sh), ONLY=memory
 # that jobs write no profile file on the node (no_files_checks.sh), ONLY=names
 # the spelling of frames in every mode alone (names.sh), ONLY=sample that
-# sampling and top count what runs (sample_checks.sh).
+# sampling and top count what runs (sample_checks.sh), ONLY=function the
+# spellings and refusals of record --function (function_checks.sh).
 set -u
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -154,6 +155,12 @@ if [ "${ONLY:-}" = names ]; then
     finish
 fi
 
+# ONLY=function: the spellings and refusals of record --function alone.
+if [ "${ONLY:-}" = function ]; then
+    . "$here/function_checks.sh"
+    finish
+fi
+
 echo "--- record"
 bs record --node "$n1" --name busy --duration 1s -o "$out/name.folded" -o "$out/name.svg" -o "$out/name.bspy" \
     2>"$out/name.err"
@@ -190,6 +197,7 @@ check "record --function: exit 0" [ $rc -eq 0 ]
 check "record --function: the captured calls" grep -q 'bs_dist_wl:handle/1;bs_dist_wl:work/1' "$out/fun.folded"
 check "record --function: nothing from outside the calls" bash -c "! grep -q 'spin/1' '$out/fun.folded'"
 check "record --function: nothing left on the node" clean n1
+. "$here/function_checks.sh"
 
 bs record --node "$n1" --all --mode sample --interval 5ms --duration 1s -o "$out/sample.folded" 2>"$out/sample.err"
 check "record --mode sample: the busy process's stacks" grep -q '> busy;.*bs_dist_wl:spin/1' "$out/sample.folded"

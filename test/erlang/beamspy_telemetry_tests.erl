@@ -51,6 +51,14 @@ bad_input() ->
     ?assertEqual({error, {bad_option, max_spans, 0}}, beamspy_telemetry:start([?OUTER], #{max_spans => 0})),
     ?assertMatch({error, {bad_option, _, _, _}}, beamspy_telemetry:start([?OUTER], #{sleep => 'maybe'})),
     ?assertError({beamspy, {bad_prefixes, [x]}}, beamspy:apply(fun() -> ok end, #{telemetry => [x]})),
+    %% a prefix given twice would record its spans twice; one that begins
+    %% another names other events ([a, start], [a, b, start])
+    ?assertEqual({error, {duplicate_prefix, [a]}}, beamspy_telemetry:start([[a], [b], [a]], #{quiet => true})),
+    ?assertError({beamspy, {duplicate_prefix, [x]}},
+                 beamspy:apply(fun() -> ok end, #{telemetry => [[x], [x]]})),
+    ?assertEqual("telemetry prefix [a] is given twice: give each prefix once",
+                 beamspy:format_error({duplicate_prefix, [a]})),
+    ?assertEqual(ok, beamspy_telemetry:check_prefixes([[a], [a, b], [b, a]])),
     ?assertEqual([], our_handlers()),
     ?assertEqual({error, {bad_handle, nope}}, beamspy_telemetry:stop(nope)).
 
