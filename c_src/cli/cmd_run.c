@@ -391,6 +391,32 @@ static void read_early_stop(const char *dir, bs_early_stop *e)
     fclose(f);
 }
 
+/* What the outputs say was profiled and how: the command the user ran, and
+ * the options this tool gave the VM with the view it draws (show_idle as
+ * asked), not the VM's session (beamspy:start(all), its temporary output
+ * file, and show_idle => true because this tool leaves idle time out). */
+static void describe_run(const run_args *a, bs_profile_meta *m)
+{
+    size_t cap = sizeof m->source, n = 0;
+    const char *words[] = {"beamspy run", a->expr ? "-e" : "--"};
+    m->source[0] = '\0';
+    for (size_t i = 0; i < 2 && n < cap; i++)
+        n += (size_t)snprintf(m->source + n, cap - n, "%s%s", i ? " " : "", words[i]);
+    char *const *args = a->expr ? (char *const[]){(char *)a->expr, NULL} : a->command;
+    for (size_t i = 0; args[i] && n < cap; i++) {
+        int blank = strpbrk(args[i], " \t\n'\"") != NULL;
+        n += (size_t)snprintf(m->source + n, cap - n, blank ? " '%s'" : " %s", args[i]);
+    }
+    if (n >= cap) /* cut: say so */
+        memcpy(m->source + cap - 4, "...", 4);
+    char options[1024];
+    runner_options(&a->job, options, sizeof options);
+    size_t len = strlen(options);
+    if (len > 0 && options[len - 1] == '}')
+        options[len - 1] = '\0';
+    snprintf(m->options, sizeof m->options, "%s, show_idle => %s}", options, a->job.show_idle ? "true" : "false");
+}
+
 /* render: writes the outputs from the VM's profile; *truncated gets the
  * profile's own word on an early stop ("" if none): the VM may halt before
  * it notes the stop in run.bspy.stopped, never before the profile is
@@ -415,6 +441,7 @@ static int render(const run_args *a, const char *dir, char *truncated, size_t ca
         return BS_EXIT_FAILURE;
     }
     snprintf(truncated, cap, "%s", p.truncated);
+    describe_run(a, &p.meta);
     bs_render_opts o = a->render;
     bs_job_whole_vm_view(&a->job, &p, &o);
     rc = bs_cli_write_outputs(a->outputs, a->n_outputs, BS_FORMAT_UNKNOWN, &p, &o, NULL, 1, a->open);

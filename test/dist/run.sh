@@ -457,10 +457,18 @@ check "run -e: no limit was hit" bash -c "! grep -q 'stopped early' '$out/run.ou
 # A whole-VM view: the 300 ms the expression waits (timer:sleep) is WAIT,
 # left out and said on stderr; --show-idle keeps it.
 idle_expr='timer:sleep(300), lists:sort(lists:seq(1, 20000))'
-"$cli" run --no-compensate -o "$out/idle.folded" -e "$idle_expr" >/dev/null 2>"$out/idle.err"
+"$cli" run --no-compensate -o "$out/idle.folded" -o "$out/idle.html" -e "$idle_expr" >/dev/null 2>"$out/idle.err"
 check "run: idle time (WAIT) left out by default" bash -c "! grep -q ';WAIT [0-9]*$' '$out/idle.folded' && grep -q 'lists:sort/1' '$out/idle.folded'"
-check "run: ... and stderr says how much" grep -Eq '^beamspy: idle time left out: [0-9.]+ s waiting for messages \(WAIT\) in [0-9]+ of [0-9]+ processes, [0-9]+% of the time recorded \(--show-idle to see it\)$' "$out/idle.err"
-"$cli" run --show-idle -o "$out/idle2.folded" -e "$idle_expr" >/dev/null 2>"$out/idle2.err"
+check "run: ... and stderr says how much" grep -Eq '^beamspy: idle time left out: [0-9.]+ s waiting for messages \(WAIT\) in [0-9]+ of [0-9]+ processes, [0-9.]+% of the time recorded; shown: the other [0-9.]+ s \(running, runnable, GC\) \(--show-idle to see it\)$' "$out/idle.err"
+# The page says what the user ran and with what, as its banner does (idle
+# time left out), not the VM's session: no show_idle => true, no
+# temporary file of the run.
+check "run: the page names the command run" grep -qF "\"source\":\"beamspy run -e 'timer:sleep(300), lists:sort" "$out/idle.html"
+check "run: ... and show_idle as drawn (false)" grep -qF 'show_idle =\u003e false' "$out/idle.html"
+check "run: ... never the VM's session or its temporary file" \
+    bash -c "! grep -qE 'beamspy-run-|beamspy:start\\(all\\)|show_idle =.u003e true' '$out/idle.html'"
+"$cli" run --show-idle -o "$out/idle2.folded" -o "$out/idle2.html" -e "$idle_expr" >/dev/null 2>"$out/idle2.err"
+check "run --show-idle: the page says show_idle => true" grep -qF 'show_idle =\u003e true' "$out/idle2.html"
 check "run --show-idle: the wait is there, under timer:sleep/1" grep -q 'timer:sleep/1;WAIT [0-9]*$' "$out/idle2.folded"
 check "run --show-idle: nothing said about idle time" bash -c "! grep -q 'idle time left out' '$out/idle2.err'"
 "$cli" run -o "$out/runlim.folded" -e 'io:format("limits ~w~n", [[maps:get(limits, I) || I <- beamspy:sessions()]])' \
