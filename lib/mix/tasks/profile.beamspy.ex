@@ -38,8 +38,9 @@ defmodule Mix.Tasks.Profile.Beamspy do
     * `--no-start` - does not start applications after compilation
     * `--no-elixir-version-check` - does not check the Elixir version from mix.exs
 
-  Every option of `BeamSpy.run/2` has a switch, made from its name
-  (`max_events` is `--max-events`): a value follows the switch (`none` or
+  Every option of `BeamSpy.run/2` (but `:ignore`, `:until_halt` and
+  `:return`: pids, live sessions, `BeamSpy.profile/2`) has a switch, made
+  from its name (`max_events` is `--max-events`): a value follows the switch (`none` or
   `infinity` for no limit), a flag is `--gc` or `--no-gc`. These switches
   and their lines below come from `:beamspy_opts.option_table/0`, the one
   table of beamspy's options:
