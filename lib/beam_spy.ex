@@ -54,51 +54,9 @@ defmodule BeamSpy do
 
   ## Options
 
-  A keyword list (or a map):
-
-    * `:output` — a file name whose extension picks the format (`.folded`),
-      or a directory (created if needed) that gets one file per format, named
-      from the call and the time. Default: the current directory.
-    * `:formats` — the formats written into a directory output (by default
-      a page that opens in any browser). Default `[:html]`.
-    * `:children` — also record the processes the call spawns, each under its
-      own pid. Default `true`.
-    * `:sleep` — charge the time a process spends scheduled out to a leaf:
-      `WAIT` (waiting in `receive` for a message or a timeout) or `RUNNABLE`
-      (able to run, not running: preempted, yielding, rescheduled by
-      tracing). Default `true`.
-    * `:show_idle` — a whole-VM session (`start(:all, ...)`) orders processes
-      by running time and leaves their `WAIT` time out of the outputs (their
-      notes say how much); `true` keeps it. Default `false`.
-    * `:gc` — charge garbage collections to a `GC` leaf. Default `false`.
-    * `:compensate` — subtract the tracer's own cost per traced event
-      from traced times (the callbacks' time as measured, the VM's part as
-      calibrated in a process of its own, kept for a minute), never below zero; every output says what its times are. `false` gives
-      raw traced times. Default `true`.
-    * `:max_memory` — bytes the recording may use; past it, recording stops
-      and the profile is marked truncated. Default 256 MiB.
-    * `:max_processes` — processes recorded at most. Default 10000.
-    * `:names` — `:elixir` (`MyApp.Worker.run/2`, `:lists.sort/1`) or
-      `:erlang` (`'Elixir.MyApp.Worker':run/2`, `lists:sort/1`). Default
-      `:elixir`.
-    * `:collapse_recursion` — fold recursion into one frame, time and calls
-      kept: `true` or `:direct` (`f` calling `f`), `:all` (also `f -> g -> f`,
-      the smallest output for compiler-like code). Default `false`.
-    * `:timeline_cap` — calls at most in the time order of one speedscope or
-      Chrome trace file (the deepest are left out, totals unchanged):
-      `:auto` (300000 for speedscope, 25000 for Chrome trace: what speedscope
-      imports in under 30 s), `:infinity` or a number. Default `:auto`.
-    * `:quiet` — do not print where the files were written. Default `false`.
-    * `:open` — `run/2`: open the HTML (else SVG) written in the browser
-      (`$BROWSER`, else `xdg-open` with a display, `open` on macOS); with
-      none, say on standard error where the file is. Default `false`.
-    * `:telemetry` — event prefixes (`[[:my_app, :repo, :query]]`) whose
-      `:telemetry.span/3` spans become frames (`[my_app.repo.query]`) of the
-      recorded stacks, above the functions they enclose; telemetry must be
-      loaded and started. See `BeamSpy.Telemetry` for spans alone.
-
-  Bad options or a target that cannot be called raise an `ArgumentError`
-  before anything runs.
+  A keyword list (or a map); `h BeamSpy.run` lists every option with its
+  default. Bad options or a target that cannot be called raise an
+  `ArgumentError` before anything runs.
 
   ## Live systems
 
@@ -128,7 +86,7 @@ defmodule BeamSpy do
           | {module(), atom(), [term()]}
           | {atom(), [term()]}
 
-  @typedoc "One option: see \"Options\" in the module documentation."
+  @typedoc "One option: see `run/2`."
   @type option ::
           {:output, Path.t()}
           | {:formats, [:folded | :svg | :html | :speedscope | :chrome | :perf | :bspy | :callgrind]}
@@ -215,6 +173,82 @@ defmodule BeamSpy do
 
   Raises a `RuntimeError` if the recording cannot start (another recording
   is running, or the calling process is already traced by someone else).
+
+  ## Options
+
+  Options are a keyword list (or a map); every one, with its default (the
+  same as `:beamspy`'s, but `:names`):
+
+    * `:output` — a file name whose extension picks the format (`.folded`),
+      or a directory (created if needed) that gets one file per format, named
+      from the call and the time. Default: the current directory.
+    * `:formats` — the formats written into a directory output (by default
+      a page that opens in any browser). Default `[:html]`.
+    * `:children` — also record the processes the call spawns, each under its
+      own pid. Default `true`.
+    * `:sleep` — charge the time a process spends scheduled out to a leaf:
+      `WAIT` (waiting in `receive` for a message or a timeout) or `RUNNABLE`
+      (able to run, not running: preempted, yielding, rescheduled by
+      tracing). Default `true`.
+    * `:show_idle` — a whole-VM session (`start(:all, ...)`) orders processes
+      by running time and leaves their `WAIT` time out of the outputs (their
+      notes say how much); `true` keeps it. Default `false`.
+    * `:gc` — charge garbage collections to a `GC` leaf. Default `false`.
+    * `:compensate` — subtract the tracer's own cost per traced event
+      from traced times (the callbacks' time as measured, the VM's part as
+      calibrated in a process of its own, kept for a minute), never below zero; every output says what its times are. `false` gives
+      raw traced times. Default `true`.
+    * `:max_memory` — bytes the recording may use; past it, recording stops
+      and the profile is marked truncated. Default 256 MiB.
+    * `:max_processes` — processes recorded at most. Default 10000.
+    * `:names` — `:elixir` (`MyApp.Worker.run/2`, `:lists.sort/1`) or
+      `:erlang` (`'Elixir.MyApp.Worker':run/2`, `lists:sort/1`). Default
+      `:elixir`.
+    * `:collapse_recursion` — fold recursion into one frame, time and calls
+      kept: `true` or `:direct` (`f` calling `f`), `:all` (also `f -> g -> f`,
+      the smallest output for compiler-like code). Default `false`.
+    * `:timeline_cap` — calls at most in the time order of one speedscope or
+      Chrome trace file (the deepest are left out, totals unchanged):
+      `:auto` (300000 for speedscope, 25000 for Chrome trace: what speedscope
+      imports in under 30 s), `:infinity` or a number. Default `:auto`.
+    * `:quiet` — do not print where the files were written. Default `false`.
+    * `:open` — `run/2`: open the HTML (else SVG) written in the browser
+      (`$BROWSER`, else `xdg-open` with a display, `open` on macOS); with
+      none, say on standard error where the file is. Default `false`.
+    * `:telemetry` — event prefixes (`[[:my_app, :repo, :query]]`) whose
+      `:telemetry.span/3` spans become frames (`[my_app.repo.query]`) of the
+      recorded stacks, above the functions they enclose; telemetry must be
+      loaded and started. See `BeamSpy.Telemetry` for spans alone.
+    * `:max_events` — events recorded at most (counted in batches of 64
+      per process); past it, recording stops and the profile is marked
+      truncated. Default `:infinity`.
+    * `:max_duration` — milliseconds of recording at most. Default `:infinity`.
+    * `:timeline` — keep calls in time order (flame charts, Chrome trace,
+      evented speedscope): `true` (up to 1000000 calls), a number of calls
+      or `false`. Default `:auto`.
+    * `:title`, `:subtitle` — SVG and HTML headings (at most 511 bytes).
+    * `:width`, `:min_width` — SVG width (1200) and the narrowest frame
+      drawn (0.1), in pixels.
+    * `:palette` — SVG and HTML colours: `:hot` (warm colours by name) or
+      `:beam` (OTP, Elixir, your code, waits and GC in distinct hues).
+      Default `:hot`.
+    * `:inverted` — icicle graph (root at the top). Default `false`.
+    * `:flamechart` — SVG with x as time. Default `false`.
+    * `:drop_sleep` — leave `SLEEP`, `WAIT` and `RUNNABLE` frames out of the
+      outputs. Default `false`.
+    * `:merge` — one tree for all processes. Default `false`.
+    * `:include`, `:exclude` — keep only the stacks with a frame matching,
+      or drop the stacks with a frame matching, a POSIX extended regular
+      expression (`"MyApp\\."`; PCRE forms such as `(?i)` are refused).
+    * `:telemetry_metadata`, `:max_spans` — with `:telemetry`: metadata keys
+      kept in the spans' args (at most 16), span starts recorded at most.
+    * `:return` — `profile/2` only: formats rendered in memory (see there).
+    * `:ignore` — up to 8 local pids never recorded. Default `[]`.
+    * `:until_halt` — live sessions: a traced process halting the VM
+      first writes the files. Default `false`.
+    * `:output_directory`, `:output_format` — eflambe's names of `:output`
+      (a directory) and `:formats` (`:brendan_gregg` is folded), so code
+      written for eflambe works.
   """
   @spec run(target()) :: term()
   @spec run(target(), options()) :: term()

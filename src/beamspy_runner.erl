@@ -29,8 +29,15 @@
 %%% is on). If recording cannot start, the VM runs on unrecorded but still
 %%% halts at the end of `max_duration' or when the tool asks or goes away. When another limit stops
 %%% the recording early, the VM goes on unrecorded, and a line
-%%% `Reason ElapsedMs Events MemoryBytes LimitValue' is written to the
-%%% profile's name with `.stopped' added, for the tool to tell the user.
+%%% `Reason ElapsedMs Events MemoryBytes LimitValue ExUnit' is written to the
+%%% profile's name with `.stopped' added, for the tool to tell the user
+%%% (`ExUnit' is 1 when the application ex_unit had started by then: the
+%%% limit fell while tests ran, not while Mix compiled before them).
+%%%
+%%% With `start_when => App' (the tool's `--when-started APP'), recording
+%%% starts only once application App has started (looked at every 10 ms),
+%%% say `ex_unit' for `mix test': the tests, not the compilation and start
+%%% of the project before them; standard error says when it starts.
 %%%
 %%% ```
 %%% $ BEAMSPY_RUN_OUTPUT=/tmp/run.bspy ERL_AFLAGS="-pa ebin -eval beamspy_runner:boot()" \
@@ -98,21 +105,51 @@ start(Output, Opts, Control) ->
 %% run would then record nothing.
 keeper(Parent, Ref) ->
     receive
-        {Ref, start, Output, Opts, Control} ->
+        {Ref, start, Output, Opts0, Control} ->
+            {StartWhen, Opts} = {maps:get(start_when, Opts0, none), maps:remove(start_when, Opts0)},
             Duration = maps:get(max_duration, Opts, infinity),
             %% show_idle: the tool draws the profile and leaves idle time out itself.
             Start = maps:merge(Opts, #{output => Output, until_halt => true, quiet => true, show_idle => true,
                                        ignore => [self()], max_duration => infinity}),
-            case beamspy:start(all, Start) of
-                {ok, Session} ->
-                    T0 = erlang:monotonic_time(millisecond),
-                    Port = listen(Control),
-                    _ = [erlang:send_after(Duration, self(), duration_over) || is_integer(Duration)],
+            case StartWhen of
+                none ->
+                    record(Start, Duration, listen(Control), fun(Result) -> Parent ! {Ref, Result} end);
+                App ->
+                    %% The VM goes on; recording starts with App.
                     Parent ! {Ref, ok},
-                    wait(#{session => Session, output => Output, port => Port, t0 => T0});
-                {error, _} = Error ->
-                    Parent ! {Ref, Error},
-                    unrecorded(#{output => Output, port => listen(Control)}, Duration)
+                    when_started(App, Start, Duration, listen(Control))
+            end
+    end.
+
+%% Starts recording, tells Reply how it went, and stays for the session.
+-spec record(map(), timeout(), port() | none, fun((ok | {error, term()}) -> term())) -> no_return().
+record(#{output := Output} = Start, Duration, Port, Reply) ->
+    case beamspy:start(all, Start) of
+        {ok, Session} ->
+            T0 = erlang:monotonic_time(millisecond),
+            _ = [erlang:send_after(Duration, self(), duration_over) || is_integer(Duration)],
+            Reply(ok),
+            wait(#{session => Session, output => Output, port => Port, t0 => T0});
+        {error, _} = Error ->
+            Reply(Error),
+            unrecorded(#{output => Output, port => Port}, Duration)
+    end.
+
+%% Waits for application App to start (the tool still obeyed), then records.
+when_started(App, #{output := Output} = Start, Duration, Port) ->
+    case lists:keymember(App, 1, application:which_applications()) of
+        true ->
+            complain("~tp has started: recording from now", [App]),
+            record(Start, Duration, Port,
+                   fun(ok) -> ok;
+                      ({error, Why}) -> complain("~ts: nothing is recorded", [beamspy:format_error(Why)])
+                   end);
+        false ->
+            receive
+                {Port, {data, _}} -> erlang:halt(0);
+                {Port, eof} -> tool_gone(#{output => Output})
+            after 10 ->
+                    when_started(App, Start, Duration, Port)
             end
     end.
 
@@ -179,8 +216,15 @@ note_early_stop(Reason, #{session := Session, output := Output, t0 := T0}) ->
             _ ->
                 {0, 0, 0}
         end,
-    Line = io_lib:format("~w ~w ~w ~w ~w~n",
-                         [Reason, Elapsed, Events, Memory, case is_integer(Limit) of true -> Limit; false -> 0 end]),
+    ExUnit = try lists:keymember(ex_unit, 1, application:which_applications(1000)) of
+                 true -> 1;
+                 false -> 0
+             catch
+                 exit:_ -> 0
+             end,
+    Line = io_lib:format("~w ~w ~w ~w ~w ~w~n",
+                         [Reason, Elapsed, Events, Memory, case is_integer(Limit) of true -> Limit; false -> 0 end,
+                          ExUnit]),
     _ = file:write_file(Output ++ ".stopped", Line),
     ok.
 

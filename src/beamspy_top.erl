@@ -59,7 +59,8 @@
 -type top_function() :: mfa() | undefined | binary().
 -type report() :: #{window_ms := non_neg_integer(), process_count := non_neg_integer(),
                     run_queue := non_neg_integer(), total_reductions := non_neg_integer(),
-                    samples := non_neg_integer(), processes := [process_row()],
+                    samples := non_neg_integer(), samples_taken := non_neg_integer(),
+                    processes := [process_row()],
                     functions := [{top_function(), pos_integer()}]}.
 -export_type([opts/0, report/0, process_row/0]).
 
@@ -96,7 +97,8 @@ start(Other) ->
 %% `limit' processes that did the most reductions in it, busiest first,
 %% each with its three most sampled functions, and the hottest functions
 %% over the samples that found a process running, not waiting (at most
-%% 20); `samples' counts those. A new window starts. Functions are raw
+%% 20); `samples' counts those, `samples_taken' every sample of the window,
+%% running or waiting (the rows' shares are of those). A new window starts. Functions are raw
 %% `{M, F, A}' (the tool spells them, see {@link
 %% beamspy_tracer:frame_name/2}).
 %%
@@ -187,6 +189,7 @@ new_window(State, Pass, Pids) ->
            window_start_ms => now_ms(),
            sampled => Pids,
            samples => 0,
+           samples_taken => 0,
            process_functions => #{},   % Pid => #{MFA => samples}
            functions => #{}}.          % MFA => samples
 
@@ -262,11 +265,14 @@ tick(#{interval_ms := Interval, sampled := Pids} = State) ->
              true -> Last + rand:uniform(Now - Last);
              false -> Now
          end,
-    Next = sample_all(Pids, At, State),
+    Next = sample_all(Pids, At, taken(length(Pids), State)),
     _ = erlang:send_after(max(0, Interval - (now_ms() - Start)), self(), {?MODULE, tick}),
     %% Drawn after this tick's end next time: reading a waiting process's
     %% function wakes it for an instant, which is not its own work.
     Next#{last_tick_ns => erlang:monotonic_time(nanosecond)}.
+
+taken(N, #{samples_taken := Taken} = State) ->
+    State#{samples_taken := Taken + N}.
 
 sample_all(Pids, _Due, #{runstate := undefined} = State) ->
     lists:foldl(fun sample/2, State, Pids);
@@ -340,7 +346,7 @@ bump(Key, Counts) ->
     Counts#{Key => maps:get(Key, Counts, 0) + 1}.
 
 report_and_renew(#{owner := Owner, baseline := Baseline, limit := Limit,
-                   window_start_ms := Started, samples := Samples,
+                   window_start_ms := Started, samples := Samples, samples_taken := Taken,
                    process_functions := PF, functions := Fs} = State) ->
     Pass = full_pass(Owner),
     Now = now_ms(),
@@ -351,6 +357,7 @@ report_and_renew(#{owner := Owner, baseline := Baseline, limit := Limit,
                run_queue => erlang:statistics(total_run_queue_lengths),
                total_reductions => Total,
                samples => Samples,
+               samples_taken => Taken,
                processes => Rows,
                functions => hottest(Fs, ?FUNCTIONS_PER_REPORT)},
     Sampled = [P || {_, P} <- lists:sublist(Ranked, Limit)],

@@ -46,8 +46,11 @@ typedef struct run_args {
     int n_outputs;
     const char *expr;
     char **command;
-    int open; /* --open */
+    int open;                /* --open */
+    const char *when_started; /* --when-started APP: record once APP has started */
 } run_args;
+
+enum { OPT_WHEN_STARTED = 0x500 };
 
 void bs_cmd_run_usage(FILE *out)
 {
@@ -67,6 +70,9 @@ void bs_cmd_run_usage(FILE *out)
           "                      .trace.json .perf.txt .bspy\n"
           "                      .callgrind (or callgrind.out.*)\n"
           "  -e, --eval EXPR     the Erlang expressions to run (instead of a command)\n"
+          "  --when-started APP  record from when application APP has started (looked\n"
+          "                      at every 10 ms), e.g. ex_unit with mix test: the\n"
+          "                      tests, not the compilation and start before them\n"
           "  (--duration: at its end the outputs are written and the VM is stopped)\n",
           out);
     bs_job_options_usage(out);
@@ -117,6 +123,7 @@ static int parse_args(int argc, char **argv, run_args *a)
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'},
         {"eval", required_argument, NULL, 'e'},
+        {"when-started", required_argument, NULL, OPT_WHEN_STARTED},
         {"help", no_argument, NULL, 'h'},
         BS_RECORDING_LONG_OPTIONS,
         BS_CLI_SHARED_LONG_OPTIONS,
@@ -142,6 +149,14 @@ static int parse_args(int argc, char **argv, run_args *a)
             break;
         case 'e':
             a->expr = optarg;
+            break;
+        case OPT_WHEN_STARTED:
+            /* An application name, written into an Erlang term as is. */
+            if (!(optarg[0] >= 'a' && optarg[0] <= 'z') || strlen(optarg) > 200 ||
+                optarg[strspn(optarg, "abcdefghijklmnopqrstuvwxyz0123456789_")] != '\0')
+                return bs_cli_usage_error(CMD, "--when-started wants an application name such as ex_unit, not '%s'",
+                                          optarg);
+            a->when_started = optarg;
             break;
         case '?':
         case ':':
@@ -223,8 +238,9 @@ static void remove_unpacked(const char *dir)
 }
 
 /* The options map of beamspy_runner (BEAMSPY_RUN_OPTIONS). */
-static void runner_options(const bs_job_spec *a, char *buf, size_t size)
+static void runner_options(const run_args *r, char *buf, size_t size)
 {
+    const bs_job_spec *a = &r->job;
     size_t n = 0;
     n += (size_t)snprintf(buf + n, size - n, "#{gc => %s, sleep => %s, compensate => %s, names => %s",
                           a->gc ? "true" : "false", a->no_sleep ? "false" : "true",
@@ -247,6 +263,8 @@ static void runner_options(const bs_job_spec *a, char *buf, size_t size)
         n += (size_t)snprintf(buf + n, size - n, ", timeline => false");
     else if (a->timeline > 0)
         n += (size_t)snprintf(buf + n, size - n, ", timeline => %lld", a->timeline);
+    if (r->when_started)
+        n += (size_t)snprintf(buf + n, size - n, ", start_when => %s", r->when_started);
     snprintf(buf + n, size - n, "}");
 }
 
@@ -334,7 +352,7 @@ static int run_command(const run_args *a, const char *dir, int *stopped_by)
     const char *theirs = getenv("ERL_AFLAGS");
     snprintf(aflags, sizeof aflags, "%s%s%s", ours, theirs && *theirs ? " " : "", theirs ? theirs : "");
     snprintf(output, sizeof output, "%s/run.bspy", dir);
-    runner_options(&a->job, options, sizeof options);
+    runner_options(a, options, sizeof options);
     char *eval_argv[] = {"erl", "-noshell", "-eval", (char *)a->expr, "-s", "init", "stop", NULL};
     char **argv = a->expr ? eval_argv : a->command;
 
@@ -375,20 +393,52 @@ static int run_command(const run_args *a, const char *dir, int *stopped_by)
 }
 
 /* What the VM noted when a limit ended the recording early (run.bspy.stopped:
- * "Reason ElapsedMs Events MemoryBytes LimitValue"); limit "" if none. */
-static void read_early_stop(const char *dir, bs_early_stop *e)
+ * "Reason ElapsedMs Events MemoryBytes LimitValue ExUnit"); limit "" if
+ * none. *ex_unit: 1 when ExUnit had started by then, 0 if not, -1 unknown. */
+static void read_early_stop(const char *dir, bs_early_stop *e, int *ex_unit)
 {
     char path[4300];
     memset(e, 0, sizeof *e);
+    *ex_unit = -1;
     snprintf(path, sizeof path, "%s/run.bspy.stopped", dir);
     FILE *f = fopen(path, "r");
     if (!f)
         return;
-    if (fscanf(f, "%63s %llu %llu %llu %llu", e->limit, &e->after_ms, &e->events, &e->memory, &e->limit_value) == 5)
+    int n = fscanf(f, "%63s %llu %llu %llu %llu %d", e->limit, &e->after_ms, &e->events, &e->memory,
+                   &e->limit_value, ex_unit);
+    if (n >= 5)
         e->have_figures = 1;
+    if (n < 6)
+        *ex_unit = -1;
     else if (!e->limit[0])
         snprintf(e->limit, sizeof e->limit, "a limit");
     fclose(f);
+}
+
+/* What the outputs say was profiled and how: the command the user ran, and
+ * the options this tool gave the VM with the view it draws (show_idle as
+ * asked), not the VM's session (beamspy:start(all), its temporary output
+ * file, and show_idle => true because this tool leaves idle time out). */
+static void describe_run(const run_args *a, bs_profile_meta *m)
+{
+    size_t cap = sizeof m->source, n = 0;
+    const char *words[] = {"beamspy run", a->expr ? "-e" : "--"};
+    m->source[0] = '\0';
+    for (size_t i = 0; i < 2 && n < cap; i++)
+        n += (size_t)snprintf(m->source + n, cap - n, "%s%s", i ? " " : "", words[i]);
+    char *const *args = a->expr ? (char *const[]){(char *)a->expr, NULL} : a->command;
+    for (size_t i = 0; args[i] && n < cap; i++) {
+        int blank = strpbrk(args[i], " \t\n'\"") != NULL;
+        n += (size_t)snprintf(m->source + n, cap - n, blank ? " '%s'" : " %s", args[i]);
+    }
+    if (n >= cap) /* cut: say so */
+        memcpy(m->source + cap - 4, "...", 4);
+    char options[1024];
+    runner_options(a, options, sizeof options);
+    size_t len = strlen(options);
+    if (len > 0 && options[len - 1] == '}')
+        options[len - 1] = '\0';
+    snprintf(m->options, sizeof m->options, "%s, show_idle => %s}", options, a->job.show_idle ? "true" : "false");
 }
 
 /* render: writes the outputs from the VM's profile; *truncated gets the
@@ -401,8 +451,13 @@ static int render(const run_args *a, const char *dir, char *truncated, size_t ca
     snprintf(path, sizeof path, "%s/run.bspy", dir);
     FILE *in = fopen(path, "rb");
     if (!in) {
-        bs_cli_error("the VM ended without writing a profile (killed, or beamspy could not start in it: "
-                     "see its output above)");
+        if (a->when_started)
+            bs_cli_error("the VM ended without writing a profile: %s never started (--when-started), or the VM "
+                         "was killed: see its output above",
+                         a->when_started);
+        else
+            bs_cli_error("the VM ended without writing a profile (killed, or beamspy could not start in it: "
+                         "see its output above)");
         return BS_EXIT_FAILURE;
     }
     bs_profile p;
@@ -415,11 +470,34 @@ static int render(const run_args *a, const char *dir, char *truncated, size_t ca
         return BS_EXIT_FAILURE;
     }
     snprintf(truncated, cap, "%s", p.truncated);
+    describe_run(a, &p.meta);
     bs_render_opts o = a->render;
     bs_job_whole_vm_view(&a->job, &p, &o);
     rc = bs_cli_write_outputs(a->outputs, a->n_outputs, BS_FORMAT_UNKNOWN, &p, &o, NULL, 1, a->open);
     bs_profile_free(&p);
     return rc;
+}
+
+/* mix test: whether the limit fell before the tests or while they ran,
+ * and how to record the tests alone. */
+static void say_mix_test_phase(const run_args *a, int ex_unit)
+{
+    if (a->expr || a->when_started || ex_unit < 0)
+        return;
+    const char *slash = strrchr(a->command[0], '/');
+    if (strcmp(slash ? slash + 1 : a->command[0], "mix") != 0)
+        return;
+    int test = 0;
+    for (int i = 1; a->command[i]; i++)
+        test |= strcmp(a->command[i], "test") == 0;
+    if (!test)
+        return;
+    if (ex_unit)
+        fputs("beamspy: the limit fell while the tests ran (ExUnit had started)\n", stderr);
+    else
+        fputs("beamspy: the limit fell before any test ran (ExUnit had not started: Mix was compiling or "
+              "starting the project); to record the tests alone: beamspy run --when-started ex_unit -- mix test\n",
+              stderr);
 }
 
 static int run(const run_args *a)
@@ -444,12 +522,15 @@ static int run(const run_args *a)
     char truncated[128] = "";
     int rc = status < 0 ? BS_EXIT_FAILURE : render(a, dir, truncated, sizeof truncated);
     bs_early_stop early;
-    read_early_stop(dir, &early);
+    int ex_unit;
+    read_early_stop(dir, &early, &ex_unit);
     /* max_duration is --duration, the run's planned end, not an early stop. */
     if (!early.limit[0] && truncated[0] && strcmp(truncated, "max_duration") != 0)
         snprintf(early.limit, sizeof early.limit, "%s", truncated);
     remove_unpacked(dir);
     bs_early_stop_report(&early, NULL);
+    if (early.limit[0])
+        say_mix_test_phase(a, ex_unit);
     if (rc != BS_EXIT_OK || status < 0)
         return rc != BS_EXIT_OK ? rc : BS_EXIT_FAILURE;
     if (stopped_by)

@@ -194,9 +194,13 @@ static void draw(FILE *out, const char *node, const bs_eterm *report, bs_name_st
         strftime(clock, sizeof clock, "%H:%M:%S", &tm);
     if (on_terminal)
         fputs("\033[H\033[2J", out);
-    snprintf(line, sizeof line, "beamspy top  %s  %s  %lld processes, run queue %lld, %.0f reductions/s, %lld samples",
+    /* Every sample taken, and those that found a process running (what the
+     * hottest functions are shares of). */
+    snprintf(line, sizeof line,
+             "beamspy top  %s  %s  %lld processes, run queue %lld, %.0f reductions/s, %lld samples (%lld running)",
              node, clock, bs_term_int(report, "process_count"), bs_term_int(report, "run_queue"),
-             (double)bs_term_int(report, "total_reductions") * per_s, bs_term_int(report, "samples"));
+             (double)bs_term_int(report, "total_reductions") * per_s, bs_term_int(report, "samples_taken"),
+             bs_term_int(report, "samples"));
     put_cut(out, line, width);
     fputc('\n', out);
     snprintf(line, sizeof line, "%-14s %-24s %12s %7s %8s  %s", "PID", "NAME", "REDUCTIONS/s", "MSGQ", "MEMORY",
@@ -223,7 +227,7 @@ static void draw(FILE *out, const char *node, const bs_eterm *report, bs_name_st
     const bs_eterm *hot = bs_eterm_map_get(report, "functions");
     if (bs_eterm_size(hot)) {
         long long samples = bs_term_int(report, "samples");
-        fputs("\nhottest functions (share of samples)\n", out);
+        fputs("\nhottest functions (share of running samples)\n", out);
         for (size_t i = 0; i < bs_eterm_size(hot) && i < 10; i++) {
             const bs_eterm *pair = bs_eterm_item(hot, i);
             int ok = 0;

@@ -590,6 +590,18 @@ void bs_job_free(bs_job *j)
         ei_x_free(&j->pid);
 }
 
+/* A share in percent that never reads 100% while something else is left:
+ * 99.96% of the time waiting, beside a worker busy for seconds, is not all
+ * of it. */
+static void share_text(uint64_t part, uint64_t total, char *buf, size_t cap)
+{
+    double share = total ? 100.0 * (double)part / (double)total : 0.0;
+    if (part < total && share >= 99.5)
+        snprintf(buf, cap, "%.1f%%", (double)(uint64_t)(share * 10.0) / 10.0); /* cut, not rounded */
+    else
+        snprintf(buf, cap, "%.0f%%", share);
+}
+
 void bs_job_whole_vm_view(const bs_job_spec *s, const bs_profile *p, bs_render_opts *o)
 {
     o->order_by_cpu = 1;
@@ -603,9 +615,14 @@ void bs_job_whole_vm_view(const bs_job_spec *s, const bs_profile *p, bs_render_o
         for (uint32_t n = 0; n < p->trees[i].n_nodes; n++)
             total += p->trees[i].nodes[n].self_ns;
     all = p->n_trees;
+    char share[16];
+    share_text(wait_ns, total, share, sizeof share);
+    /* The share is of the time of every process added up, which idle
+     * processes dominate: the time shown is said too, so that a busy
+     * worker's seconds are not lost behind "99%". */
     if (wait_ns > 0)
         fprintf(stderr,
                 "beamspy: idle time left out: %.3f s waiting for messages (WAIT) in %u of %u processes, "
-                "%.0f%% of the time recorded (--show-idle to see it)\n",
-                (double)wait_ns / 1e9, procs, all, total ? 100.0 * (double)wait_ns / (double)total : 0.0);
+                "%s of the time recorded; shown: the other %.3f s (running, runnable, GC) (--show-idle to see it)\n",
+                (double)wait_ns / 1e9, procs, all, share, (double)(total - wait_ns) / 1e9);
 }

@@ -465,10 +465,18 @@ check "run -e: no limit was hit" bash -c "! grep -q 'stopped early' '$out/run.ou
 # A whole-VM view: the 300 ms the expression waits (timer:sleep) is WAIT,
 # left out and said on stderr; --show-idle keeps it.
 idle_expr='timer:sleep(300), lists:sort(lists:seq(1, 20000))'
-"$cli" run --no-compensate -o "$out/idle.folded" -e "$idle_expr" >/dev/null 2>"$out/idle.err"
+"$cli" run --no-compensate -o "$out/idle.folded" -o "$out/idle.html" -e "$idle_expr" >/dev/null 2>"$out/idle.err"
 check "run: idle time (WAIT) left out by default" bash -c "! grep -q ';WAIT [0-9]*$' '$out/idle.folded' && grep -q 'lists:sort/1' '$out/idle.folded'"
-check "run: ... and stderr says how much" grep -Eq '^beamspy: idle time left out: [0-9.]+ s waiting for messages \(WAIT\) in [0-9]+ of [0-9]+ processes, [0-9]+% of the time recorded \(--show-idle to see it\)$' "$out/idle.err"
-"$cli" run --show-idle -o "$out/idle2.folded" -e "$idle_expr" >/dev/null 2>"$out/idle2.err"
+check "run: ... and stderr says how much" grep -Eq '^beamspy: idle time left out: [0-9.]+ s waiting for messages \(WAIT\) in [0-9]+ of [0-9]+ processes, [0-9.]+% of the time recorded; shown: the other [0-9.]+ s \(running, runnable, GC\) \(--show-idle to see it\)$' "$out/idle.err"
+# The page says what the user ran and with what, as its banner does (idle
+# time left out), not the VM's session: no show_idle => true, no
+# temporary file of the run.
+check "run: the page names the command run" grep -qF "\"source\":\"beamspy run -e 'timer:sleep(300), lists:sort" "$out/idle.html"
+check "run: ... and show_idle as drawn (false)" grep -qF 'show_idle =\u003e false' "$out/idle.html"
+check "run: ... never the VM's session or its temporary file" \
+    bash -c "! grep -qE 'beamspy-run-|beamspy:start\\(all\\)|show_idle =.u003e true' '$out/idle.html'"
+"$cli" run --show-idle -o "$out/idle2.folded" -o "$out/idle2.html" -e "$idle_expr" >/dev/null 2>"$out/idle2.err"
+check "run --show-idle: the page says show_idle => true" grep -qF 'show_idle =\u003e true' "$out/idle2.html"
 check "run --show-idle: the wait is there, under timer:sleep/1" grep -q 'timer:sleep/1;WAIT [0-9]*$' "$out/idle2.folded"
 check "run --show-idle: nothing said about idle time" bash -c "! grep -q 'idle time left out' '$out/idle2.err'"
 "$cli" run -o "$out/runlim.folded" -e 'io:format("limits ~w~n", [[maps:get(limits, I) || I <- beamspy:sessions()]])' \
@@ -494,6 +502,46 @@ elixir_spelled() { grep -q ';Kernel\.CLI\.[a-z_]*/[0-9]' "$1" && ! grep -q "'Eli
 check "run -- elixir: Elixir's names without --elixir" elixir_spelled "$out/runex.folded"
 check "run -- elixir: stderr says why" grep -q "elixir is Elixir's.*--erlang" "$out/runex.err"
 check "run -- erl: no word of Elixir" bash -c "! grep -q \"Elixir's\" '$out/run2.out'"
+# run -- mix test: a project (no deps) whose compilation is real work. A
+# limit that falls while Mix compiles is said to fall before any test ran;
+# --when-started ex_unit records the tests alone, not the compilation.
+mixproj="$build/mixproj"
+mkdir -p "$mixproj/lib" "$mixproj/test"
+cat >"$mixproj/mix.exs" <<'MIX'
+defmodule Mixproj.MixProject do
+  use Mix.Project
+  def project, do: [app: :mixproj, version: "0.1.0", deps: []]
+end
+MIX
+{
+    echo 'defmodule Mixproj do'
+    echo '  def fib(n) when n < 2, do: n'
+    echo '  def fib(n), do: fib(n - 1) + fib(n - 2)'
+    for i in $(seq 1 300); do echo "  def f$i(x), do: Enum.map(x, &(&1 * $i)) |> Enum.sum()"; done
+    echo 'end'
+} >"$mixproj/lib/mixproj.ex"
+echo 'ExUnit.start()' >"$mixproj/test/test_helper.exs"
+cat >"$mixproj/test/mixproj_test.exs" <<'EXS'
+defmodule MixprojTest do
+  use ExUnit.Case
+  test "fib", do: assert(Mixproj.fib(15) == 610)
+end
+EXS
+(cd "$mixproj" && rm -rf _build && "$cli" run --max-memory 4M -o "$out/mt1.folded" -- mix test) >"$out/mt1.out" 2>"$out/mt1.err"
+rc=$?
+check "run -- mix test: a limit during compilation, the tests still pass" [ $rc -eq 0 ]
+check "run -- mix test: stderr says the limit fell before any test ran, and how to record the tests" \
+    grep -q '^beamspy: the limit fell before any test ran (ExUnit had not started: .*--when-started ex_unit -- mix test$' "$out/mt1.err"
+rm -f "$out/mt2.folded"
+(cd "$mixproj" && rm -rf _build && "$cli" run --when-started ex_unit -o "$out/mt2.folded" -- mix test) >"$out/mt2.out" 2>"$out/mt2.err"
+rc=$?
+check "run --when-started ex_unit -- mix test: exit 0, says when recording starts" \
+    eval '[ $rc -eq 0 ] && grep -q "^beamspy run: ex_unit has started: recording from now$" "$out/mt2.err"'
+check "run --when-started ex_unit: the test is recorded" grep -q 'MixprojTest\."test fib"/1;Mixproj\.fib/1' "$out/mt2.folded"
+check "run --when-started ex_unit: the compilation before it is not" bash -c "! grep -q 'Mix\.Tasks\.Compile' '$out/mt2.folded'"
+"$cli" run --when-started 'Ex Unit' -o "$out/x.folded" -- mix test >/dev/null 2>"$out/mt3.err"
+rc=$?
+check "run --when-started: a bad application name is a usage error" eval '[ $rc -eq 2 ] && grep -q "when-started wants an application name" "$out/mt3.err"'
 "$cli" run -o "$out/x.folded" -- no-such-command-here >/dev/null 2>"$out/run4.err"
 check "run: a command that does not exist" [ $? -ne 0 ] && grep -q 'cannot run no-such-command-here' "$out/run4.err"
 

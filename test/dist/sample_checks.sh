@@ -64,3 +64,24 @@ echo "    top: $row"
 check "top: the busy server's functions are the decoder's" bash -c "grep -qE 'bs_decode_wl:(decode|list|number)' <<<'$row'"
 check "top: not gen_server:loop/7 100%" bash -c "! grep -q 'gen_server:loop/7 100%' <<<'$row'"
 check "top: nothing left on the node" sample_clean
+check "top: the header counts every sample taken, and the running ones" \
+    awk '/ samples \([0-9]+ running\)$/ { n = $(NF - 3); m = $(NF - 1); sub(/\(/, "", m); seen = 1
+                                          if (n == 0 || n + 0 < m + 0) bad = 1 }
+         END { exit !(seen && !bad) }' "$out/dec.top"
+
+# record --all beside the busy decoder: the line on idle time says how much
+# is shown (the decoder's seconds), which the folded file holds, and never
+# "100%" while the decoder ran.
+bs record --node "$nd" --all --duration 2s -o "$out/decall.folded" 2>"$out/decall.err"
+check "record --all: exit 0" [ $? -eq 0 ]
+idle_line=$(grep '^beamspy: idle time left out: ' "$out/decall.err")
+echo "    $idle_line"
+shown=$(sed -nE 's/.*; shown: the other ([0-9.]+) s \(running, runnable, GC\) \(--show-idle to see it\)$/\1/p' <<<"$idle_line")
+folded_s=$(awk '{ us += $NF } END { printf "%.3f", us / 1e6 }' "$out/decall.folded")
+echo "    shown $shown s, folded file $folded_s s"
+check "record --all: the idle line says how much is shown" [ -n "$shown" ]
+check "record --all: ... what the folded file holds" \
+    awk -v s="${shown:-0}" -v f="$folded_s" 'BEGIN { d = s - f; if (d < 0) d = -d; exit !(s > 0 && d <= 0.02 * s + 0.01) }'
+check "record --all: ... the decoder's work, not 100% idle" \
+    bash -c "! grep -q ' 100% of the time' <<<'$idle_line' && grep -q ' decoder;.*bs_decode_wl:' '$out/decall.folded'"
+check "record --all: nothing left on the node" sample_clean

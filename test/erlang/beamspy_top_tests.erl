@@ -14,6 +14,7 @@ top_test_() ->
      [{"a busy-looping process comes first, with its function",
        {timeout, 60, fun busy_first/0}},
       {"idle processes rank below the busy one", {timeout, 60, fun idle_below/0}},
+      {"samples_taken counts every sample, waiting ones too", {timeout, 60, fun samples_taken/0}},
       {"limit: at most that many processes; windows follow each other",
        {timeout, 60, fun limit_and_windows/0}},
       {"a report before the first tick is well formed", {timeout, 60, fun early_report/0}},
@@ -80,6 +81,30 @@ idle_below() ->
         ?WL:stop_all([Busy | Idle])
     end.
 
+%% The header's count: idle processes sampled waiting are samples taken
+%% (their rows show shares of them), though none is a running sample.
+samples_taken() ->
+    Idle = [spawn(?WL, idle, []) || _ <- lists:seq(1, 5)],
+    [ok = ?WL:wait_until_in(I, {?WL, idle, 0}, ?WAIT_MS) || I <- Idle],
+    {ok, Top} = beamspy_top:start(#{owner => self(), interval_ms => 10, limit => 100000}),
+    try
+        Texts = [pid_text(I) || I <- Idle],
+        IdleCounts = fun(#{processes := Rows}) ->
+                             [lists:sum([C || {_, C} <- Fs]) || #{pid := P, functions := Fs} <- Rows,
+                                                                lists:member(P, Texts)]
+                     end,
+        Report = wait_report(Top, fun(R) -> Counts = IdleCounts(R),
+                                            length(Counts) =:= 5 andalso lists:all(fun(C) -> C > 0 end, Counts)
+                                  end),
+        #{samples_taken := Taken} = Report,
+        IdleSamples = lists:sum(IdleCounts(Report)),
+        ?assert(IdleSamples >= 5),
+        ?assert(Taken >= IdleSamples)
+    after
+        ok = beamspy_top:stop(Top),
+        ?WL:stop_all(Idle)
+    end.
+
 limit_and_windows() ->
     {ok, Top} = beamspy_top:start(#{owner => self(), interval_ms => 5, limit => 3}),
     try
@@ -103,6 +128,7 @@ early_report() ->
         {ok, R} = beamspy_top:report(Top),
         check_report(R),
         ?assertEqual(0, maps:get(samples, R)),
+        ?assertEqual(0, maps:get(samples_taken, R)),
         ?assertEqual([], maps:get(functions, R)),
         ?assert(maps:get(process_count, R) > 0)
     after
@@ -212,10 +238,10 @@ last_report(Last) ->
 %% Exactly the documented keys and types; texts valid UTF-8.
 check_report(R) ->
     ?assertEqual(lists:sort([window_ms, process_count, run_queue, total_reductions, samples,
-                             processes, functions]),
+                             samples_taken, processes, functions]),
                  lists:sort(maps:keys(R))),
     [?assert(is_integer(maps:get(K, R)) andalso maps:get(K, R) >= 0)
-     || K <- [window_ms, process_count, run_queue, total_reductions, samples]],
+     || K <- [window_ms, process_count, run_queue, total_reductions, samples, samples_taken]],
     check_functions(maps:get(functions, R)),
     Ps = maps:get(processes, R),
     ?assert(is_list(Ps)),

@@ -18,32 +18,19 @@ defmodule Mix.Tasks.Profile.Beamspy do
   the processes it spawns, with exact stacks.
 
       mix profile.beamspy -e Hello.world
-      mix profile.beamspy -e "Enum.sort(Enum.shuffle(1..100_000))" -o sort.svg
-      mix profile.beamspy my_script.exs arg1 arg2 -o flames/ --formats html,speedscope
+      mix profile.beamspy -e "Enum.sort(Enum.shuffle(1..10_000))" -o sort.svg
+      mix profile.beamspy -o flames/ --formats html,speedscope my_script.exs arg1 arg2
+
+  The task's switches come before the script (or the expression's
+  arguments): what follows the script is the script's (`System.argv/0`).
+  A switch of the task written after the script is refused, not silently
+  handed to the script; put `--` after the script to give the script
+  arguments that look like the task's switches
+  (`mix profile.beamspy my_script.exs -- -o x`).
 
   ## Command line options
 
     * `--eval`, `-e` - profiles the given code
-    * `--output`, `-o` - a file whose extension picks the format (`.html`,
-      `.svg`, `.folded`, `.speedscope.json`, `.trace.json`, `.perf.txt`,
-      `.bspy`, `.callgrind`) or a directory (default: the current one)
-    * `--formats` - formats written to a directory output, comma separated
-      (default: `html`)
-    * `--names` - `elixir` (default) or `erlang` frame names
-    * `--no-sleep` - do not charge scheduled-out time to `SLEEP`
-    * `--gc` - charge garbage collection to `GC`
-    * `--drop-sleep` - leave `SLEEP` out of the outputs
-    * `--no-children` - only the calling process, not the ones it spawns
-    * `--merge` - one tree for all processes
-    * `--timeline` - keep calls in time order (flame charts)
-    * `--flamechart`, `--inverted` - SVG with x as time; icicle graph
-    * `--title`, `--palette` (`hot` or `beam`), `--include`, `--exclude` -
-      as the options of `BeamSpy.run/2`
-    * `--max-events`, `--max-memory`, `--max-duration` - limits (a limit
-      that stops the recording early is said on standard error)
-    * `--open` - opens the HTML (else SVG) written in the browser
-      (`$BROWSER`, else `xdg-open` with a display); without one, says where
-      the file is
     * `--no-warmup` - skips the warmup run before profiling
     * `--no-compile` - does not compile even if files require compilation
     * `--no-deps-check` - does not check dependencies
@@ -51,31 +38,24 @@ defmodule Mix.Tasks.Profile.Beamspy do
     * `--no-start` - does not start applications after compilation
     * `--no-elixir-version-check` - does not check the Elixir version from mix.exs
 
+  Every option of `BeamSpy.run/2` (but `:ignore`, `:until_halt` and
+  `:return`: pids, live sessions, `BeamSpy.profile/2`) has a switch, made
+  from its name (`max_events` is `--max-events`): a value follows the switch (`none` or
+  `infinity` for no limit), a flag is `--gc` or `--no-gc`. These switches
+  and their lines below come from `:beamspy_opts.option_table/0`, the one
+  table of beamspy's options:
+
+#{BeamSpy.MixSwitches.help()}
+
+  A limit that stops the recording early is said on standard error;
+  `--open` with no browser says where the file is.
+
   The value of the code, or the exception it raised, is not lost: the task
   prints the files it wrote, and an exception is raised again after them.
   """
 
-  @switches [
+  @task_switches [
     eval: :string,
-    output: :string,
-    formats: :string,
-    names: :string,
-    sleep: :boolean,
-    gc: :boolean,
-    drop_sleep: :boolean,
-    children: :boolean,
-    merge: :boolean,
-    timeline: :boolean,
-    flamechart: :boolean,
-    inverted: :boolean,
-    title: :string,
-    palette: :string,
-    include: :string,
-    exclude: :string,
-    max_events: :integer,
-    max_memory: :integer,
-    max_duration: :integer,
-    open: :boolean,
     warmup: :boolean,
     compile: :boolean,
     deps_check: :boolean,
@@ -88,35 +68,25 @@ defmodule Mix.Tasks.Profile.Beamspy do
 
   @impl true
   def run(args) do
-    {opts, head} = OptionParser.parse_head!(args, aliases: [e: :eval, o: :output], strict: @switches)
+    {code_source, argv, beamspy_opts, task_opts} = parse_args(args)
     Mix.Task.reenable("profile.beamspy")
 
-    {code, file_args} =
-      case {opts[:eval], head} do
-        {nil, [file | rest]} ->
+    {code, file} =
+      case code_source do
+        {:eval, expr} ->
+          {expr, "nofile"}
+
+        {:file, file} ->
           unless File.regular?(file), do: Mix.raise("No such file: #{file}")
-          {File.read!(file), rest}
-
-        {nil, []} ->
-          Mix.raise("Expected a file or an expression to profile: mix profile.beamspy -e EXPR | FILE")
-
-        {expr, rest} ->
-          {expr, rest}
+          {File.read!(file), file}
       end
 
-    beamspy_opts = beamspy_options(opts)
-    # Bad options are reported before the project is even started.
-    case :beamspy.check(fn -> :ok end, beamspy_opts) do
-      :ok -> :ok
-      {:error, reason} -> Mix.raise("beamspy: " <> List.to_string(:beamspy.format_error(reason)))
-    end
-
-    start_args = for {k, false} <- opts, k in @start_switches, do: "--no-" <> dashed(k)
+    start_args = for {k, false} <- task_opts, k in @start_switches, do: "--no-" <> dashed(k)
     Mix.Task.run("app.start", start_args)
-    System.argv(file_args)
+    System.argv(argv)
 
-    quoted = Code.string_to_quoted!(code, file: opts[:eval] && "nofile" || hd(head))
-    warmup = Keyword.get(opts, :warmup, true)
+    quoted = Code.string_to_quoted!(code, file: file)
+    warmup = Keyword.get(task_opts, :warmup, true)
 
     Code.compile_quoted(
       quote do
@@ -132,6 +102,95 @@ defmodule Mix.Tasks.Profile.Beamspy do
   end
 
   @doc false
+  # The command line as {{:eval, code} | {:file, path}, the code's argv,
+  # the options of BeamSpy.run/2 (checked), the task's own switches};
+  # raises Mix.Error on a bad one, before anything starts.
+  def parse_args(args) do
+    strict = @task_switches ++ BeamSpy.MixSwitches.strict()
+    valued = for {k, t} <- strict, t != :boolean, do: "--" <> dashed(k)
+    {switches, rest} = BeamSpy.MixSwitches.split(args, ["-e", "-o" | valued])
+
+    parsed =
+      try do
+        OptionParser.parse!(switches, aliases: [e: :eval, o: :output], strict: strict) |> elem(0)
+      rescue
+        e in OptionParser.ParseError ->
+          why = Regex.replace(~r/^\d+ errors? found!\n/, Exception.message(e), "")
+          Mix.raise("beamspy: #{why} (mix help profile.beamspy lists the switches)")
+      end
+
+    {code_source, argv} =
+      case {parsed[:eval], rest} do
+        {nil, ["--", file | argv]} -> {{:file, file}, code_argv(file, argv, strict)}
+        {nil, [file | argv]} when file != "--" -> {{:file, file}, code_argv(file, argv, strict)}
+        {nil, _} -> Mix.raise("Expected a file or an expression to profile: mix profile.beamspy -e EXPR | FILE")
+        {expr, argv} -> {{:eval, expr}, code_argv(:eval, argv, strict)}
+      end
+
+    beamspy_opts = BeamSpy.MixSwitches.options(parsed)
+
+    # Bad options are reported before the project is even started (but
+    # telemetry, which must be running, only once it is: by BeamSpy.run/2).
+    case :beamspy_opts.options(beamspy_opts |> Map.delete(:telemetry) |> Map.put_new(:names, :elixir)) do
+      {:ok, _} -> :ok
+      {:error, reason} -> Mix.raise(message(reason, parsed))
+    end
+
+    {code_source, argv, beamspy_opts, Keyword.take(parsed, Keyword.keys(@task_switches))}
+  end
+
+  # What follows the code is its argv; `--` first passes anything. A switch
+  # of this task there was meant for the task: refused rather than handed
+  # to the code while the default output is written.
+  defp code_argv(_code, ["--" | argv], _strict), do: argv
+
+  defp code_argv(code, argv, strict) do
+    names = for {k, _} <- strict, do: dashed(k)
+
+    case {Enum.find(argv, &task_switch?(&1, names)), code} do
+      {nil, _} ->
+        argv
+
+      {switch, :eval} ->
+        Mix.raise(
+          "beamspy: #{switch} comes after the expression's arguments, where it would be one " <>
+            "of them: give the task's switches before the arguments, or write -- before the " <>
+            "arguments to pass #{switch} to the expression"
+        )
+
+      {switch, file} ->
+        Mix.raise(
+          "beamspy: #{switch} comes after the script #{file}, where it would be one of the " <>
+            "script's arguments: give the task's switches before the script " <>
+            "(mix profile.beamspy #{switch} ... #{file} ARGS), or write -- after the script " <>
+            "to pass #{switch} to it"
+        )
+    end
+  end
+
+  defp task_switch?(arg, names) do
+    case arg do
+      "-e" -> true
+      "-o" -> true
+      "--no-" <> name -> name in names
+      "--" <> name -> hd(String.split(name, "=", parts: 2)) in names
+      _ -> false
+    end
+  end
+
+  # The value is shown as the switch gave it.
+  defp message({:bad_option, key, value, expected}, parsed) do
+    given = Keyword.get(parsed, key, value)
+    "beamspy: --#{dashed(key)} must be #{IO.chardata_to_string(expected)}, got #{switch_text(given)}"
+  end
+
+  defp message(reason, _parsed), do: "beamspy: " <> List.to_string(:beamspy.format_error(reason))
+
+  defp switch_text(value) when is_binary(value), do: value
+  defp switch_text(value) when is_atom(value), do: Atom.to_string(value)
+  defp switch_text(value), do: inspect(value)
+
+  @doc false
   def profile(fun, beamspy_opts, warmup) do
     if warmup do
       IO.puts("Warmup...")
@@ -139,56 +198,6 @@ defmodule Mix.Tasks.Profile.Beamspy do
     end
 
     BeamSpy.run(fun, beamspy_opts)
-  end
-
-  defp beamspy_options(opts) do
-    base =
-      case opts[:output] do
-        nil -> [output: ".", formats: [:html]]
-        out -> [output: out]
-      end
-
-    base =
-      case opts[:formats] do
-        nil -> base
-        text -> Keyword.put(base, :formats, formats(text))
-      end
-
-    Enum.reduce(opts, base ++ [names: :elixir], fn
-      {k, v}, acc when k in [:sleep, :gc, :drop_sleep, :children, :merge, :flamechart, :inverted, :open] ->
-        Keyword.put(acc, k, v)
-
-      {:timeline, v}, acc ->
-        Keyword.put(acc, :timeline, v)
-
-      {:names, v}, acc ->
-        Keyword.put(acc, :names, atom(:names, v, ~w(erlang elixir)))
-
-      {:palette, v}, acc ->
-        Keyword.put(acc, :palette, atom(:palette, v, ~w(hot beam)))
-
-      {k, v}, acc when k in [:title, :include, :exclude, :max_events, :max_memory, :max_duration] ->
-        Keyword.put(acc, k, v)
-
-      _, acc ->
-        acc
-    end)
-  end
-
-  defp formats(text) do
-    names = Enum.map(:beamspy_opts.formats(), &Atom.to_string/1)
-
-    for name <- String.split(text, ",", trim: true) do
-      atom(:formats, String.trim(name), names)
-    end
-  end
-
-  defp atom(option, value, allowed) do
-    if value in allowed do
-      String.to_existing_atom(value)
-    else
-      Mix.raise("beamspy: --#{dashed(option)} must be one of #{Enum.join(allowed, ", ")}, got #{inspect(value)}")
-    end
   end
 
   defp dashed(key), do: key |> Atom.to_string() |> String.replace("_", "-")
