@@ -440,7 +440,8 @@ void bs_proc_exit(bs_proc *p, uint64_t t)
 
 void bs_proc_flush(bs_proc *p, uint64_t t)
 {
-    if (p->woke && p->state == BS_SCHEDULED_OUT) /* out again, nothing ran: it still waits */
+    int out = p->state == BS_SCHEDULED_OUT || (p->state == BS_IN_GC && p->state_before_gc == BS_SCHEDULED_OUT);
+    if (p->woke && out) /* out again, nothing ran: it still waits */
         settle_wake(p, 1);
     if (p->state != BS_EXITED)
         (void)charge(p, t, BS_EVENT_FREE);

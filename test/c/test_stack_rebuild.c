@@ -765,6 +765,21 @@ static void test_signals_keep_a_wait(void **state)
                     "gen_server:loop/7;WAIT 5000 2\n");
     bs_proc_free(&p);
 
+    /* ... or to a GC of its own the recording ends in (charge_gc on) */
+    new_proc(&p, 0, 1, 1);
+    bs_proc_split_waits(&p);
+    CALL_ROOT(&p, LOOPG, 0);
+    assert_int_equal(bs_proc_sched_out(&p, 100), 0);
+    assert_int_equal(bs_proc_sched_in(&p, 1100), 0);
+    assert_int_equal(bs_proc_sched_out(&p, 1110), 0);
+    assert_int_equal(bs_proc_gc_start(&p, 2110), 0);
+    bs_proc_flush(&p, 2130);
+    assert_tree(&p, "<root> 0 0\n"
+                    "gen_server:loop/7 110 1\n"
+                    "gen_server:loop/7;WAIT 2000 2\n"
+                    "gen_server:loop/7;GC 20 1\n");
+    bs_proc_free(&p);
+
     /* a signal, then killed */
     new_proc(&p, 0, 1, 0);
     bs_proc_split_waits(&p);
