@@ -60,9 +60,11 @@ static inline enum bs_pseudo_frame out_leaf(const bs_proc *p)
     return p->split_waits ? BS_PSEUDO_WAIT : BS_PSEUDO_SLEEP;
 }
 
-/* The event after an `in' tells whether the process had been waiting (a
- * receive) or runnable (anything else): in the second case its last out
- * interval moves from the WAIT leaf to a RUNNABLE leaf beside it, in the
+/* The first event after an `in' that shows what the process did tells
+ * whether it had been waiting (a receive) or runnable (code ran): in the
+ * second case the out intervals since it was last seen doing something
+ * (woke_calls of them, one or more when it was scheduled in only for
+ * signals) move from the WAIT leaf to a RUNNABLE leaf beside it, in the
  * tree and in the timeline. */
 static void settle_wake(bs_proc *p, int waited)
 {
@@ -73,20 +75,20 @@ static void settle_wake(bs_proc *p, int waited)
     bs_key k = bs_key_pseudo(BS_PSEUDO_RUNNABLE);
     uint32_t n = bs_call_tree_child(&p->tree, w->parent, &k);
     if (n == BS_NO_NODE) {
-        (void)drop(p); /* the interval stays WAIT */
+        (void)drop(p); /* the intervals stay WAIT */
         return;
     }
     w = &p->tree.nodes[p->woke_node]; /* the child may have moved the nodes */
     uint64_t moved = p->woke_ns < w->self_ns ? p->woke_ns : w->self_ns;
     w->self_ns -= moved;
     p->tree.nodes[n].self_ns += moved;
-    if (w->calls) {
-        w->calls--;
-        p->tree.nodes[n].calls++;
-    }
+    uint32_t calls = p->woke_calls < w->calls ? p->woke_calls : w->calls;
+    w->calls -= calls;
+    p->tree.nodes[n].calls += calls;
     bs_timeline *tl = &p->timeline;
-    if (p->woke_span != BS_NO_SPAN && p->woke_span < tl->n && tl->spans[p->woke_span].node == p->woke_node)
-        tl->spans[p->woke_span].node = n;
+    for (uint32_t i = p->woke_span; i < tl->n; i++) /* BS_NO_SPAN: none kept */
+        if (tl->spans[i].node == p->woke_node)
+            tl->spans[i].node = n;
 }
 
 /* Charge the interval [last_ns, t) to whatever ran during it, less the
@@ -95,7 +97,10 @@ static void settle_wake(bs_proc *p, int waited)
  * charge a negative interval. */
 static int charge_n(bs_proc *p, uint64_t t, bs_event_kind kind, uint32_t n_events)
 {
-    if (p->woke)
+    /* A call, a return or a span: code ran. Scheduling and GC show nothing
+     * (a process waiting in a receive is scheduled in and out again to
+     * handle signals: monitors, links, process_info, code purges, GC). */
+    if (p->woke && kind != BS_EVENT_SCHED && kind != BS_EVENT_GC)
         settle_wake(p, 0);
     uint64_t dt = t > p->last_ns ? t - p->last_ns : 0;
     if (t > p->last_ns)
@@ -153,8 +158,17 @@ static int count_pseudo(bs_proc *p, enum bs_pseudo_frame which, uint64_t t)
     uint32_t spans = p->timeline.n;
     timeline_to(p, n, t);
     if (which == BS_PSEUDO_WAIT) {
-        p->woke_node = n;
-        p->woke_span = p->timeline.n > spans ? p->timeline.n - 1 : BS_NO_SPAN;
+        if (p->woke && n != p->woke_node)
+            settle_wake(p, 1); /* cannot happen: nothing moved the stack; a wait is the safe reading */
+        if (!p->woke) {
+            p->woke_node = n;
+            p->woke_ns = 0;
+            p->woke_calls = 0;
+            p->woke_span = BS_NO_SPAN;
+        }
+        p->woke_calls++;
+        if (p->woke_span == BS_NO_SPAN && p->timeline.n > spans)
+            p->woke_span = p->timeline.n - 1;
     }
     return 0;
 }
@@ -347,8 +361,8 @@ int bs_proc_sched_out(bs_proc *p, uint64_t t)
     if (charge_n(p, t, BS_EVENT_SCHED, 0) < 0)
         return -1;
     p->state = BS_SCHEDULED_OUT;
-    p->woke_node = 0;
-    p->woke_ns = 0;
+    if (!p->woke) /* else scheduled in for signals only: the wait goes on */
+        p->woke_node = 0;
     return p->charge_sleep ? count_pseudo(p, out_leaf(p), t) : 0;
 }
 
@@ -360,7 +374,7 @@ int bs_proc_sched_in(bs_proc *p, uint64_t t)
     int rc = charge_n(p, t, BS_EVENT_SCHED, 2); /* the out before and this in */
     p->state = BS_RUNNING;
     timeline_to(p, p->current, t);
-    p->woke = p->split_waits && p->charge_sleep && p->woke_node;
+    p->woke = p->split_waits && p->charge_sleep && p->woke_node; /* kept by an empty slice */
     return rc;
 }
 
@@ -405,8 +419,8 @@ int bs_proc_gc_end(bs_proc *p, uint64_t t)
         uint32_t spans = p->timeline.n;
         if (n != BS_NO_NODE)
             timeline_to(p, n, t);
-        if (n == p->woke_node && p->woke_node) /* the wait goes on in a new span */
-            p->woke_span = p->timeline.n > spans ? p->timeline.n - 1 : BS_NO_SPAN;
+        if (n == p->woke_node && p->woke_node && p->woke_span == BS_NO_SPAN && p->timeline.n > spans)
+            p->woke_span = p->timeline.n - 1; /* the wait goes on in a new span */
     }
     return rc;
 }
@@ -426,6 +440,9 @@ void bs_proc_exit(bs_proc *p, uint64_t t)
 
 void bs_proc_flush(bs_proc *p, uint64_t t)
 {
+    int out = p->state == BS_SCHEDULED_OUT || (p->state == BS_IN_GC && p->state_before_gc == BS_SCHEDULED_OUT);
+    if (p->woke && out) /* out again, nothing ran: it still waits */
+        settle_wake(p, 1);
     if (p->state != BS_EXITED)
         (void)charge(p, t, BS_EVENT_FREE);
     timeline_to(p, 0, t); /* close every open span */

@@ -37,14 +37,20 @@
  *    `receive' event of the message (or `timeout') that woke a process
  *    waiting in a receive right after its `in', before anything else. So
  *    an out interval whose `in' is followed first by a receive is WAIT
- *    (waiting for a message); one followed by anything else is RUNNABLE
- *    (preempted, yielded, rescheduled by the tracer's own work: able to run,
- *    waiting for a scheduler). An exit right after the `in' (killed while
- *    waiting: the VM sends `in', then `out_exited') keeps it WAIT. The
- *    interval is charged to WAIT and moved to
- *    RUNNABLE at that next event (a WAIT leaf left with no time and no
- *    entry stays in the tree; profiles leave it out). Without the split it
- *    is SLEEP.
+ *    (waiting for a message); one followed first by code running (a call,
+ *    a return, a span) is RUNNABLE (preempted, yielded, rescheduled by the
+ *    tracer's own work: able to run, waiting for a scheduler). A process
+ *    waiting in a receive is also scheduled in to handle signals (monitors,
+ *    links, process_info, code purge checks, GC requests): `in', perhaps a
+ *    GC, then `out', no code run. Such a slice tells nothing: the out
+ *    intervals on both sides of it are told apart together, by the first
+ *    event after an `in' that is not a reschedule or a GC. An exit right
+ *    after the `in' (killed while waiting: the VM sends `in', then
+ *    `out_exited') keeps them WAIT, and so does the end of the recording
+ *    while scheduled out. The intervals are charged to WAIT and moved to
+ *    RUNNABLE when code runs (a WAIT leaf left with no time and no entry
+ *    stays in the tree; profiles leave it out). Without the split it is
+ *    SLEEP.
  * Events of one process must arrive in time order; nothing here is shared
  * between processes, so no locking is needed. */
 #ifndef BS_STACK_REBUILD_H
@@ -84,9 +90,10 @@ typedef struct bs_proc {
     unsigned in_own_code : 1; /* seeded: beamspy's own code runs right above own_floor */
     uint32_t own_floor;      /* seeded: the frame beamspy's own code was entered from */
     uint32_t own_callee;     /* seeded: the frame own code called last (its tail calls replace it) */
-    uint32_t woke_node;      /* the WAIT leaf the last out interval went to */
-    uint32_t woke_span;      /* its timeline span, BS_NO_SPAN if not kept */
-    uint64_t woke_ns;        /* time charged to it since the out */
+    uint32_t woke_node;      /* the WAIT leaf the out intervals not yet told apart went to */
+    uint32_t woke_calls;     /* how many of them */
+    uint32_t woke_span;      /* the first timeline span of them, BS_NO_SPAN if none kept */
+    uint64_t woke_ns;        /* time charged to it since the first of them */
     uint64_t events;
     uint64_t dropped;
     bs_timeline timeline;    /* kept only after bs_proc_enable_timeline */

@@ -648,9 +648,9 @@ static void test_wait_and_runnable_leaves(void **state)
     RET(&p, A, 1500); /* [1400,1450) RUNNABLE */
     assert_int_equal(bs_proc_sched_out(&p, 1600), 0); /* preempted, then out again at once */
     assert_int_equal(bs_proc_sched_in(&p, 1620), 0);
-    assert_int_equal(bs_proc_sched_out(&p, 1630), 0);
+    assert_int_equal(bs_proc_sched_out(&p, 1630), 0); /* nothing ran: not told yet */
     assert_int_equal(bs_proc_sched_in(&p, 1700), 0);
-    bs_proc_flush(&p, 1800); /* not a receive: RUNNABLE */
+    bs_proc_flush(&p, 1800); /* running at the end, no receive: both RUNNABLE */
     /* b's WAIT leaf is left empty (writers draw no empty leaf) */
     assert_tree(&p, "<root> 0 0\n"
                     "m:top/0 100 1\n"
@@ -694,6 +694,130 @@ static void test_wait_and_runnable_leaves(void **state)
     assert_tree(&p, "<root> 0 0\n"
                     "m:top/0 200 1\n"
                     "m:top/0;SLEEP 200 1\n");
+    bs_proc_free(&p);
+}
+
+/* Time of the timeline's WAIT and RUNNABLE spans. */
+static void pseudo_span_times(const bs_proc *p, uint64_t *wait_ns, uint64_t *runnable_ns)
+{
+    *wait_ns = *runnable_ns = 0;
+    for (uint32_t i = 0; i < p->timeline.n; i++) {
+        const bs_span *sp = &p->timeline.spans[i];
+        const bs_key *k = &p->tree.nodes[sp->node].key;
+        if (bs_key_is_pseudo(k) && k->function == BS_PSEUDO_WAIT)
+            *wait_ns += sp->end_ns - sp->start_ns;
+        else if (bs_key_is_pseudo(k) && k->function == BS_PSEUDO_RUNNABLE)
+            *runnable_ns += sp->end_ns - sp->start_ns;
+    }
+}
+
+/* A process waiting in a receive is scheduled in to handle signals (a
+ * monitor, a link, process_info, a code purge check: `in' then `out' with
+ * nothing between, as the VM reports them) or a GC request (`in', GC, `out'):
+ * it ran no code, so it is still waiting; its time stays WAIT whether a
+ * message, an exit or the end of the recording comes next. A preempted
+ * process scheduled in and out again at once (a trapping BIF) is runnable
+ * all along: the call it makes next says so for every interval. */
+static void test_signals_keep_a_wait(void **state)
+{
+    (void)state;
+    bs_span_quota quota;
+    bs_span_quota_init(&quota, 1000);
+    bs_proc p;
+    uint64_t wait_ns, runnable_ns;
+
+    /* signals, a GC request, then a message */
+    new_proc(&p, 0, 1, 1);
+    bs_proc_split_waits(&p);
+    bs_proc_enable_timeline(&p, &quota);
+    CALL_ROOT(&p, LOOPG, 0);
+    assert_int_equal(bs_proc_sched_out(&p, 100), 0); /* in a receive */
+    assert_int_equal(bs_proc_sched_in(&p, 1100), 0); /* a monitor */
+    assert_int_equal(bs_proc_sched_out(&p, 1105), 0);
+    assert_int_equal(bs_proc_sched_in(&p, 2105), 0); /* erlang:garbage_collect(Pid) */
+    assert_int_equal(bs_proc_gc_start(&p, 2110), 0);
+    assert_int_equal(bs_proc_gc_end(&p, 2130), 0);
+    assert_int_equal(bs_proc_sched_out(&p, 2135), 0);
+    assert_int_equal(bs_proc_sched_in(&p, 3135), 0);
+    assert_int_equal(bs_proc_received(&p, 3140), 0); /* the message */
+    CALL(&p, A, LOOPG, 3150);
+    bs_proc_flush(&p, 3200);
+    assert_tree(&p, "<root> 0 0\n"
+                    "gen_server:loop/7 130 1\n"
+                    "gen_server:loop/7;WAIT 3000 3\n"
+                    "gen_server:loop/7;GC 20 1\n"
+                    "gen_server:loop/7;m:a/0 50 1\n");
+    pseudo_span_times(&p, &wait_ns, &runnable_ns);
+    assert_int_equal(wait_ns, 3000);
+    assert_int_equal(runnable_ns, 0);
+    bs_proc_free(&p);
+
+    /* a signal, then waiting to the end of the recording */
+    new_proc(&p, 0, 1, 0);
+    bs_proc_split_waits(&p);
+    CALL_ROOT(&p, LOOPG, 0);
+    assert_int_equal(bs_proc_sched_out(&p, 100), 0);
+    assert_int_equal(bs_proc_sched_in(&p, 1100), 0);
+    assert_int_equal(bs_proc_sched_out(&p, 1110), 0);
+    bs_proc_flush(&p, 5110);
+    assert_tree(&p, "<root> 0 0\n"
+                    "gen_server:loop/7 110 1\n"
+                    "gen_server:loop/7;WAIT 5000 2\n");
+    bs_proc_free(&p);
+
+    /* ... or to a GC of its own the recording ends in (charge_gc on) */
+    new_proc(&p, 0, 1, 1);
+    bs_proc_split_waits(&p);
+    CALL_ROOT(&p, LOOPG, 0);
+    assert_int_equal(bs_proc_sched_out(&p, 100), 0);
+    assert_int_equal(bs_proc_sched_in(&p, 1100), 0);
+    assert_int_equal(bs_proc_sched_out(&p, 1110), 0);
+    assert_int_equal(bs_proc_gc_start(&p, 2110), 0);
+    bs_proc_flush(&p, 2130);
+    assert_tree(&p, "<root> 0 0\n"
+                    "gen_server:loop/7 110 1\n"
+                    "gen_server:loop/7;WAIT 2000 2\n"
+                    "gen_server:loop/7;GC 20 1\n");
+    bs_proc_free(&p);
+
+    /* a signal, then killed */
+    new_proc(&p, 0, 1, 0);
+    bs_proc_split_waits(&p);
+    CALL_ROOT(&p, LOOPG, 0);
+    assert_int_equal(bs_proc_sched_out(&p, 100), 0);
+    assert_int_equal(bs_proc_sched_in(&p, 1100), 0);
+    assert_int_equal(bs_proc_sched_out(&p, 1110), 0);
+    assert_int_equal(bs_proc_sched_in(&p, 2110), 0);
+    bs_proc_exit(&p, 2120);
+    assert_tree(&p, "<root> 0 0\n"
+                    "gen_server:loop/7 120 1\n"
+                    "gen_server:loop/7;WAIT 2000 2\n");
+    bs_proc_free(&p);
+
+    /* preempted, in and out at once, then code runs: RUNNABLE both times */
+    new_proc(&p, 0, 1, 0);
+    bs_proc_split_waits(&p);
+    bs_proc_enable_timeline(&p, &quota);
+    CALL_ROOT(&p, F, 0);
+    assert_int_equal(bs_proc_sched_out(&p, 100), 0);
+    assert_int_equal(bs_proc_sched_in(&p, 300), 0);
+    assert_int_equal(bs_proc_sched_out(&p, 310), 0);
+    assert_int_equal(bs_proc_sched_in(&p, 510), 0);
+    CALL(&p, A, F, 520);
+    /* then waits for a message, and gets one */
+    assert_int_equal(bs_proc_sched_out(&p, 600), 0);
+    assert_int_equal(bs_proc_sched_in(&p, 1600), 0);
+    assert_int_equal(bs_proc_received(&p, 1605), 0);
+    bs_proc_flush(&p, 1700);
+    assert_tree(&p, "<root> 0 0\n"
+                    "m:f/1 120 1\n"
+                    "m:f/1;WAIT 0 0\n"
+                    "m:f/1;RUNNABLE 400 2\n"
+                    "m:f/1;m:a/0 180 1\n"
+                    "m:f/1;m:a/0;WAIT 1000 1\n");
+    pseudo_span_times(&p, &wait_ns, &runnable_ns);
+    assert_int_equal(wait_ns, 1000);
+    assert_int_equal(runnable_ns, 400);
     bs_proc_free(&p);
 }
 
@@ -928,6 +1052,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_already_running_unseeded),
         cmocka_unit_test(test_sleep_and_gc_leaves),
         cmocka_unit_test(test_wait_and_runnable_leaves),
+        cmocka_unit_test(test_signals_keep_a_wait),
         cmocka_unit_test(test_whole_vm_filter),
         cmocka_unit_test(test_exit_stops_charging),
         cmocka_unit_test(test_migration_between_threads),

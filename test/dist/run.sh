@@ -15,7 +15,9 @@
 # that jobs write no profile file on the node (no_files_checks.sh), ONLY=names
 # the spelling of frames in every mode alone (names.sh), ONLY=sample that
 # sampling and top count what runs (sample_checks.sh), ONLY=function the
-# spellings and refusals of record --function (function_checks.sh).
+# spellings and refusals of record --function (function_checks.sh), ONLY=idle
+# that idle servers of an Elixir command are WAIT, not RUNNABLE
+# (idle_checks.sh).
 set -u
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -127,6 +129,12 @@ fi
 # ONLY=sample: only that sampling counts what runs (sample_checks.sh).
 if [ "${ONLY:-}" = sample ]; then
     . "$here/sample_checks.sh"
+    finish
+fi
+
+# ONLY=idle: only WAIT against RUNNABLE in `run -- elixir' (idle_checks.sh).
+if [ "${ONLY:-}" = idle ]; then
+    . "$here/idle_checks.sh"
     finish
 fi
 
@@ -544,6 +552,7 @@ rc=$?
 check "run --when-started: a bad application name is a usage error" eval '[ $rc -eq 2 ] && grep -q "when-started wants an application name" "$out/mt3.err"'
 "$cli" run -o "$out/x.folded" -- no-such-command-here >/dev/null 2>"$out/run4.err"
 check "run: a command that does not exist" [ $? -ne 0 ] && grep -q 'cannot run no-such-command-here' "$out/run4.err"
+. "$here/idle_checks.sh"
 
 echo "--- run: limits, --duration, signals, a killed tool"
 # Temporary directories of these runs go to a directory of their own.

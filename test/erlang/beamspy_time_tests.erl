@@ -1,17 +1,18 @@
 %%% Ground truth for time: the root's total against the wall time of the
-%%% call, WAIT against timer:sleep/1 and a blocking receive, RUNNABLE (not
-%%% WAIT) under a CPU-bound loop, and GC leaves (dirty schedulers).
+%%% call, WAIT against timer:sleep/1, a blocking receive and an idle server
+%%% woken by signals, RUNNABLE (not WAIT) under a CPU-bound loop, and GC
+%%% leaves (dirty schedulers).
 -module(beamspy_time_tests).
 
 -include_lib("eunit/include/eunit.hrl").
 
--import(bs_test_lib, [profile_ok/2, own_tree/1, nodes_of/2, node_map/1, path/2,
+-import(bs_test_lib, [profile_ok/2, own_tree/1, tree_of/2, nodes_of/2, node_map/1, path/2,
                       frame_calls/2, processes/1, assert_clean/0]).
 
 -define(MS, 1000000).
 
 setup() ->
-    [{module, M} = code:ensure_loaded(M) || M <- [bs_wl, timer]],
+    [{module, M} = code:ensure_loaded(M) || M <- [bs_wl, bs_idle_wl, timer]],
     ok.
 
 time_test_() ->
@@ -19,6 +20,8 @@ time_test_() ->
      [{"root total within 10% of the call's wall time", {timeout, 120, fun wall_time/0}},
       {"timer:sleep(50) shows ~50 ms of WAIT under timer:sleep/1", {timeout, 60, fun sleep_50/0}},
       {"blocked 300 ms in a receive: its time is WAIT, hardly any RUNNABLE", {timeout, 60, fun blocked_300/0}},
+      {"an idle gen_server woken by signals only: its time is WAIT, hardly any RUNNABLE",
+       {timeout, 60, fun signals_keep_wait/0}},
       {"a CPU-bound loop: descheduled time is RUNNABLE, no WAIT", {timeout, 120, fun cpu_loop/0}},
       {"sleep => false: no SLEEP/WAIT/RUNNABLE node, sleep time not charged", {timeout, 60, fun sleep_off/0}},
       {"gc => true: GC leaves of large heaps (dirty schedulers)", {timeout, 120, fun gc_on/0}},
@@ -78,6 +81,27 @@ blocked_300() ->
     ?debugFmt("blocked: WAIT ~.1f ms, RUNNABLE ~.3f ms", [Waited / ?MS, Runnable / ?MS]),
     ?assert(Waited >= 290 * ?MS),
     ?assert(Runnable * 10 < Waited),
+    assert_clean().
+
+%% A server waiting in its receive is scheduled in and out again for each
+%% signal (process_info, monitor, link, GC request, code purge check,
+%% suspend/resume), running no code: that is no reason to call its wait
+%% RUNNABLE (which took ~all of it when each `in' not followed by a receive
+%% made the interval before it RUNNABLE).
+signals_keep_wait() ->
+    Pokes = 30,
+    {{poked, Pid}, P} = profile_ok({bs_idle_wl, poked_server, [Pokes, 10]}, #{}),
+    Nodes = tree_of(Pid, P),
+    Wait = lists:sum([S || {_, _, <<"WAIT">>, S, _, _} <- Nodes]),
+    Runnable = lists:sum([S || {_, _, <<"RUNNABLE">>, S, _, _} <- Nodes]),
+    Outs = frame_calls(Nodes, <<"WAIT">>),
+    ?debugFmt("poked server: WAIT ~.1f ms (~w times scheduled out), RUNNABLE ~.3f ms",
+              [Wait / ?MS, Outs, Runnable / ?MS]),
+    ?assert(Wait >= Pokes * 10 * ?MS),
+    ?assert(Runnable * 10 < Wait),
+    %% one WAIT entry per time it was scheduled out: the pokes woke it (most
+    %% kinds do; which ones is the VM's business)
+    ?assert(Outs >= Pokes div 2),
     assert_clean().
 
 %% A loop that never receives is preempted many times (tracing makes it
