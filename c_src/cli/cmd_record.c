@@ -23,6 +23,7 @@
 #include "../readers/readers.h"
 #include "../writers/writers.h"
 #include "cli.h"
+#include "function_arg.h"
 #include "job.h"
 #include "remote.h"
 #include "stop_signals.h"
@@ -72,7 +73,7 @@ void bs_cmd_record_usage(FILE *out)
           "  --name NAME         a registered process (repeatable)\n"
           "  --all               every process, and every process spawned meanwhile\n"
           "  --function M:F/A    the next calls of M:F/A, by any process (capture);\n"
-          "                      Elixir: Mod.fun/2\n"
+          BS_FUNCTION_ARG_SPELLINGS_USAGE
           "  --calls K           with --function: how many calls (default 1)\n"
           "\n"
           "how:\n"
