@@ -23,6 +23,7 @@
 #include "../readers/readers.h"
 #include "../writers/writers.h"
 #include "cli.h"
+#include "function_arg.h"
 #include "job.h"
 #include "remote.h"
 #include "stop_signals.h"
@@ -72,7 +73,7 @@ void bs_cmd_record_usage(FILE *out)
           "  --name NAME         a registered process (repeatable)\n"
           "  --all               every process, and every process spawned meanwhile\n"
           "  --function M:F/A    the next calls of M:F/A, by any process (capture);\n"
-          "                      Elixir: Mod.fun/2\n"
+          BS_FUNCTION_ARG_SPELLINGS_USAGE
           "  --calls K           with --function: how many calls (default 1)\n"
           "\n"
           "how:\n"
@@ -243,12 +244,94 @@ static void wait_a_little(long long ms, const sigset_t *waiting_mask)
     pselect(0, NULL, NULL, NULL, &ts, waiting_mask);
 }
 
+/* Appends " word" to buf (quoted when it holds a blank or a quote); n is
+ * what buf holds, kept at most cap. */
+static size_t add_word(char *buf, size_t cap, size_t n, const char *word)
+{
+    if (n >= cap)
+        return n;
+    int blank = strpbrk(word, " \t\n'\"") != NULL;
+    n += (size_t)snprintf(buf + n, cap - n, blank ? " '%s'" : " %s", word);
+    return n < cap ? n : cap;
+}
+
+/* What the outputs say was recorded and how: the command as the user gave
+ * it (nodes and targets), and this tool's options with show_idle as drawn;
+ * not the VM's session (beamspy:start(all), the node's working directory,
+ * the job's own pids left out, show_idle => true because this tool leaves
+ * idle time out, the node's safety deadline for max_duration). */
+static void describe_record(const record_args *a, bs_profile_meta *m)
+{
+    const bs_job_spec *j = &a->job;
+    size_t cap = sizeof m->source, n = (size_t)snprintf(m->source, cap, "beamspy record");
+    for (int i = 0; i < a->remote.n_nodes; i++) {
+        n = add_word(m->source, cap, n, "--node");
+        n = add_word(m->source, cap, n, a->remote.nodes[i]);
+    }
+    if (j->target_kind == BS_TARGET_ALL)
+        n = add_word(m->source, cap, n, "--all");
+    for (int i = 0; j->target_kind == BS_TARGET_LIST && i < j->n_targets; i++) {
+        n = add_word(m->source, cap, n, j->targets[i][0] == '<' ? "--pid" : "--name");
+        n = add_word(m->source, cap, n, j->targets[i]);
+    }
+    if (j->target_kind == BS_TARGET_FUNCTION) {
+        bs_function_arg f = {.arity = j->arity};
+        char name[600], calls[32];
+        snprintf(f.module, sizeof f.module, "%s", j->module);
+        snprintf(f.function, sizeof f.function, "%s", j->function);
+        bs_function_arg_name(name, sizeof name, &f);
+        snprintf(calls, sizeof calls, "%u", j->calls);
+        n = add_word(m->source, cap, n, "--function");
+        n = add_word(m->source, cap, n, name);
+        n = add_word(m->source, cap, n, "--calls");
+        n = add_word(m->source, cap, n, calls);
+    }
+    if (j->sample) {
+        n = add_word(m->source, cap, n, "--mode");
+        n = add_word(m->source, cap, n, "sample");
+    }
+    if (n >= cap) /* cut: say so */
+        memcpy(m->source + cap - 4, "...", 4);
+
+    /* At most about 300 bytes (every number at its widest): options holds 512. */
+    char *o = m->options;
+    size_t ocap = sizeof m->options, k = 0;
+    k += (size_t)snprintf(o + k, ocap - k, "#{mode => %s", j->sample ? "sample" : "trace");
+    if (j->sample && j->interval_ms)
+        k += (size_t)snprintf(o + k, ocap - k, ", interval => %u", j->interval_ms);
+    k += (size_t)snprintf(o + k, ocap - k, ", max_duration => %llu", j->duration_ms);
+    if (!j->sample) {
+        k += (size_t)snprintf(o + k, ocap - k, ", gc => %s, sleep => %s, compensate => %s, children => %s",
+                              j->gc ? "true" : "false", j->no_sleep ? "false" : "true",
+                              j->no_compensate ? "false" : "true", j->children ? "true" : "false");
+        if (j->max_events)
+            k += (size_t)snprintf(o + k, ocap - k, ", max_events => %llu", j->max_events);
+        else
+            k += (size_t)snprintf(o + k, ocap - k, ", max_events => infinity");
+        if (j->max_memory)
+            k += (size_t)snprintf(o + k, ocap - k, ", max_memory => %llu", j->max_memory);
+        if (j->max_processes)
+            k += (size_t)snprintf(o + k, ocap - k, ", max_processes => %llu", j->max_processes);
+        if (j->timeline == 0)
+            k += (size_t)snprintf(o + k, ocap - k, ", timeline => false");
+        else if (j->timeline > 0)
+            k += (size_t)snprintf(o + k, ocap - k, ", timeline => %lld", j->timeline);
+    }
+    k += (size_t)snprintf(o + k, ocap - k, ", names => %s", j->elixir > 0 ? "elixir" : "erlang");
+    if (j->target_kind == BS_TARGET_ALL) /* whole-VM views only */
+        snprintf(o + k, ocap - k, ", show_idle => %s", j->show_idle ? "true" : "false");
+    k = strlen(o);
+    snprintf(o + k, ocap - k, "}");
+}
+
 static int write_profile(const record_args *a, const bs_profile *p, const char *node)
 {
     bs_render_opts o = a->render;
+    bs_profile shown = *p; /* the same trees, described as the user asked for them */
+    describe_record(a, &shown.meta);
     if (a->job.target_kind == BS_TARGET_ALL)
-        bs_job_whole_vm_view(&a->job, p, &o);
-    return bs_cli_write_outputs(a->outputs, a->n_outputs, BS_FORMAT_UNKNOWN, p, &o, node, 1, a->open);
+        bs_job_whole_vm_view(&a->job, &shown, &o);
+    return bs_cli_write_outputs(a->outputs, a->n_outputs, BS_FORMAT_UNKNOWN, &shown, &o, node, 1, a->open);
 }
 
 /* One line, rewritten in place: elapsed time, events, memory on the node,

@@ -28,6 +28,7 @@
 #include "../engine/seq_flow.h"
 #include "../writers/seq_writers.h"
 #include "cli.h"
+#include "function_arg.h"
 #include "job.h"
 #include "remote.h"
 #include "stop_signals.h"
@@ -73,7 +74,7 @@ void bs_cmd_seq_usage(FILE *out)
     fputs("\n"
           "what to follow:\n"
           "  --function M:F/A    calls of M:F/A by any process on any node given;\n"
-          "                      Elixir: Mod.fun/2\n"
+          BS_FUNCTION_ARG_SPELLINGS_USAGE
           "  --calls K           how many calls get a token (default 1; calls racing\n"
           "                      with the pattern's removal may get one too)\n"
           "  --duration T        the longest wait for the calls and their flows\n"

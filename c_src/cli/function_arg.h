@@ -17,6 +17,10 @@
 
 #include "../dist/eterm.h"
 
+/* The help's line under --function (record, seq): the spellings above. */
+#define BS_FUNCTION_ARG_SPELLINGS_USAGE \
+    "                      also 'Elixir.Mod':f/2, Elixir.Mod:f/2, Mod.f/2, :mod.f/2\n"
+
 typedef struct bs_function_arg {
     char module[256], function[256]; /* atom texts (an atom has at most 255 bytes here) */
     int arity;

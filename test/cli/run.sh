@@ -215,6 +215,24 @@ for o in -o --folded --help; do
     grep -q -- "$o\b" <("$BEAMSPY" help diff) || fail "diff help mentions $o"
 done
 
+# record and seq say under --function which spellings they read, and each
+# one they name is read: a malformed one is a usage error (2) before any
+# node is asked, these get as far as looking the node up.
+for cmd in record seq; do
+    spellings=$("$BEAMSPY" help "$cmd" | grep -A1 -- '^  --function M:F/A' | sed -n 's/^ *also //p')
+    check "help $cmd: the line under --function names the spellings" \
+        [ "$spellings" = "'Elixir.Mod':f/2, Elixir.Mod:f/2, Mod.f/2, :mod.f/2" ]
+    output=$W/sp.folded
+    [ "$cmd" = seq ] && output=$W/sp.mmd
+    for f in M:F/A ${spellings//,/}; do
+        [ "$f" = M:F/A ] && f=mod:f/2
+        "$BEAMSPY" "$cmd" --node bs_cli_no_such_node@localhost --cookie c --function "$f" -o "$output" \
+            >/dev/null 2>"$W/sp.err"
+        rc=$?
+        check "help $cmd: --function $f is read" eval '[ $rc -ne 2 ] && ! grep -q "bad --function" "$W/sp.err"'
+    done
+done
+
 # --- render: every format --------------------------------------------------
 O="$W/o"
 mkdir -p "$O"

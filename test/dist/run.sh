@@ -17,7 +17,8 @@
 # sampling and top count what runs (sample_checks.sh), ONLY=function the
 # spellings and refusals of record --function (function_checks.sh), ONLY=idle
 # that idle servers of an Elixir command are WAIT, not RUNNABLE
-# (idle_checks.sh).
+# (idle_checks.sh), ONLY=meta what record's outputs say was recorded and how
+# (record_meta_checks.sh).
 set -u
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -163,6 +164,12 @@ if [ "${ONLY:-}" = names ]; then
     finish
 fi
 
+# ONLY=meta: what record's outputs say was recorded, alone.
+if [ "${ONLY:-}" = meta ]; then
+    . "$here/record_meta_checks.sh"
+    finish
+fi
+
 # ONLY=function: the spellings and refusals of record --function alone.
 if [ "${ONLY:-}" = function ]; then
     . "$here/function_checks.sh"
@@ -206,6 +213,7 @@ check "record --function: the captured calls" grep -q 'bs_dist_wl:handle/1;bs_di
 check "record --function: nothing from outside the calls" bash -c "! grep -q 'spin/1' '$out/fun.folded'"
 check "record --function: nothing left on the node" clean n1
 . "$here/function_checks.sh"
+. "$here/record_meta_checks.sh"
 
 bs record --node "$n1" --all --mode sample --interval 5ms --duration 1s -o "$out/sample.folded" 2>"$out/sample.err"
 check "record --mode sample: the busy process's stacks" grep -q '> busy;.*bs_dist_wl:spin/1' "$out/sample.folded"
