@@ -245,7 +245,8 @@ defmodule BeamSpy do
     * `:return` — `profile/2` only: formats rendered in memory (see there).
     * `:ignore` — up to 8 local pids never recorded. Default `[]`.
     * `:until_halt` — live sessions: a traced process halting the VM
-      first writes the files. Default `false`.
+      first writes the files (after a limit, the profile up to the limit).
+      Default `false`.
     * `:output_directory`, `:output_format` — eflambe's names of `:output`
       (a directory) and `:formats` (`:brendan_gregg` is folded), so code
       written for eflambe works.

@@ -99,6 +99,8 @@
 %%%   `erlang:halt/0,1,2' or `init:stop/0,1', its tracer callback first stops
 %%%   recording and writes the files (with labels refreshed every second), so
 %%%   a recording runs to the very end of the VM (`beamspy run' uses it).
+%%%   When a limit stopped the recording first, the halting process waits
+%%%   for the profile up to the limit (or writes it), so it is never lost.
 %%%   Default `false'.</li>
 %%% <li>`output_directory', `output_format', `return' — eflambe's names, so
 %%%   that calls written for `eflambe:apply/2' and `eflambe:capture/3' work

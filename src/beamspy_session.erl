@@ -577,8 +577,10 @@ limit(Reason, #{kind := live, session := Session, backend := Backend, caller := 
                     %% until_halt: written while tracing is still on, so that
                     %% a process halting the VM meanwhile still writes the
                     %% files itself (halt_write.h); switched off first, the
-                    %% VM could halt with nothing written.
+                    %% VM could halt with nothing written. The halting process
+                    %% waits for this write; once done, nothing is left for it.
                     Written = write(S#{limit_mono => T0}, #{}, T0),
+                    _ = beamspy_tracer:session_prepare_halt(Session, [], #{}),
                     ok = close(Backend),
                     Written;
                 _ ->

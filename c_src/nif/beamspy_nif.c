@@ -454,7 +454,10 @@ static ERL_NIF_TERM session_write(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
     if (format == BS_FORMAT_UNKNOWN)
         return error_tuple(env, "unknown_format");
     char warning[1024];
+    /* until_halt: a process halting the VM meanwhile waits for this write. */
+    bs_halt_lock(s);
     int e = bs_write_session_file(env, s, format, path, &req, warning, sizeof warning);
+    bs_halt_unlock(s);
     if (e == ENOMEM)
         return error_tuple(env, "enomem");
     if (e)

@@ -1,6 +1,7 @@
 /* halt_write.c — writing the profile at the VM's halt (see halt_write.h). */
 #include "halt_write.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 #include "../writers/writers.h"
@@ -13,7 +14,7 @@ typedef struct bs_halt_plan {
     ErlNifEnv *env;       /* owns outputs and opts */
     ERL_NIF_TERM outputs; /* [{Format, Path}] */
     ERL_NIF_TERM opts;
-    int written;
+    atomic_int written;   /* set under lock; read without it by bs_halt_pending */
 } bs_halt_plan;
 
 int bs_halt_plan_set(bs_session *s, ERL_NIF_TERM outputs, ERL_NIF_TERM write_opts)
@@ -29,7 +30,7 @@ int bs_halt_plan_set(bs_session *s, ERL_NIF_TERM outputs, ERL_NIF_TERM write_opt
             return -1;
         }
         p->env = NULL;
-        p->written = 0;
+        atomic_init(&p->written, 0);
         s->halt_plan = p;
     }
     ErlNifEnv *env = enif_alloc_env();
@@ -42,6 +43,8 @@ int bs_halt_plan_set(bs_session *s, ERL_NIF_TERM outputs, ERL_NIF_TERM write_opt
     p->env = env;
     p->outputs = out;
     p->opts = opts;
+    if (enif_is_empty_list(env, out)) /* the owner wrote the files itself */
+        atomic_store(&p->written, 1);
     enif_mutex_unlock(p->lock);
     if (old)
         enif_free_env(old);
@@ -54,8 +57,8 @@ void bs_halt_write(ErlNifEnv *env, bs_session *s)
     if (!p)
         return;
     enif_mutex_lock(p->lock);
-    if (!p->written && p->env) {
-        p->written = 1;
+    if (!atomic_load(&p->written) && p->env) {
+        atomic_store(&p->written, 1);
         bs_session_stop(s, BS_STOP_REQUESTED, 1);
         /* The plan's terms are read with the caller's env, which carries
          * the library's atoms; reading needs no particular env. */
@@ -78,6 +81,26 @@ void bs_halt_write(ErlNifEnv *env, bs_session *s)
             }
     }
     enif_mutex_unlock(p->lock);
+}
+
+int bs_halt_pending(bs_session *s)
+{
+    bs_halt_plan *p = s->halt_plan;
+    return p && !atomic_load(&p->written);
+}
+
+void bs_halt_lock(bs_session *s)
+{
+    bs_halt_plan *p = s->halt_plan;
+    if (p)
+        enif_mutex_lock(p->lock);
+}
+
+void bs_halt_unlock(bs_session *s)
+{
+    bs_halt_plan *p = s->halt_plan;
+    if (p)
+        enif_mutex_unlock(p->lock);
 }
 
 void bs_halt_plan_free(bs_session *s)

@@ -40,9 +40,17 @@ ERL_NIF_TERM bs_nif_enabled(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
     int is_meta;
     bs_session *s = session_of(env, priv, argv[1], &is_meta);
     (void)is_meta;
-    if (!s || !atomic_load_explicit(&s->recording, memory_order_relaxed))
+    if (!s)
+        return argv[0] == a->trace_status ? a->remove : a->discard;
+    if (!atomic_load_explicit(&s->recording, memory_order_relaxed)) {
+        /* A limit stopped the session while its profile is still to be
+         * written at the halt: the tracer stays and calls still come, for
+         * the halting one. */
+        if ((argv[0] == a->call || argv[0] == a->trace_status) && s->halt_hook && bs_halt_pending(s))
+            return a->trace;
         /* A stopped session asks the VM to drop the tracer from the tracee. */
         return argv[0] == a->trace_status ? a->remove : a->discard;
+    }
     /* Capture mode cannot answer `remove` for a process between captures:
      * the VM asks trace_status the moment a meta match spec switches tracing
      * on, before the meta call event arrives. Such a process's events are
@@ -173,8 +181,17 @@ ERL_NIF_TERM bs_nif_trace(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
     const bs_atoms *a = &priv->atoms;
     int is_meta;
     bs_session *s = session_of(env, priv, argv[1], &is_meta);
+    if (!s)
+        return a->ok;
+    if (!atomic_load_explicit(&s->recording, memory_order_relaxed)) {
+        /* Stopped by a limit: a halting process waits for the profile
+         * (bs_halt_write writes it, or waits for the owner's write). */
+        if (s->halt_hook && argv[0] == a->call && is_halting_call(env, a, argv[3]))
+            bs_halt_write(env, s);
+        return a->ok;
+    }
     ErlNifPid pid;
-    if (!s || !atomic_load_explicit(&s->recording, memory_order_relaxed) || !enif_get_local_pid(env, argv[2], &pid))
+    if (!enif_get_local_pid(env, argv[2], &pid))
         return a->ok;
     uint64_t key = (uint64_t)enif_make_pid(env, &pid);
     if (s->n_ignored && bs_session_is_ignored(s, key))

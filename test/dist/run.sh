@@ -510,6 +510,18 @@ check "run: init:stop ends it too, output passes through" [ $? -eq 0 ] && grep -
 "$cli" run -o "$out/run6.folded" -- erl -noshell -eval 'halt(4).' >/dev/null 2>&1
 check "run: a VM that halts at once still leaves its profile" [ $? -eq 4 ] && [ -s "$out/run6.folded" ]
 check "run: one scheduler, recorded up to halt all the same" grep -q 'bs_dist_wl:work/1' "$out/run5.folded"
+# A limit stops the recording and the VM halts before the session's owner
+# wrote the profile (as `run -- mix compile --force' did once max_memory fell
+# near the end of a long compile): the halting process writes it itself, or
+# waits for the owner's write. The owner is suspended here so that the halt
+# surely comes first; the limit is an event count, reached at a known point.
+halt_early='[O] = beamspy_session:owners(), erlang:suspend_process(O),
+  lists:foldl(fun(X, A) -> lists:reverse(lists:seq(1, X rem 50)) ++ A end, [], lists:seq(1, 20000)), halt(0).'
+"$cli" run --max-events 20000 -o "$out/run7.folded" -- erl -noshell -eval "$halt_early" >/dev/null 2>"$out/run7.err"
+rc=$?
+check "run: a limit, then a halt before the profile is written: the profile all the same" \
+    eval '[ $rc -eq 0 ] && grep -q "lists:foldl/3" "$out/run7.folded"'
+check "run: ... and stderr says which limit ended it" grep -q 'recording stopped early: max_events reached' "$out/run7.err"
 check "run: temporary files removed" [ "$(ls -d /tmp/beamspy-run-* 2>/dev/null | wc -l)" -eq "$before" ]
 "$cli" run -o "$out/runex.folded" -- elixir -e 'Enum.sort(Enum.to_list(1..20000))' >/dev/null 2>"$out/runex.err"
 # Elixir's own start-up (Kernel.CLI) is in every such run, whatever the
