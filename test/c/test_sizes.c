@@ -231,6 +231,62 @@ static void test_projection_near_real_size(void **state)
     bs_profile_free(&p);
 }
 
+/* f calling itself `depth` deep, 10 µs of own work before each call and a
+ * leaf call at every level: one stack per level, each longer than the one
+ * above, and past the writers' 1024 frames. */
+static void make_deep_profile(bs_profile *prof, unsigned depth)
+{
+    OK(bs_profile_init(prof));
+    bs_proc p;
+    OK(bs_proc_init(&p, NULL, 0, 1, 1));
+    uint64_t t = 100;
+    OK(bs_proc_call(&p, &KEYS[0], BS_CALLER_ROOT, NULL, t));
+    for (unsigned d = 0; d < depth; d++) {
+        t += 10000;
+        OK(bs_proc_call(&p, &KEYS[4], BS_CALLER_FRAME, &KEYS[d ? 1 : 0], t));
+        t += 3000;
+        OK(bs_proc_return_to(&p, &KEYS[d ? 1 : 0], t));
+        OK(bs_proc_call(&p, &KEYS[1], BS_CALLER_FRAME, &KEYS[d ? 1 : 0], t));
+    }
+    t += 10000;
+    OK(bs_proc_return_to(&p, NULL, t));
+    bs_proc_flush(&p, t);
+    OK(bs_profile_add_proc(prof, &p, "<0.80.0>", tu_namer, NULL));
+    bs_proc_free(&p);
+    bs_profile_compute_totals(prof);
+}
+
+/* Deeper than the writers go (1024 frames, then one "[deeper]" line): the
+ * projection counts what they write. It once counted every stack with its
+ * whole path, 6-9 times the written size of a real 1,026-deep xmerl
+ * profile. */
+static void test_projection_of_deep_recursion(void **state)
+{
+    (void)state;
+    bs_profile p;
+    make_deep_profile(&p, getenv("BS_TEST_SMALL") ? 1500 : 3000);
+    const bs_format formats[] = {BS_FORMAT_FOLDED, BS_FORMAT_PERF, BS_FORMAT_SPEEDSCOPE};
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+        bs_render_opts o = {.on_report = keep_report};
+        size_t n;
+        char *text = write_to_memory(formats[i], &p, &o, &n);
+        if (formats[i] == BS_FORMAT_FOLDED)
+            assert_non_null(strstr(text, ";[deeper] "));
+        free(text);
+        double ratio = (double)last.projected_bytes / (double)n;
+        print_message("%s: projected %llu, written %zu\n", bs_format_name(formats[i]),
+                      (unsigned long long)last.projected_bytes, n);
+        assert_true(ratio > 0.8 && ratio < 1.25);
+    }
+    /* drop_sleep leaves nothing out here; a smaller depth limit is followed. */
+    bs_render_opts o = {.on_report = keep_report, .folded_max_depth = 100};
+    size_t n;
+    free(write_to_memory(BS_FORMAT_FOLDED, &p, &o, &n));
+    double ratio = (double)last.projected_bytes / (double)n;
+    assert_true(ratio > 0.8 && ratio < 1.25);
+    bs_profile_free(&p);
+}
+
 /* bs_folded_rounding over a recorded profile: the stacks whose self time is
  * under 500 ns, and every stack's time; a profile of samples loses none. */
 static void test_folded_rounding(void **state)
@@ -328,6 +384,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_write_stream_caps_and_reports),
         cmocka_unit_test(test_default_caps),
         cmocka_unit_test(test_projection_near_real_size),
+        cmocka_unit_test(test_projection_of_deep_recursion),
         cmocka_unit_test(test_folded_rounding),
         cmocka_unit_test(test_warning_text),
     };
