@@ -102,6 +102,7 @@ int bs_write_request_decode(ErlNifEnv *env, ERL_NIF_TERM map, bs_write_request *
             return -1;
     }
     ok &= get_flag(env, map, "report", &req->report);
+    ok &= get_flag(env, map, "full", &r->full);
     if (enif_get_map_value(env, map, enif_make_atom(env, "timeline_cap"), &v)) {
         ErlNifUInt64 cap;
         if (v == enif_make_atom(env, "infinity"))
@@ -175,6 +176,13 @@ int bs_write_session_file(ErlNifEnv *env, struct bs_session *s, bs_format f, con
         unsigned long long v = strtoull(env_value, &end, 10);
         if (end != env_value && !*end && env_value[0] != '-' && v > 0)
             render.size_warn_bytes = v;
+    }
+    env_len = sizeof env_value;
+    if (enif_getenv("BEAMSPY_OPENABLE_BYTES", env_value, &env_len) == 0) {
+        char *end;
+        unsigned long long v = strtoull(env_value, &end, 10);
+        if (end != env_value && !*end && env_value[0] != '-' && v > 0)
+            render.openable_bytes = v;
     }
     if (warning && warning_cap) {
         warning[0] = '\0';

@@ -236,7 +236,20 @@ size_t bs_write_warning_text(const bs_write_report *r, char *buf, size_t cap)
                name, (unsigned long long)r->timeline_cap, (unsigned long long)r->spans_capped,
                (unsigned long long)(r->spans + r->spans_capped));
     uint64_t warn = r->warn_bytes ? r->warn_bytes : bs_size_warn_bytes();
-    if (r->projected_bytes > warn) {
+    if (r->auto_collapse) {
+        char full[32], limit[32], size[32];
+        human_bytes(r->full_bytes, full, sizeof full);
+        human_bytes(r->openable_bytes, limit, sizeof limit);
+        human_bytes(r->projected_bytes, size, sizeof size);
+        const char *mode = r->auto_collapse == 2 ? "all" : "direct";
+        append(buf, cap, &n,
+               "%s%s: every stack whole would be about %s, more than viewers open (above %s): recursion "
+               "folded into one frame as with collapse_recursion => %s (--collapse-recursion=%s), about %s "
+               "written%s; full => true (--full) writes every stack",
+               n ? "; " : "", name, full, limit, mode, mode, size,
+               r->projected_bytes > r->openable_bytes ? ", still above: include/exclude or drop_sleep make it smaller"
+                                                      : "");
+    } else if (r->projected_bytes > warn) {
         char size[32], limit[32];
         human_bytes(r->projected_bytes, size, sizeof size);
         human_bytes(warn, limit, sizeof limit);

@@ -287,6 +287,52 @@ static void test_projection_of_deep_recursion(void **state)
     bs_profile_free(&p);
 }
 
+/* Above the size viewers open, a stack format gets its recursion collapsed
+ * and the report says so; full, a collapse mode of the user's, a format
+ * that prunes (SVG) or no report leave it whole. */
+static void test_too_big_to_open_collapses(void **state)
+{
+    (void)state;
+    bs_profile p;
+    make_deep_profile(&p, 1500);
+    size_t whole_n, n;
+    bs_render_opts o = {.on_report = keep_report, .full = 1, .openable_bytes = 100000};
+    free(write_to_memory(BS_FORMAT_FOLDED, &p, &o, &whole_n));
+    assert_int_equal(last.auto_collapse, 0);
+    assert_true(whole_n > 1000000);
+    o.full = 0;
+    char *text = write_to_memory(BS_FORMAT_FOLDED, &p, &o, &n);
+    assert_int_equal(last.auto_collapse, 1);
+    assert_int_equal(last.full_bytes, whole_n);
+    assert_int_equal(last.projected_bytes, n);
+    assert_int_equal(last.openable_bytes, 100000);
+    assert_true(n < 1000);
+    /* One frame for the whole tower: "m:top/0;m:a/1 <count>" and its leaf. */
+    assert_null(strstr(text, "m:a/1;m:a/1"));
+    assert_non_null(strstr(text, "m:a/1;m:leaf/0 "));
+    free(text);
+    char warning[1024];
+    bs_write_warning_text(&last, warning, sizeof warning);
+    print_message("%s\n", warning);
+    assert_non_null(strstr(warning, "folded: every stack whole would be about "));
+    assert_non_null(strstr(warning, "more than viewers open (above 100 kB): recursion folded into one frame as "
+                                    "with collapse_recursion => direct (--collapse-recursion=direct), about 1 kB written; "
+                                    "full => true (--full) writes every stack"));
+    assert_null(strstr(warning, "to write"));
+    /* The user's own mode is kept. */
+    o.collapse_recursion = 2;
+    free(write_to_memory(BS_FORMAT_FOLDED, &p, &o, &n));
+    assert_int_equal(last.auto_collapse, 0);
+    o.collapse_recursion = 0;
+    /* SVG prunes what is too narrow to see: never collapsed. */
+    free(write_to_memory(BS_FORMAT_SVG, &p, &(bs_render_opts){.on_report = keep_report, .openable_bytes = 1}, &n));
+    assert_int_equal(last.auto_collapse, 0);
+    /* Nobody to tell (no report): written whole. */
+    free(write_to_memory(BS_FORMAT_FOLDED, &p, &(bs_render_opts){.openable_bytes = 100000}, &n));
+    assert_int_equal(n, whole_n);
+    bs_profile_free(&p);
+}
+
 /* bs_folded_rounding over a recorded profile: the stacks whose self time is
  * under 500 ns, and every stack's time; a profile of samples loses none. */
 static void test_folded_rounding(void **state)
@@ -385,6 +431,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_default_caps),
         cmocka_unit_test(test_projection_near_real_size),
         cmocka_unit_test(test_projection_of_deep_recursion),
+        cmocka_unit_test(test_too_big_to_open_collapses),
         cmocka_unit_test(test_folded_rounding),
         cmocka_unit_test(test_warning_text),
     };

@@ -106,6 +106,43 @@ projection_of_deep_recursion() ->
         bs_test_lib:rm_rf(Dir)
     end.
 
+%% Above the size viewers open (lowered to 1 MB through
+%% BEAMSPY_OPENABLE_BYTES, so nothing big is written), the same 2,500-deep
+%% recording is written with its recursion folded and the warning says so
+%% with both sizes; full => true writes every stack, and a collapse mode of
+%% the user's is kept as given.
+too_big_to_open_collapsed_test_() ->
+    {timeout, 300, fun too_big_to_open_collapsed/0}.
+
+too_big_to_open_collapsed() ->
+    Dir = bs_test_lib:tmp_dir(),
+    Path = filename:join(Dir, "deep.folded"),
+    true = os:putenv("BEAMSPY_OPENABLE_BYTES", "1000000"),
+    Write = fun(Opts) ->
+                    {ok, #{warnings := Ws}} =
+                        beamspy:profile({bs_wl, deep, [2500]},
+                                        Opts#{output => Path, quiet => true, compensate => false}),
+                    {ok, Bin} = file:read_file(Path),
+                    {[W || W <- Ws, re:run(W, "viewers open") =/= nomatch], Bin}
+            end,
+    try
+        {[W], Small} = Write(#{}),
+        ?assertMatch({match, _}, re:run(W, "deep.folded: folded: every stack whole would be about [0-9.]+ MB, "
+                                        "more than viewers open \\(above 1.0 MB\\): recursion folded into one frame "
+                                        "as with collapse_recursion => direct .*full => true \\(--full\\) writes every stack")),
+        ?assert(byte_size(Small) < 10000),
+        ?assertEqual(nomatch, binary:match(Small, <<"bs_wl:deep/1;bs_wl:deep/1">>)),
+        {[], Full} = Write(#{full => true}),
+        ?assert(byte_size(Full) > 1000000),
+        ?assertMatch({match, _}, re:run(Full, ";\\[deeper\\] [0-9]+\n")),
+        {[], Own} = Write(#{collapse_recursion => all}),
+        ?assert(byte_size(Own) < 10000),
+        {error, {bad_option, full, 1, _}} = beamspy:check({bs_wl, fib, [1]}, #{full => 1})
+    after
+        os:unsetenv("BEAMSPY_OPENABLE_BYTES"),
+        bs_test_lib:rm_rf(Dir)
+    end.
+
 %% Compensated, fib(6)'s stacks are mostly shorter than half a microsecond
 %% (25 calls of a few ns each untraced; ~0.4 µs of tracer cost per call is
 %% gone): the folded file has no line for them, and when they hold 1% of
