@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/text_fit.h"
 #include "../engine/collapse_recursion.h"
 #include "../writers/output_size.h"
 #include "profile_export.h"
@@ -23,11 +24,11 @@ static int get_text(ErlNifEnv *env, ERL_NIF_TERM map, const char *key, char *buf
         return 1;
     if (!enif_inspect_iolist_as_binary(env, v, &bin))
         return 0;
-    size_t n = bin.size < cap - 1 ? bin.size : cap - 1;
-    memcpy(buf, bin.data, n);
-    buf[n] = '\0';
-    if (memchr(buf, '\0', n))
+    if (memchr(bin.data, '\0', bin.size))
         return 0;
+    /* Longer than the field (the options of a recording can be): cut at a
+     * word, saying how much is missing. */
+    bs_text_fit(buf, cap, (const char *)bin.data, bin.size);
     *present = 1;
     return 1;
 }
