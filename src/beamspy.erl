@@ -87,7 +87,9 @@
 %%%   ended the recording early (which limit, after how long, how much was
 %%%   recorded, and the option that raises it), a file that could not be
 %%%   written, a timeline capped to what its viewer loads, a file
-%%%   projected above 100 MB (with the options that shrink it). {@link
+%%%   projected above 100 MB (with the options that shrink it), a file
+%%%   written with its recursion folded because it was too big to open
+%%%   (see `full'). {@link
 %%%   profile/2} and {@link stop/2} also return them, as `warnings'.</li>
 %%% <li>`open' — `apply': open the HTML (else SVG) written in the browser
 %%%   ($BROWSER, else `xdg-open' with a display, `open' on macOS); where
