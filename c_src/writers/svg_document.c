@@ -274,18 +274,20 @@ static int write_head(FILE *out, const bs_svg_doc *d, const geometry *g, const s
     /* Right-aligned from the edge: "ignore case", then Search (which
      * grows leftwards into "Reset Search"), then the search box, so that
      * none overlaps another whatever the Search control says. */
-    unsigned ic_end = g->width - PAD_X, search_end = ic_end - IGNORECASE_W - CONTROL_GAP;
+    /* Signed: a graph narrower than the controls (--width 30) puts them at
+     * 0, never at a wrapped-around unsigned position. */
+    long ic_end = (long)g->width - PAD_X, search_end = ic_end - IGNORECASE_W - CONTROL_GAP;
     /* The box ends left of "Reset Search" and starts right of the centred
      * title (as wide as there is room, SEARCH_BOX_MIN_W at the least). */
     double title_end = g->width / 2.0 + (double)utf8_chars(d->title) * TITLE_CHAR_WIDTH / 2 + CONTROL_GAP;
     double box_end = (double)search_end - RESET_SEARCH_W - CONTROL_GAP;
     int box_w = box_end - title_end >= SEARCH_BOX_W ? SEARCH_BOX_W
                 : box_end - title_end >= SEARCH_BOX_MIN_W ? (int)(box_end - title_end) : SEARCH_BOX_MIN_W;
-    int box_x = (int)box_end - box_w;
-    fprintf(out, "<text id=\"search\" x=\"%u\" y=\"24\">Search</text>\n", search_end);
-    fprintf(out, "<text id=\"ignorecase\" x=\"%u\" y=\"24\">ignore case</text>\n", ic_end);
+    long box_x = (long)box_end - box_w;
+    fprintf(out, "<text id=\"search\" x=\"%ld\" y=\"24\">Search</text>\n", search_end > 0 ? search_end : 0);
+    fprintf(out, "<text id=\"ignorecase\" x=\"%ld\" y=\"24\">ignore case</text>\n", ic_end > 0 ? ic_end : 0);
     fprintf(out, "<text id=\"matched\" x=\"%u\" y=\"%u\"> </text>\n", g->width - 110, base);
-    fprintf(out, "<foreignObject id=\"searchform\" class=\"hide\" x=\"%d\" y=\"8\" width=\"%d\" height=\"22\">"
+    fprintf(out, "<foreignObject id=\"searchform\" class=\"hide\" x=\"%ld\" y=\"8\" width=\"%d\" height=\"22\">"
                  "<input xmlns=\"http://www.w3.org/1999/xhtml\" id=\"searchbox\" type=\"text\" "
                  "placeholder=\"regular expression\" spellcheck=\"false\"/></foreignObject>\n",
             box_x > 0 ? box_x : 0, box_w);
