@@ -207,6 +207,11 @@ defmodule BeamSpy do
     * `:collapse_recursion` — fold recursion into one frame, time and calls
       kept: `true` or `:direct` (`f` calling `f`), `:all` (also `f -> g -> f`,
       the smallest output for compiler-like code). Default `false`.
+    * `:full` — folded, perf, speedscope, Chrome trace and callgrind files
+      projected above 200 MB, more than viewers open, are written with their
+      recursion folded unless `:collapse_recursion` is given, and a warning
+      says so with both sizes; `true` writes every stack whole. Default
+      `false`.
     * `:timeline_cap` — calls at most in the time order of one speedscope or
       Chrome trace file (the deepest are left out, totals unchanged):
       `:auto` (300000 for speedscope, 25000 for Chrome trace: what speedscope

@@ -74,6 +74,12 @@
 %%%   output, time and calls kept exactly: `true' or `direct' (`f' calling
 %%%   `f'), `all' (also `f -> g -> f': no frame twice on a stack; the
 %%%   smallest output for compiler-like code). Default `false'.</li>
+%%% <li>`full' — folded, perf, speedscope, Chrome trace and callgrind files
+%%%   projected above 200 MB, more than viewers open (speedscope takes a
+%%%   minute for 200 MB and cannot read 537 MB), are written with their
+%%%   recursion folded (`direct', else `all') unless `collapse_recursion' is
+%%%   given, and a warning says so with both sizes; `true' writes every
+%%%   stack whole. Default `false'.</li>
 %%% <li>`names' — `erlang' (`mod:fun/1') or `elixir' (`Mod.fun/1'). Default
 %%%   `erlang'.</li>
 %%% <li>`quiet' — do not print where files were written. Default `false'.
@@ -81,7 +87,9 @@
 %%%   ended the recording early (which limit, after how long, how much was
 %%%   recorded, and the option that raises it), a file that could not be
 %%%   written, a timeline capped to what its viewer loads, a file
-%%%   projected above 100 MB (with the options that shrink it). {@link
+%%%   projected above 100 MB (with the options that shrink it), a file
+%%%   written with its recursion folded because it was too big to open
+%%%   (see `full'). {@link
 %%%   profile/2} and {@link stop/2} also return them, as `warnings'.</li>
 %%% <li>`open' — `apply': open the HTML (else SVG) written in the browser
 %%%   ($BROWSER, else `xdg-open' with a display, `open' on macOS); where

@@ -39,6 +39,7 @@
                      drop_sleep := boolean(),
                      show_idle := boolean(),
                      collapse_recursion := boolean() | direct | all,
+                     full := boolean(),
                      merge := boolean() | both,
                      timeout => infinity | pos_integer(),
                      include => unicode:chardata(),
@@ -109,6 +110,7 @@ option_table() ->
      {drop_sleep, api, #{apply => false}, "leave SLEEP, WAIT and RUNNABLE frames out of the outputs"},
      {show_idle, api, #{apply => false}, "whole-VM sessions (start(all)): keep the WAIT frames left out by default"},
      {collapse_recursion, api, #{apply => false}, "fold recursion into one frame: true or direct (f calling f), all (also f -> g -> f)"},
+     {full, api, #{apply => false}, "write every stack even where a file would be too big to open (above 200 MB recursion is folded)"},
      {merge, api, #{apply => false}, "one tree for all processes"},
      {ignore, api, #{apply => []}, "local pids never recorded (the tool's own job processes)"},
      {until_halt, api, #{apply => false}, "a halting traced process writes the files first"},
@@ -289,7 +291,8 @@ check({formats, V}, Acc) -> Acc#{formats => formats_option(V, ?FORMATS)};
 %% capture/3's merge takes both (per call and merged) besides true and false.
 check({merge, both}, Acc) -> Acc#{merge => both};
 check({K, V}, Acc) when K =:= children; K =:= sleep; K =:= gc; K =:= compensate; K =:= quiet; K =:= open;
-                        K =:= inverted; K =:= flamechart; K =:= drop_sleep; K =:= merge; K =:= show_idle ->
+                        K =:= inverted; K =:= flamechart; K =:= drop_sleep; K =:= merge; K =:= show_idle;
+                        K =:= full ->
     case is_boolean(V) of
         true -> Acc#{K => V};
         false -> bad(K, V, "true or false")
@@ -523,7 +526,7 @@ nif_options(Opts, Outputs) ->
 -spec write_options(options()) -> map().
 write_options(Opts) ->
     Render = maps:with([names, title, subtitle, width, min_width, inverted, flamechart,
-                        palette, drop_sleep, collapse_recursion, include, exclude, timeline_cap], Opts),
+                        palette, drop_sleep, collapse_recursion, include, exclude, timeline_cap, full], Opts),
     Render#{merge_processes => maps:get(merge, Opts) =:= true}.
 
 bad(Key, Value, Expected) ->

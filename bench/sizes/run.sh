@@ -7,8 +7,9 @@
 #              decoding JSON-like terms in 4 processes (every process)
 # Each run is recorded once into a .bspy (the whole profile, timeline of up
 # to 1,000,000 calls), then rendered:
-#   before   no collapse, --timeline-cap none (what beamspy wrote until now)
-#   default  today's defaults (timeline caps per format)
+#   before   no collapse, --timeline-cap none --full (everything)
+#   default  today's defaults (timeline caps per format; recursion folded
+#            in files projected above 200 MB, size_limit.h)
 #   all      defaults + --collapse-recursion=all
 # and each size is printed with the projection beamspy made before writing
 # (a warning on stderr when above 100 MB). The caps only touch speedscope
@@ -63,8 +64,8 @@ for run in compiler module40 wholevm; do
             out="$W/$run.$variant.$ext"
             case $variant in
                 before) [ "$ext" = perf.txt ] && { cells+=("(not written: GBs)"); continue; }
-                        flags=(--timeline-cap none) ;;
-                default) case $ext in speedscope.json|trace.json) ;; *) cells+=("= before"); continue ;; esac
+                        flags=(--timeline-cap none --full) ;;
+                default) case $ext in speedscope.json|trace.json|folded|perf.txt) ;; *) cells+=("= before"); continue ;; esac
                          flags=() ;;
                 all) flags=(--collapse-recursion=all) ;;
             esac

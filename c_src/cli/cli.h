@@ -75,6 +75,7 @@ enum {
     BS_OPT_INVERTED,
     BS_OPT_COUNT_NAME,
     BS_OPT_TIMELINE_CAP,
+    BS_OPT_FULL,
     BS_OPT_OPEN, /* --open, of the commands that write flame graphs */
     BS_OPT_FIRST_OWN /* subcommands number their own options from here */
 };
@@ -93,7 +94,8 @@ enum {
     {"width", required_argument, NULL, BS_OPT_WIDTH},               \
     {"inverted", no_argument, NULL, BS_OPT_INVERTED},               \
     {"count-name", required_argument, NULL, BS_OPT_COUNT_NAME},    \
-    {"timeline-cap", required_argument, NULL, BS_OPT_TIMELINE_CAP}
+    {"timeline-cap", required_argument, NULL, BS_OPT_TIMELINE_CAP}, \
+    {"full", no_argument, NULL, BS_OPT_FULL}
 
 /* --open's getopt_long entry (render, convert, record, run). */
 #define BS_CLI_OPEN_LONG_OPTION {"open", no_argument, NULL, BS_OPT_OPEN}

@@ -6,6 +6,7 @@
 #include "../engine/collapse_recursion.h"
 #include "../engine/filter.h"
 #include "../writers/output_size.h"
+#include "../writers/size_limit.h"
 #include "../writers/writers.h"
 
 #include <errno.h>
@@ -115,6 +116,7 @@ int bs_cli_shared_option(const char *cmd, int code, const char *arg, bs_render_o
         return 0;
     case BS_OPT_INVERTED: o->inverted = 1; return 0;
     case BS_OPT_TIMELINE_CAP: return parse_timeline_cap(cmd, arg, &o->timeline_cap);
+    case BS_OPT_FULL: o->full = 1; return 0;
     case BS_OPT_TITLE: o->title = arg; return 0;
     case BS_OPT_SUBTITLE: o->subtitle = arg; return 0;
     case BS_OPT_COUNT_NAME: o->count_name = arg; return 0;
@@ -150,6 +152,12 @@ void bs_cli_shared_options_usage(FILE *out, const char *default_title)
             "                      default %u (speedscope), %u (Chrome trace): what\n"
             "                      their viewers load in seconds; none: no cap\n",
             BS_TIMELINE_CAP_SPEEDSCOPE, BS_TIMELINE_CAP_CHROME);
+    fprintf(out,
+            "  --full              write every stack whole: folded, perf, speedscope, Chrome\n"
+            "                      trace and callgrind files projected above %u MB (more\n"
+            "                      than viewers open) otherwise get their recursion folded,\n"
+            "                      unless --collapse-recursion is given; stderr says so\n",
+            (unsigned)(BS_OPENABLE_BYTES / 1000000u));
     fputs("drawing:\n", out);
     fprintf(out, "  --title TEXT        heading (default %s)\n", default_title);
     fputs("  --subtitle TEXT     second heading line (default none)\n"

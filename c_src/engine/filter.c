@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/text_fit.h"
 #include "collapse_recursion.h"
 
 /* Per frame id: 1 if the name matches re. */
@@ -115,11 +116,11 @@ uint64_t bs_profile_frame_time(const bs_profile *p, uint32_t frame, uint32_t *n_
 /* Says in the profile's notes how much waiting drop_wait left out. */
 static void note_dropped_wait(bs_profile *p, uint64_t ns, uint32_t n_procs)
 {
-    size_t len = strlen(p->notes);
-    if (ns == 0 || len + 1 >= sizeof p->notes)
+    if (ns == 0)
         return;
-    snprintf(p->notes + len, sizeof p->notes - len, "%sidle time left out: %.3f s of WAIT in %u processes",
-             len ? "; " : "", (double)ns / 1e9, n_procs);
+    char text[96];
+    snprintf(text, sizeof text, "idle time left out: %.3f s of WAIT in %u processes", (double)ns / 1e9, n_procs);
+    bs_text_append(p->notes, sizeof p->notes, p->notes[0] ? "; " : "", text);
 }
 
 /* Says what the scheduled-out frames drawn mean. */
@@ -128,10 +129,11 @@ static void note_legend(bs_profile *p)
     uint32_t n_wait, n_runnable;
     (void)bs_profile_frame_time(p, p->wait_frame, &n_wait);
     (void)bs_profile_frame_time(p, p->runnable_frame, &n_runnable);
-    size_t len = strlen(p->notes);
-    if ((n_wait || n_runnable) && len + 1 < sizeof p->notes)
-        snprintf(p->notes + len, sizeof p->notes - len, "%s%s", len ? "; " : "",
-                 "WAIT: waiting for a message; RUNNABLE: able to run, not running (preempted; tracing adds to it)");
+    static const char legend[] =
+        "WAIT: waiting for a message; RUNNABLE: able to run, not running (preempted; tracing adds to it)";
+    /* Once: a profile filtered again (exported filtered, then written) has it. */
+    if ((n_wait || n_runnable) && !strstr(p->notes, legend))
+        bs_text_append(p->notes, sizeof p->notes, p->notes[0] ? "; " : "", legend);
 }
 
 /* Running time of a tree: its time outside SLEEP, WAIT and RUNNABLE. */

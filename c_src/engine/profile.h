@@ -63,7 +63,8 @@ typedef struct bs_profile_meta {
     char node[256];          /* Erlang node name, "" if unknown */
     char otp_release[32];    /* e.g. "25" */
     char source[256];        /* what was profiled: "beamspy:apply(...)", input file... */
-    char options[512];       /* options it was taken with, as text */
+    char options[2048];      /* options it was taken with, as text (a longer text ends
+                                with "... (N more characters)", text_fit.h) */
     int64_t start_unix_us;   /* wall-clock start, microseconds since the epoch; 0 unknown */
 } bs_profile_meta;
 
@@ -77,7 +78,7 @@ typedef struct bs_profile {
     uint32_t wait_frame;            /* scheduled out waiting in a receive */
     uint32_t runnable_frame;        /* scheduled out while able to run */
     char truncated[128];            /* "" or why recording stopped early */
-    char notes[256];                /* "" or what else a reader must know (telemetry spans
+    char notes[1024];               /* "" or what else a reader must know (telemetry spans
                                        dropped, unmatched, ...); not kept by .bspy */
     uint64_t start_ns;              /* session start (same clock as spans) */
     uint64_t duration_ns;

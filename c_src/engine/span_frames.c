@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "../common/text_fit.h"
 #include "stack_rebuild.h"
 
 static uint32_t depth_of(const bs_proc *p, uint32_t n) { return p->tree.nodes[n].depth; }
@@ -158,8 +159,6 @@ int bs_spans_note(bs_proc *p, const bs_key *span, const char *text, size_t len)
         i--;
     if (i == 0)
         return -1;
-    if (len > BS_SPAN_NOTE_MAX - 1)
-        len = BS_SPAN_NOTE_MAX - 1;
     bs_budget *b = p->tree.budget;
     if (p->n_notes == p->cap_notes) {
         uint32_t cap = p->cap_notes ? p->cap_notes * 2 : 16;
@@ -176,8 +175,8 @@ int bs_spans_note(bs_proc *p, const bs_key *span, const char *text, size_t len)
         p->span_counts.refused++;
         return -1;
     }
-    memcpy(copy, text, len);
-    copy[len] = '\0';
+    /* A longer note ends at a word, with how much is missing. */
+    bs_text_fit(copy, BS_SPAN_NOTE_MAX, text, len);
     p->notes[p->n_notes++] = (bs_span_note){s->open[i - 1].node, s->open[i - 1].start_ns, copy};
     return 0;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/text_fit.h"
 #include "../engine/collapse_recursion.h"
 #include "../writers/output_size.h"
 #include "profile_export.h"
@@ -23,11 +24,11 @@ static int get_text(ErlNifEnv *env, ERL_NIF_TERM map, const char *key, char *buf
         return 1;
     if (!enif_inspect_iolist_as_binary(env, v, &bin))
         return 0;
-    size_t n = bin.size < cap - 1 ? bin.size : cap - 1;
-    memcpy(buf, bin.data, n);
-    buf[n] = '\0';
-    if (memchr(buf, '\0', n))
+    if (memchr(bin.data, '\0', bin.size))
         return 0;
+    /* Longer than the field (the options of a recording can be): cut at a
+     * word, saying how much is missing. */
+    bs_text_fit(buf, cap, (const char *)bin.data, bin.size);
     *present = 1;
     return 1;
 }
@@ -102,6 +103,7 @@ int bs_write_request_decode(ErlNifEnv *env, ERL_NIF_TERM map, bs_write_request *
             return -1;
     }
     ok &= get_flag(env, map, "report", &req->report);
+    ok &= get_flag(env, map, "full", &r->full);
     if (enif_get_map_value(env, map, enif_make_atom(env, "timeline_cap"), &v)) {
         ErlNifUInt64 cap;
         if (v == enif_make_atom(env, "infinity"))
@@ -175,6 +177,13 @@ int bs_write_session_file(ErlNifEnv *env, struct bs_session *s, bs_format f, con
         unsigned long long v = strtoull(env_value, &end, 10);
         if (end != env_value && !*end && env_value[0] != '-' && v > 0)
             render.size_warn_bytes = v;
+    }
+    env_len = sizeof env_value;
+    if (enif_getenv("BEAMSPY_OPENABLE_BYTES", env_value, &env_len) == 0) {
+        char *end;
+        unsigned long long v = strtoull(env_value, &end, 10);
+        if (end != env_value && !*end && env_value[0] != '-' && v > 0)
+            render.openable_bytes = v;
     }
     if (warning && warning_cap) {
         warning[0] = '\0';

@@ -79,7 +79,7 @@ static void json_string_field(FILE *out, const char *key, const char *value)
 /* A fixed-size text field of the profile, NUL-terminated or not. */
 static void json_fixed_field(FILE *out, const char *key, const char *field, size_t cap)
 {
-    char copy[1024];
+    char copy[sizeof ((bs_profile_meta *)0)->options]; /* the longest field */
     size_t n = strnlen(field, cap);
     if (n >= sizeof copy)
         n = sizeof copy - 1;

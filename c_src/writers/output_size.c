@@ -54,49 +54,80 @@ typedef struct tree_sizes {
     uint64_t folded, perf, sampled, nodes_bytes;
 } tree_sizes;
 
-/* Walks t once: path length (bytes of names and separators) and depth per
- * node, summed over the stacks that have self time. */
-static int size_tree(const bs_profile *p, const bs_ptree *t, const uint32_t *name_len, uint64_t ns_per_unit,
-                     tree_sizes *out)
+/* One stack line as folded.c, perf_script.c and speedscope.c's sampled
+ * profiles write it: path bytes (names and ';'), frames, and time. */
+static void size_line(tree_sizes *out, uint64_t path, uint64_t frames, uint64_t ns, uint64_t ns_per_unit,
+                      uint64_t index_bytes)
 {
-    uint64_t *path = malloc((size_t)t->n_nodes * sizeof *path);
-    uint32_t *depth = malloc((size_t)t->n_nodes * sizeof *depth);
-    if (!path || !depth) {
+    /* Rounded to the nearest unit, as folded.c writes them. */
+    uint64_t count = (ns + ns_per_unit / 2) / ns_per_unit;
+    if (count > 0) {
+        out->folded += path + 2 + digits(count);
+        out->sampled += frames * index_bytes + digits(count) + 4;
+    }
+    /* perf_script.c: two samples per stack of 3 ns or more (or any count):
+     * a header line, one line per frame ("\t<id> name (beam)"), a blank
+     * line. */
+    if (ns >= (ns_per_unit == 1 ? 1 : 3))
+        out->perf += 2 * (47 + path + frames * 11);
+}
+
+/* Walks t as the stack writers do: a node more than max_depth frames below
+ * the process frame is not written, its time goes to one "[deeper]" line
+ * under its ancestor max_depth deep (folded.c, bs_walk_samples); under
+ * drop_sleep, SLEEP/WAIT/RUNNABLE frames and what is below them are left
+ * out. Without the depth rule a 3,000-deep recursion was projected 6-9
+ * times the size written (every deeper node counted with its whole path). */
+static int size_tree(const bs_profile *p, const bs_ptree *t, const uint32_t *name_len, uint64_t ns_per_unit,
+                     unsigned max_depth, int drop_sleep, tree_sizes *out)
+{
+    uint32_t n = t->n_nodes;
+    uint64_t *path = malloc((size_t)n * sizeof *path);
+    uint64_t *subtree = malloc((size_t)n * sizeof *subtree);
+    uint32_t *depth = malloc((size_t)n * sizeof *depth); /* below the root; UINT32_MAX: left out */
+    if (!path || !depth || !subtree) {
         free(path);
         free(depth);
+        free(subtree);
         return -1;
     }
-    for (uint32_t i = 0; i < t->n_nodes; i++) {
-        const bs_pnode *n = &t->nodes[i];
-        uint32_t len = n->frame < p->frames.n ? name_len[n->frame] : 0;
+    uint32_t root_frames = t->synthetic_root ? 0 : 1;
+    /* speedscope's samples list frame indices and a comma each. */
+    uint64_t index_bytes = digits(p->frames.n) + 1;
+    for (uint32_t i = 0; i < n; i++) {
+        const bs_pnode *nd = &t->nodes[i];
+        uint32_t len = nd->frame < p->frames.n ? name_len[nd->frame] : 0;
+        out->nodes_bytes += len + 40;
         if (i == 0) {
             path[0] = t->synthetic_root ? 0 : len;
-            depth[0] = t->synthetic_root ? 0 : 1;
+            depth[0] = 0;
+        } else if (depth[nd->parent] == UINT32_MAX || (drop_sleep && bs_profile_is_sched_out(p, nd->frame))) {
+            depth[i] = UINT32_MAX;
         } else {
-            path[i] = path[n->parent] + (path[n->parent] ? 1 : 0) + len;
-            depth[i] = depth[n->parent] + 1;
+            path[i] = path[nd->parent] + (path[nd->parent] ? 1 : 0) + len;
+            depth[i] = depth[nd->parent] + 1;
         }
-        out->nodes_bytes += len + 40;
-        /* Rounded to the nearest unit, as folded.c writes them. */
-        uint64_t count = (n->self_ns + ns_per_unit / 2) / ns_per_unit;
-        if (count > 0) {
-            out->folded += path[i] + 2 + digits(count);
-            out->sampled += (uint64_t)depth[i] * 6 + digits(count) + 4;
-        }
-        /* perf_script.c: two samples per stack of 3 ns or more (or any
-         * count): a header line, one line per frame ("\t<id> name (beam)"),
-         * a blank line. */
-        if (n->self_ns >= (ns_per_unit == 1 ? 1 : 3))
-            out->perf += 2 * (60 + path[i] + (uint64_t)depth[i] * 16 + 1);
+        subtree[i] = depth[i] == UINT32_MAX ? 0 : nd->self_ns;
+    }
+    for (uint32_t i = n; i-- > 1;)
+        subtree[t->nodes[i].parent] += subtree[i];
+    for (uint32_t i = 0; i < n; i++) {
+        if (depth[i] > max_depth)
+            continue;
+        if (i > 0 || !t->synthetic_root)
+            size_line(out, path[i], depth[i] + root_frames, t->nodes[i].self_ns, ns_per_unit, index_bytes);
+        if (depth[i] == max_depth && subtree[i] > t->nodes[i].self_ns)
+            size_line(out, path[i] + 1 + strlen(BS_DEEPER_FRAME), depth[i] + root_frames + 1,
+                      subtree[i] - t->nodes[i].self_ns, ns_per_unit, index_bytes);
     }
     free(path);
     free(depth);
+    free(subtree);
     return 0;
 }
 
 uint64_t bs_projected_bytes(bs_format f, const bs_profile *p, const bs_render_opts *o)
 {
-    (void)o;
     uint32_t nf = p->frames.n;
     uint32_t *name_len = malloc((size_t)(nf ? nf : 1) * sizeof *name_len);
     if (!name_len)
@@ -108,11 +139,14 @@ uint64_t bs_projected_bytes(bs_format f, const bs_profile *p, const bs_render_op
         frames_bytes += name_len[i] + 16;
     }
     tree_sizes s = {0};
+    /* The writers' depth limit (writers.c, trace_common.h): 1024 frames. */
+    unsigned max_depth = o && o->folded_max_depth ? o->folded_max_depth : BS_DEFAULT_SAMPLE_DEPTH;
+    int drop_sleep = o && o->drop_sleep;
     uint64_t spans = 0, span_names = 0, nodes = 0;
     uint64_t ns_per_unit = p->unit == BS_UNIT_NS ? 1000 : 1;
     for (uint32_t i = 0; i < p->n_trees; i++) {
         const bs_ptree *t = &p->trees[i];
-        if (size_tree(p, t, name_len, ns_per_unit, &s) < 0) {
+        if (size_tree(p, t, name_len, ns_per_unit, max_depth, drop_sleep, &s) < 0) {
             free(name_len);
             return 0;
         }
@@ -202,7 +236,20 @@ size_t bs_write_warning_text(const bs_write_report *r, char *buf, size_t cap)
                name, (unsigned long long)r->timeline_cap, (unsigned long long)r->spans_capped,
                (unsigned long long)(r->spans + r->spans_capped));
     uint64_t warn = r->warn_bytes ? r->warn_bytes : bs_size_warn_bytes();
-    if (r->projected_bytes > warn) {
+    if (r->auto_collapse) {
+        char full[32], limit[32], size[32];
+        human_bytes(r->full_bytes, full, sizeof full);
+        human_bytes(r->openable_bytes, limit, sizeof limit);
+        human_bytes(r->projected_bytes, size, sizeof size);
+        const char *mode = r->auto_collapse == 2 ? "all" : "direct";
+        append(buf, cap, &n,
+               "%s%s: every stack whole would be about %s, more than viewers open (above %s): recursion "
+               "folded into one frame as with collapse_recursion => %s (--collapse-recursion=%s), about %s "
+               "written%s; full => true (--full) writes every stack",
+               n ? "; " : "", name, full, limit, mode, mode, size,
+               r->projected_bytes > r->openable_bytes ? ", still above: include/exclude or drop_sleep make it smaller"
+                                                      : "");
+    } else if (r->projected_bytes > warn) {
         char size[32], limit[32];
         human_bytes(r->projected_bytes, size, sizeof size);
         human_bytes(warn, limit, sizeof limit);

@@ -51,7 +51,8 @@ void bs_folded_rounding(const bs_profile *p, bs_write_report *r);
 uint64_t bs_size_warn_bytes(void);
 
 /* What to tell the user about r, one sentence per issue (the timeline cap,
- * a projected size above the threshold, folded stacks too short for a
+ * recursion collapsed because the whole file was too big to open
+ * (size_limit.h), else a projected size above the threshold, folded stacks too short for a
  * line holding 1% of the time or more), each naming what changes it; ""
  * when there is nothing to say. Returns the length written (always
  * NUL-terminated, cut to cap). */

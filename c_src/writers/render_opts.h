@@ -21,6 +21,12 @@ typedef struct bs_write_report {
     uint64_t stacks_rounded_out;
     uint64_t rounded_out_ns;
     uint64_t total_ns;
+    /* size_limit.h: recursion folded because the whole file would be too
+     * big to open: the mode applied (0: none), the projected size of the
+     * whole file and the threshold it was above */
+    int auto_collapse;
+    uint64_t full_bytes;
+    uint64_t openable_bytes;
 } bs_write_report;
 
 typedef enum bs_palette {
@@ -57,6 +63,12 @@ typedef struct bs_render_opts {
     uint64_t size_warn_bytes; /* projected sizes above this are announced; 0: BEAMSPY_SIZE_WARN_BYTES
                                  from the environment (the NIF reads the VM's), else 100 MB */
     void *report_ctx;
+    int full;                 /* write every stack even above the size viewers open; 0: where
+                                 on_report is set (the change is said there), a stack format
+                                 projected above openable_bytes gets its recursion collapsed
+                                 (size_limit.h) */
+    uint64_t openable_bytes;  /* 0: BEAMSPY_OPENABLE_BYTES from the environment, else
+                                 BS_OPENABLE_BYTES (200 MB) */
 } bs_render_opts;
 
 #endif

@@ -71,7 +71,8 @@ int bs_write_svg(FILE *out, const bs_profile *p, const bs_render_opts *opts)
         return -1;
     }
     int chart = o.flamechart && p->has_timeline;
-    char note[1024];
+    /* Room for all of it: the notes, why recording stopped, the times. */
+    char note[sizeof p->notes + sizeof p->truncated + BS_COMPENSATION_TEXT_CAP + 256];
     describe_limits(p, &o, chart, note, sizeof note);
     graph_style style = {p, &o};
     bs_svg_doc doc = {

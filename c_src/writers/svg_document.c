@@ -14,6 +14,7 @@
 
 #include "assets/svg_flamegraph.css.h"
 #include "assets/svg_flamegraph.js.h"
+#include "text_wrap.h"
 #include "xml_escape.h"
 
 /* Geometry in px, as flamegraph.pl draws it. The script reads ROW from
@@ -23,6 +24,21 @@
 #define PAD_X 10
 #define PAD_TOP 36
 #define SUBTITLE_H 24
+/* Subtitle lines: 12 px text, 16 px apart, wrapped at a width per
+ * character above Verdana's and DejaVu Sans' widest common glyphs (digits,
+ * 'm', 'w' are 7-7.6 px at 12 px) so that no line runs past the edges. */
+#define SUBTITLE_LINE 16
+#define SUBTITLE_CHAR_WIDTH 7.6
+#define SUBTITLE_MIN_CHARS 20
+/* The controls of the title row, right-aligned (widths at 12 px with room
+ * to spare: "ignore case" is ~75 px, "Reset Search" ~85 px). */
+#define IGNORECASE_W 80
+#define RESET_SEARCH_W 90
+#define CONTROL_GAP 14
+#define SEARCH_BOX_W 240
+#define SEARCH_BOX_MIN_W 120
+/* The title is 17 px: Verdana averages about 0.62 em a character. */
+#define TITLE_CHAR_WIDTH (17 * 0.62)
 #define PAD_BOTTOM 34
 #define CHAR_WIDTH (12 * 0.59)
 #define TEXT_DY 10.5
@@ -147,36 +163,95 @@ typedef struct pruning {
     int cut;                   /* stacks cut at BS_SVG_MAX_DEPTH */
 } pruning;
 
-static int has_subtitle(const bs_svg_doc *d, const pruning *pr)
-{
-    return (d->subtitle && *d->subtitle) || (d->note && *d->note) || pr->min_value > pr->asked || pr->cut;
-}
-
-/* The user's subtitle, then what the reader must know, joined by dashes. */
-static void write_subtitle(FILE *out, const bs_svg_doc *d, const geometry *g, const pruning *pr)
+/* The user's subtitle, then what the reader must know, joined by dashes,
+ * in a new string; NULL when there is nothing to say (or no memory: the
+ * caller fails the write then, see subtitle_lines). */
+static char *subtitle_text(const bs_svg_doc *d, const pruning *pr, int *failed)
 {
     static const char dash[] = " \xE2\x80\x94 ";
+    *failed = 0;
+    if (!((d->subtitle && *d->subtitle) || (d->note && *d->note) || pr->min_value > pr->asked || pr->cut))
+        return NULL;
+    size_t cap = (d->subtitle ? strlen(d->subtitle) : 0) + (d->note ? strlen(d->note) : 0) + 256;
+    char *text = malloc(cap);
+    if (!text) {
+        *failed = 1;
+        return NULL;
+    }
+    size_t n = 0;
+    text[0] = '\0';
     const char *sep = "";
-    fprintf(out, "<text id=\"subtitle\" x=\"%.1f\" y=\"48\">", g->width / 2.0);
     if (d->subtitle && *d->subtitle) {
-        bs_xml_write(out, d->subtitle);
+        n += (size_t)snprintf(text + n, cap - n, "%s", d->subtitle);
         sep = dash;
     }
     if (d->note && *d->note) {
-        fputs(sep, out);
-        bs_xml_write(out, d->note);
+        n += (size_t)snprintf(text + n, cap - n, "%s%s", sep, d->note);
         sep = dash;
     }
     if (pr->min_value > pr->asked) {
-        fprintf(out, "%sframes narrower than %.2f px left out (over %d frames)", sep, pr->px, BS_SVG_MAX_FRAMES);
+        n += (size_t)snprintf(text + n, cap - n, "%sframes narrower than %.2f px left out (over %d frames)", sep,
+                              pr->px, BS_SVG_MAX_FRAMES);
         sep = dash;
     }
     if (pr->cut)
-        fprintf(out, "%sstacks cut at %d frames", sep, BS_SVG_MAX_DEPTH);
-    fputs("</text>\n", out);
+        snprintf(text + n, cap - n, "%sstacks cut at %d frames", sep, BS_SVG_MAX_DEPTH);
+    return text;
 }
 
-static void write_head(FILE *out, const bs_svg_doc *d, const geometry *g, const pruning *pr)
+/* The subtitle broken into lines that fit the width (text_wrap.h). */
+typedef struct subtitle {
+    char *text;          /* NULL: no subtitle */
+    bs_text_line *lines;
+    size_t n_lines;
+} subtitle;
+
+static int subtitle_lines(const bs_svg_doc *d, const pruning *pr, unsigned width, subtitle *st)
+{
+    int failed;
+    *st = (subtitle){subtitle_text(d, pr, &failed), NULL, 0};
+    if (!st->text)
+        return failed ? -1 : 0;
+    double room = (width - 2.0 * PAD_X) / SUBTITLE_CHAR_WIDTH;
+    size_t max_chars = room < SUBTITLE_MIN_CHARS ? SUBTITLE_MIN_CHARS : (size_t)room;
+    st->n_lines = bs_wrap_text(st->text, max_chars, NULL, 0);
+    st->lines = malloc((st->n_lines ? st->n_lines : 1) * sizeof *st->lines);
+    if (!st->lines) {
+        free(st->text);
+        st->text = NULL;
+        return -1;
+    }
+    bs_wrap_text(st->text, max_chars, st->lines, st->n_lines);
+    return 0;
+}
+
+/* One <tspan> per line, centred, SUBTITLE_LINE px apart. */
+static int write_subtitle(FILE *out, const subtitle *st, const geometry *g)
+{
+    fprintf(out, "<text id=\"subtitle\" x=\"%.1f\" y=\"48\">", g->width / 2.0);
+    for (size_t i = 0; i < st->n_lines; i++) {
+        char *line = strndup(st->text + st->lines[i].start, st->lines[i].len);
+        if (!line)
+            return -1;
+        fprintf(out, "<tspan x=\"%.1f\" dy=\"%d\">", g->width / 2.0, i ? SUBTITLE_LINE : 0);
+        bs_xml_write(out, line);
+        fputs("</tspan>", out);
+        free(line);
+    }
+    fputs("</text>\n", out);
+    return 0;
+}
+
+/* Characters (code points) of s, as the browser lays them out. */
+static size_t utf8_chars(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+static int write_head(FILE *out, const bs_svg_doc *d, const geometry *g, const subtitle *st)
 {
     fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
                  "<svg version=\"1.1\" width=\"%u\" height=\"%u\" viewBox=\"0 0 %u %u\" "
@@ -191,18 +266,32 @@ static void write_head(FILE *out, const bs_svg_doc *d, const geometry *g, const 
     fprintf(out, "<text id=\"title\" x=\"%.1f\" y=\"24\">", g->width / 2.0);
     bs_xml_write(out, d->title);
     fputs("</text>\n", out);
-    if (has_subtitle(d, pr))
-        write_subtitle(out, d, g, pr);
+    if (st->text && write_subtitle(out, st, g) < 0)
+        return -1;
     unsigned base = g->height - PAD_BOTTOM / 2;
     fprintf(out, "<text id=\"details\" x=\"%d\" y=\"%u\"> </text>\n", PAD_X, base);
     fprintf(out, "<text id=\"unzoom\" class=\"hide\" x=\"%d\" y=\"24\">Reset Zoom</text>\n", PAD_X);
-    fprintf(out, "<text id=\"search\" x=\"%u\" y=\"24\">Search</text>\n", g->width - 110);
-    fprintf(out, "<text id=\"ignorecase\" x=\"%u\" y=\"24\">ic</text>\n", g->width - 26);
+    /* Right-aligned from the edge: "ignore case", then Search (which
+     * grows leftwards into "Reset Search"), then the search box, so that
+     * none overlaps another whatever the Search control says. */
+    /* Signed: a graph narrower than the controls (--width 30) puts them at
+     * 0, never at a wrapped-around unsigned position. */
+    long ic_end = (long)g->width - PAD_X, search_end = ic_end - IGNORECASE_W - CONTROL_GAP;
+    /* The box ends left of "Reset Search" and starts right of the centred
+     * title (as wide as there is room, SEARCH_BOX_MIN_W at the least). */
+    double title_end = g->width / 2.0 + (double)utf8_chars(d->title) * TITLE_CHAR_WIDTH / 2 + CONTROL_GAP;
+    double box_end = (double)search_end - RESET_SEARCH_W - CONTROL_GAP;
+    int box_w = box_end - title_end >= SEARCH_BOX_W ? SEARCH_BOX_W
+                : box_end - title_end >= SEARCH_BOX_MIN_W ? (int)(box_end - title_end) : SEARCH_BOX_MIN_W;
+    long box_x = (long)box_end - box_w;
+    fprintf(out, "<text id=\"search\" x=\"%ld\" y=\"24\">Search</text>\n", search_end > 0 ? search_end : 0);
+    fprintf(out, "<text id=\"ignorecase\" x=\"%ld\" y=\"24\">ignore case</text>\n", ic_end > 0 ? ic_end : 0);
     fprintf(out, "<text id=\"matched\" x=\"%u\" y=\"%u\"> </text>\n", g->width - 110, base);
-    fprintf(out, "<foreignObject id=\"searchform\" class=\"hide\" x=\"%u\" y=\"8\" width=\"240\" height=\"22\">"
+    fprintf(out, "<foreignObject id=\"searchform\" class=\"hide\" x=\"%ld\" y=\"8\" width=\"%d\" height=\"22\">"
                  "<input xmlns=\"http://www.w3.org/1999/xhtml\" id=\"searchbox\" type=\"text\" "
                  "placeholder=\"regular expression\" spellcheck=\"false\"/></foreignObject>\n",
-            g->width > 360 ? g->width - 360 : 0);
+            box_x > 0 ? box_x : 0, box_w);
+    return ferror(out) ? -1 : 0;
 }
 
 typedef struct frame_writer {
@@ -254,9 +343,16 @@ int bs_svg_write_document(FILE *out, const bs_svg_doc *d)
         return -1;
     pr.px = (double)pr.min_value * g.scale;
     pr.cut = m.cut;
-    g.top = PAD_TOP + (has_subtitle(d, &pr) ? SUBTITLE_H : 0);
+    subtitle st;
+    if (subtitle_lines(d, &pr, g.width, &st) < 0)
+        return -1;
+    g.top = PAD_TOP + (st.n_lines ? SUBTITLE_H + (unsigned)(st.n_lines - 1) * SUBTITLE_LINE : 0);
     g.height = g.top + (m.max_depth + 1) * ROW + PAD_BOTTOM;
-    write_head(out, d, &g, &pr);
+    int head = write_head(out, d, &g, &st);
+    free(st.text);
+    free(st.lines);
+    if (head < 0)
+        return -1;
     fprintf(out, "<g id=\"frames\" data-total=\"%" PRIu64 "\" data-left=\"%d\" data-width=\"%.1f\" data-row=\"%d\">\n",
             total, PAD_X, g.plot_width, ROW);
     frame_writer w = {out, d, &g, total};

@@ -3,7 +3,7 @@
  * Shared by the flame graph (svg.c) and the differential graph
  * (diff_svg.c): geometry, the title and subtitle, the embedded stylesheet
  * and script (c_src/writers/assets/svg_flamegraph.{css,js}), the controls
- * (Reset Zoom, Search, ic, Matched) and one <g> per frame with a <title>
+ * (Reset Zoom, Search, ignore case, Matched) and one <g> per frame with a <title>
  * tooltip, a <rect> and a <text> label. The element and id contract is
  * flamegraph.pl's (#frames, details, unzoom, search, ignorecase, matched,
  * title), so tools that drive those files drive ours; the script is ours.

@@ -14,6 +14,7 @@
 #include "../common/atomic_file.h"
 #include "folded.h"
 #include "output_size.h"
+#include "size_limit.h"
 
 typedef struct format_info {
     bs_format format;
@@ -147,6 +148,19 @@ int bs_write_stream(FILE *out, bs_format f, const bs_profile *p, const bs_render
         bs_profile_free(&filtered);
         errno = ENOMEM;
         return -1;
+    }
+    /* A file too big for any viewer gets its recursion collapsed, where the
+     * report says so (size_limit.h); the cap then applies again, as
+     * collapsing can split spans. */
+    if (o.on_report) {
+        uint64_t more = 0;
+        if (bs_fit_openable(&filtered, f, &o, &report) < 0 ||
+            (report.auto_collapse && cap && bs_profile_cap_spans(&filtered, cap, &more) < 0)) {
+            bs_profile_free(&filtered);
+            errno = ENOMEM;
+            return -1;
+        }
+        report.spans_capped += more;
     }
     if (report.spans_capped) {
         filtered.timeline_cap = report.timeline_cap = cap;

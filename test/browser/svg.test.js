@@ -199,6 +199,72 @@ test('the flame graph opens: frames, root, the hostile name as text', async () =
   await page.context().close();
 });
 
+// Boxes (getBBox, user units) of the subtitle's lines and of the controls
+// of the title row, with the search box open and "Reset Search" showing.
+async function headBoxes(page) {
+  await page.evaluate(() => { search('fib'); document.getElementById('searchform').classList.remove('hide'); });
+  return page.evaluate(() => {
+    const box = (e) => { const b = e.getBBox(); return { x: b.x, y: b.y, w: b.width, h: b.height }; };
+    const svg = document.documentElement, vb = svg.viewBox.baseVal;
+    const sub = document.getElementById('subtitle');
+    const form = document.getElementById('searchform');
+    const rects = Array.from(document.querySelectorAll('#frames rect')).map((r) => Number(r.getAttribute('y')));
+    return {
+      width: vb.width,
+      lines: sub ? Array.from(sub.querySelectorAll('tspan')).map((t) => ({ text: t.textContent, ...box(t) })) : [],
+      subtitle: sub ? sub.textContent : '',
+      controls: ['title', 'search', 'ignorecase'].map((id) => ({ id, text: document.getElementById(id).textContent,
+        ...box(document.getElementById(id)) }))
+        .concat([{ id: 'searchform', x: Number(form.getAttribute('x')), y: Number(form.getAttribute('y')),
+          w: Number(form.getAttribute('width')), h: Number(form.getAttribute('height')) }]),
+      framesTop: Math.min(...rects),
+    };
+  });
+}
+
+const overlap = (a, b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
+
+// The subtitle (the compensation numbers, what was left out, a user's
+// subtitle) once ran off both sides in one centred line, and the search
+// controls touched: every line must lie inside the width, no two boxes
+// overlap, and the frames start below the last line.
+async function checkHead(name, minLines) {
+  const page = await open(name);
+  const h = await headBoxes(page);
+  assert(h.lines.length >= minLines, `${name}: ${h.lines.length} subtitle lines, want ${minLines} or more`);
+  for (const l of h.lines) {
+    assert(l.x >= 0 && l.x + l.w <= h.width, `${name}: subtitle line outside 0..${h.width}: ${l.x}..${l.x + l.w} "${l.text}"`);
+  }
+  const boxes = h.lines.concat(h.controls);
+  for (let i = 0; i < boxes.length; i++) {
+    for (let j = i + 1; j < boxes.length; j++) {
+      assert(!overlap(boxes[i], boxes[j]), `${name}: "${boxes[i].id || boxes[i].text}" overlaps "${boxes[j].id || boxes[j].text}"`);
+    }
+  }
+  assert(h.controls.find((c) => c.id === 'search').text === 'Reset Search', `${name}: search not in progress`);
+  const last = h.lines[h.lines.length - 1];
+  if (last) assert(last.y + last.h <= h.framesTop, `${name}: the subtitle runs into the frames`);
+  await assertClean(page, name);
+  await page.context().close();
+  return h;
+}
+
+test('the subtitle is wrapped inside the width, below the controls, none overlapping', async () => {
+  const h = await checkHead('work.svg', 2);
+  const joined = h.lines.map((l) => l.text).join(' ');
+  assert(/compensated for tracer overhead: \d+ ns\/call, \d+ ns\/tail call, .* subtracted over \d+ events$/.test(joined),
+    `compensation numbers: ${joined}`);
+  await checkHead('chart.svg', 2);
+  await checkHead('diff.svg', 1);
+  // A long subtitle of the user's on a narrow graph.
+  const long = 'A user subtitle that goes on and on: ' + 'several words, again and again, '.repeat(12) + 'to the end';
+  execFileSync(path.join(ROOT, 'bin/beamspy'), ['render', path.join(WORK, 'after.folded'), '-o', path.join(WORK, 'narrow.svg'),
+    '--width', '800', '--subtitle', long], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const n = await checkHead('narrow.svg', 4);
+  // broken at spaces only: the lines joined by spaces give the text back
+  assert(n.lines.map((l) => l.text).join(' ').startsWith(long), `the user subtitle changed: ${n.lines.map((l) => l.text).join(' | ')}`);
+});
+
 test('hover fills #details with the tooltip (name, self, total, calls, percent)', async () => {
   const page = await open('work.svg');
   const fs_ = await frames(page);

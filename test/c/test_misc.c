@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "common/atomic_file.h"
+#include "common/text_fit.h"
 #include "writers/folded.h"
 #include "nif/pid_table.h"
 #include "test_util.h"
@@ -705,6 +706,48 @@ static void test_pid_table_fills_concurrently(void **state)
 
 /* argv[1], if given, runs only the test cases whose name matches it (run.sh
  * runs each case in its own process). */
+/* Fixed fields never end mid-word without saying so (text_fit.c). */
+static void test_text_fit(void **state)
+{
+    (void)state;
+    char buf[80];
+    assert_int_equal(bs_text_fit(buf, sizeof buf, "short text", 10), 0);
+    assert_string_equal(buf, "short text");
+    /* 100 characters into 80 bytes: cut after a word, then the marker. */
+    const char *long_text = "#{children => true,collapse_recursion => false,compensate => true,timeline => auto,"
+                            "until_halt => false}";
+    assert_int_equal(bs_text_fit(buf, sizeof buf, long_text, strlen(long_text)), 1);
+    assert_true(strlen(buf) < sizeof buf);
+    const char *mark = strstr(buf, " ... (");
+    assert_non_null(mark);
+    size_t kept = (size_t)(mark - buf);
+    assert_memory_equal(buf, long_text, kept);
+    assert_true(long_text[kept - 1] == ',' || long_text[kept] == ' ' || long_text[kept] == ',');
+    char want[48];
+    snprintf(want, sizeof want, " ... (%zu more characters)", strlen(long_text) - kept);
+    assert_string_equal(mark, want);
+    /* UTF-8 is never split; the count is of characters. */
+    char u[200] = "";
+    for (int i = 0; i < 60; i++)
+        strcat(u, "\xC2\xB5");
+    assert_int_equal(bs_text_fit(buf, sizeof buf, u, strlen(u)), 1);
+    mark = strstr(buf, " ... (");
+    assert_non_null(mark);
+    assert_int_equal((mark - buf) % 2, 0);
+    snprintf(want, sizeof want, " ... (%d more characters)", 60 - (int)(mark - buf) / 2);
+    assert_string_equal(mark, want);
+    /* Appending: whole when it fits, marked when not, nothing when full. */
+    char notes[100] = "first";
+    assert_int_equal(bs_text_append(notes, sizeof notes, "; ", "second"), 0);
+    assert_string_equal(notes, "first; second");
+    assert_int_equal(bs_text_append(notes, sizeof notes, "; ", long_text), 1);
+    assert_non_null(strstr(notes, "first; second; #{children"));
+    assert_non_null(strstr(notes, " more characters)"));
+    size_t before = strlen(notes);
+    assert_int_equal(bs_text_append(notes, sizeof notes, "; ", "third"), 1);
+    assert_int_equal(strlen(notes), before);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -719,6 +762,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_pid_table_basic_and_full),
         cmocka_unit_test(test_pid_table_concurrent_inserts),
         cmocka_unit_test(test_pid_table_fills_concurrently),
+        cmocka_unit_test(test_text_fit),
     };
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);

@@ -231,6 +231,108 @@ static void test_projection_near_real_size(void **state)
     bs_profile_free(&p);
 }
 
+/* f calling itself `depth` deep, 10 µs of own work before each call and a
+ * leaf call at every level: one stack per level, each longer than the one
+ * above, and past the writers' 1024 frames. */
+static void make_deep_profile(bs_profile *prof, unsigned depth)
+{
+    OK(bs_profile_init(prof));
+    bs_proc p;
+    OK(bs_proc_init(&p, NULL, 0, 1, 1));
+    uint64_t t = 100;
+    OK(bs_proc_call(&p, &KEYS[0], BS_CALLER_ROOT, NULL, t));
+    for (unsigned d = 0; d < depth; d++) {
+        t += 10000;
+        OK(bs_proc_call(&p, &KEYS[4], BS_CALLER_FRAME, &KEYS[d ? 1 : 0], t));
+        t += 3000;
+        OK(bs_proc_return_to(&p, &KEYS[d ? 1 : 0], t));
+        OK(bs_proc_call(&p, &KEYS[1], BS_CALLER_FRAME, &KEYS[d ? 1 : 0], t));
+    }
+    t += 10000;
+    OK(bs_proc_return_to(&p, NULL, t));
+    bs_proc_flush(&p, t);
+    OK(bs_profile_add_proc(prof, &p, "<0.80.0>", tu_namer, NULL));
+    bs_proc_free(&p);
+    bs_profile_compute_totals(prof);
+}
+
+/* Deeper than the writers go (1024 frames, then one "[deeper]" line): the
+ * projection counts what they write. It once counted every stack with its
+ * whole path, 6-9 times the written size of a real 1,026-deep xmerl
+ * profile. */
+static void test_projection_of_deep_recursion(void **state)
+{
+    (void)state;
+    bs_profile p;
+    make_deep_profile(&p, getenv("BS_TEST_SMALL") ? 1500 : 3000);
+    const bs_format formats[] = {BS_FORMAT_FOLDED, BS_FORMAT_PERF, BS_FORMAT_SPEEDSCOPE};
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+        bs_render_opts o = {.on_report = keep_report};
+        size_t n;
+        char *text = write_to_memory(formats[i], &p, &o, &n);
+        if (formats[i] == BS_FORMAT_FOLDED)
+            assert_non_null(strstr(text, ";[deeper] "));
+        free(text);
+        double ratio = (double)last.projected_bytes / (double)n;
+        print_message("%s: projected %llu, written %zu\n", bs_format_name(formats[i]),
+                      (unsigned long long)last.projected_bytes, n);
+        assert_true(ratio > 0.8 && ratio < 1.25);
+    }
+    /* drop_sleep leaves nothing out here; a smaller depth limit is followed. */
+    bs_render_opts o = {.on_report = keep_report, .folded_max_depth = 100};
+    size_t n;
+    free(write_to_memory(BS_FORMAT_FOLDED, &p, &o, &n));
+    double ratio = (double)last.projected_bytes / (double)n;
+    assert_true(ratio > 0.8 && ratio < 1.25);
+    bs_profile_free(&p);
+}
+
+/* Above the size viewers open, a stack format gets its recursion collapsed
+ * and the report says so; full, a collapse mode of the user's, a format
+ * that prunes (SVG) or no report leave it whole. */
+static void test_too_big_to_open_collapses(void **state)
+{
+    (void)state;
+    bs_profile p;
+    make_deep_profile(&p, 1500);
+    size_t whole_n, n;
+    bs_render_opts o = {.on_report = keep_report, .full = 1, .openable_bytes = 100000};
+    free(write_to_memory(BS_FORMAT_FOLDED, &p, &o, &whole_n));
+    assert_int_equal(last.auto_collapse, 0);
+    assert_true(whole_n > 1000000);
+    o.full = 0;
+    char *text = write_to_memory(BS_FORMAT_FOLDED, &p, &o, &n);
+    assert_int_equal(last.auto_collapse, 1);
+    assert_int_equal(last.full_bytes, whole_n);
+    assert_int_equal(last.projected_bytes, n);
+    assert_int_equal(last.openable_bytes, 100000);
+    assert_true(n < 1000);
+    /* One frame for the whole tower: "m:top/0;m:a/1 <count>" and its leaf. */
+    assert_null(strstr(text, "m:a/1;m:a/1"));
+    assert_non_null(strstr(text, "m:a/1;m:leaf/0 "));
+    free(text);
+    char warning[1024];
+    bs_write_warning_text(&last, warning, sizeof warning);
+    print_message("%s\n", warning);
+    assert_non_null(strstr(warning, "folded: every stack whole would be about "));
+    assert_non_null(strstr(warning, "more than viewers open (above 100 kB): recursion folded into one frame as "
+                                    "with collapse_recursion => direct (--collapse-recursion=direct), about 1 kB written; "
+                                    "full => true (--full) writes every stack"));
+    assert_null(strstr(warning, "to write"));
+    /* The user's own mode is kept. */
+    o.collapse_recursion = 2;
+    free(write_to_memory(BS_FORMAT_FOLDED, &p, &o, &n));
+    assert_int_equal(last.auto_collapse, 0);
+    o.collapse_recursion = 0;
+    /* SVG prunes what is too narrow to see: never collapsed. */
+    free(write_to_memory(BS_FORMAT_SVG, &p, &(bs_render_opts){.on_report = keep_report, .openable_bytes = 1}, &n));
+    assert_int_equal(last.auto_collapse, 0);
+    /* Nobody to tell (no report): written whole. */
+    free(write_to_memory(BS_FORMAT_FOLDED, &p, &(bs_render_opts){.openable_bytes = 100000}, &n));
+    assert_int_equal(n, whole_n);
+    bs_profile_free(&p);
+}
+
 /* bs_folded_rounding over a recorded profile: the stacks whose self time is
  * under 500 ns, and every stack's time; a profile of samples loses none. */
 static void test_folded_rounding(void **state)
@@ -328,6 +430,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_write_stream_caps_and_reports),
         cmocka_unit_test(test_default_caps),
         cmocka_unit_test(test_projection_near_real_size),
+        cmocka_unit_test(test_projection_of_deep_recursion),
+        cmocka_unit_test(test_too_big_to_open_collapses),
         cmocka_unit_test(test_folded_rounding),
         cmocka_unit_test(test_warning_text),
     };

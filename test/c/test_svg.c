@@ -34,6 +34,7 @@
 #include "assets/svg_flamegraph.css.h"
 #include "assets/svg_flamegraph.js.h"
 #include "writers/diff_svg.h"
+#include "writers/text_wrap.h"
 #include "writers/palette.h"
 #include "writers/svg_document.h"
 #include "writers/writers.h"
@@ -382,6 +383,75 @@ static void test_frame_cap(void **state)
     assert_int_equal(frames_in(svg), 2 + 25000);
     assert_non_null(strstr(svg, "frames narrower than 1.00 px left out"));
     free(svg);
+    bs_profile_free(&p);
+}
+
+/* bs_wrap_text: lines of at most N characters broken at spaces, words
+ * never cut unless longer than a line, UTF-8 never split. */
+static void test_wrap_text(void **state)
+{
+    (void)state;
+    bs_text_line l[16];
+    const char *t = "one two three four five";
+    size_t n = bs_wrap_text(t, 9, l, 16);
+    assert_int_equal(n, 3);
+    const char *want[] = {"one two", "three", "four five"};
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(l[i].len, strlen(want[i]));
+        assert_memory_equal(t + l[i].start, want[i], l[i].len);
+    }
+    /* Counting first (no room) gives the same count. */
+    assert_int_equal(bs_wrap_text(t, 9, NULL, 0), 3);
+    /* A line exactly as long as the limit; spaces at the ends dropped. */
+    const char *padded = "  abcd efgh  ";
+    assert_int_equal(bs_wrap_text(padded, 4, l, 16), 2);
+    assert_int_equal(l[0].len, 4);
+    assert_memory_equal(padded + l[1].start, "efgh", 4);
+    /* A word longer than a line is split, nothing is lost. */
+    assert_int_equal(bs_wrap_text("abcdefghij", 4, l, 16), 3);
+    assert_int_equal(l[2].len, 2);
+    /* Characters, not bytes: "µs µs µs" is 8 characters, 11 bytes. */
+    const char *u = "\xC2\xB5s \xC2\xB5s \xC2\xB5s";
+    assert_int_equal(bs_wrap_text(u, 8, l, 16), 1);
+    assert_int_equal(bs_wrap_text(u, 5, l, 16), 2);
+    assert_int_equal(l[0].len, 7); /* "µs µs" */
+    assert_int_equal(bs_wrap_text("", 10, l, 16), 0);
+    assert_int_equal(bs_wrap_text("   ", 10, l, 16), 0);
+}
+
+/* A subtitle longer than the width: one <tspan> per line, each line short
+ * enough for the width, the words all there in order, and the frames
+ * moved down by the extra lines. */
+static void test_subtitle_wrapped(void **state)
+{
+    (void)state;
+    bs_profile p;
+    from_folded(&p, "a;b 10\na;c 5\n");
+    char sub[600];
+    size_t n = 0;
+    for (int i = 0; n + 40 < sizeof sub; i++)
+        n += (size_t)snprintf(sub + n, sizeof sub - n, "%sword%d and more", i ? ", " : "", i);
+    bs_render_opts one = {.subtitle = "short"}, many = {.subtitle = sub, .width = 600};
+    char *a = svg_of(&p, &one, NULL), *b = svg_of(&p, &many, NULL);
+    assert_wellformed(b);
+    assert_int_equal(count_of(a, "<tspan "), 1);
+    size_t lines = count_of(b, "<tspan ");
+    /* 580 px at 7.6 px a character: 76 characters a line at most. */
+    assert_true(lines >= (strlen(sub) + 75) / 76 && lines <= strlen(sub) / 40 + 1);
+    char joined[700] = "";
+    size_t j = 0;
+    for (const char *at = b; (at = strstr(at, "<tspan ")) != NULL;) {
+        const char *text = strchr(at, '>') + 1, *end = strstr(text, "</tspan>");
+        assert_true(end - text <= 76);
+        j += (size_t)snprintf(joined + j, sizeof joined - j, "%s%.*s", j ? " " : "", (int)(end - text), text);
+        at = end;
+    }
+    assert_string_equal(joined, sub);
+    /* The root row is lower by 16 px per extra line. */
+    double ya = attr_in(frame_line(a, "all"), "rect", "y"), yb = attr_in(frame_line(b, "all"), "rect", "y");
+    assert_true(yb - ya > 16.0 * (double)(lines - 1) - 0.5 && yb - ya < 16.0 * (double)(lines - 1) + 0.5);
+    free(a);
+    free(b);
     bs_profile_free(&p);
 }
 
@@ -855,6 +925,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_assets_up_to_date),
         cmocka_unit_test(test_write_file_and_empty),
         cmocka_unit_test(test_amounts),
+        cmocka_unit_test(test_wrap_text),
+        cmocka_unit_test(test_subtitle_wrapped),
     };
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);

@@ -386,6 +386,16 @@ check "projected size above the threshold: a warning, the file written" eval 'rc
     folded_ok "$O/big.folded" && grep -q "warning: .*big.folded: folded: about .* to write (above 1 kB).*collapse-recursion=all" "$W/err"'
 bs render "$IN/fib18.folded" -o "$O/small.folded"
 check "below the threshold: nothing said" eval 'rc_is 0 && [ ! -s "$W/err" ]'
+# Above the size viewers open (lowered for the test): recursion folded,
+# time kept, stderr gives both sizes and --full; --full writes every stack.
+BEAMSPY_OPENABLE_BYTES=100 bs render "$IN/fib18.folded" -o "$O/folded.folded"
+check "too big to open: recursion folded, said, time kept" eval 'rc_is 0 && folded_ok "$O/folded.folded" &&
+    ! grep -q "fib/1;cli_workload:fib/1" "$O/folded.folded" &&
+    [ "$(folded_total "$O/folded.folded")" -eq "$(folded_total "$IN/fib18.folded")" ] &&
+    grep -q "warning: .*folded.folded: folded: every stack whole would be about .* more than viewers open (above 1 kB): recursion folded.*--full" "$W/err"'
+BEAMSPY_OPENABLE_BYTES=100 bs render "$IN/fib18.folded" -o "$O/full.folded" --full
+check "--full: every stack, nothing folded" eval 'rc_is 0 && same_lines "$IN/fib18.folded" "$O/full.folded" &&
+    ! grep -q "viewers open" "$W/err"'
 
 # --- render: inputs ----------------------------------------------------------
 bs render - -o "$O/stdin.folded" <"$IN/fib18.folded"

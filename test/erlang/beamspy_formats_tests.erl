@@ -160,6 +160,24 @@ eflambe_option_names_test() ->
 %% open => true: the HTML written goes to $BROWSER (here a script that
 %% notes its argument); with nothing to open it with, standard error says
 %% where the file is.
+%% The options a recording was taken with reach the Chrome trace whole:
+%% with a long output path, title and subtitle (1,500 characters of
+%% options) they once ended mid-word at 511 bytes ("timeline => aut").
+long_options_whole_in_the_trace_test() ->
+    Dir = bs_test_lib:tmp_dir(),
+    Deep = filename:join([Dir | lists:duplicate(6, lists:duplicate(40, $d))]),
+    Path = filename:join(Deep, "fib.trace.json"),
+    Title = lists:flatten(lists:duplicate(35, "a title word ")),
+    Sub = lists:flatten(lists:duplicate(35, "subtitle text ")),
+    55 = beamspy:apply({bs_wl, fib, [10]}, #{output => Path, title => Title, subtitle => Sub, quiet => true}),
+    {ok, Bin} = file:read_file(Path),
+    {match, [Options]} = re:run(Bin, "\"options\":\"(#\\{(?:[^\"\\\\]|\\\\.)*)\"", [{capture, all_but_first, binary}]),
+    ?assert(byte_size(Options) > 1000),
+    %% (as the file writes it: ">" is \u003e)
+    ?assertMatch({match, _}, re:run(Options, "until_halt =\\\\u003e false}$")),
+    ?assertNotEqual(nomatch, binary:match(Options, list_to_binary(Path))),
+    bs_test_lib:rm_rf(Dir).
+
 open_option_test() ->
     Dir = bs_test_lib:tmp_dir(),
     ok = filelib:ensure_path(Dir),

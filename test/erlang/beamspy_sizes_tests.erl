@@ -77,6 +77,72 @@ size_warning_above_threshold_test() ->
     ?assertEqual([], [W || W <- Ws, re:run(W, "to write") =/= nomatch]),
     bs_test_lib:rm_rf(Dir).
 
+%% A recursion 2,500 deep (bs_wl:deep/1, a real recording): the folded
+%% writer stops at 1,024 frames and sums the rest into one "[deeper]" line,
+%% and the projected size in the warning is that of the file written (it
+%% once counted every stack whole: 6 times too big here, 6-9 times on
+%% xmerl's 1,026-deep stacks). Raw times, so that every level has a line.
+projection_of_deep_recursion_test_() ->
+    {timeout, 300, fun projection_of_deep_recursion/0}.
+
+projection_of_deep_recursion() ->
+    Dir = bs_test_lib:tmp_dir(),
+    Path = filename:join(Dir, "deep.folded"),
+    true = os:putenv("BEAMSPY_SIZE_WARN_BYTES", "1"),
+    try
+        {ok, #{warnings := Ws}} =
+            beamspy:profile({bs_wl, deep, [2500]}, #{output => Path, quiet => true, compensate => false}),
+        [W] = [W || W <- Ws, re:run(W, "to write") =/= nomatch],
+        {match, [Num, Unit]} = re:run(W, "about ([0-9.]+) (kB|MB|GB) to write", [{capture, all_but_first, list}]),
+        Projected = list_to_float(case lists:member($., Num) of true -> Num; false -> Num ++ ".0" end)
+                        * maps:get(Unit, #{"kB" => 1.0e3, "MB" => 1.0e6, "GB" => 1.0e9}),
+        Written = filelib:file_size(Path),
+        {ok, Bin} = file:read_file(Path),
+        ?assertMatch({match, _}, re:run(Bin, ";\\[deeper\\] [0-9]+\n")),
+        ?assert(Written > 1000000),
+        ?assert(Projected / Written > 0.9 andalso Projected / Written < 1.1)
+    after
+        os:unsetenv("BEAMSPY_SIZE_WARN_BYTES"),
+        bs_test_lib:rm_rf(Dir)
+    end.
+
+%% Above the size viewers open (lowered to 1 MB through
+%% BEAMSPY_OPENABLE_BYTES, so nothing big is written), the same 2,500-deep
+%% recording is written with its recursion folded and the warning says so
+%% with both sizes; full => true writes every stack, and a collapse mode of
+%% the user's is kept as given.
+too_big_to_open_collapsed_test_() ->
+    {timeout, 300, fun too_big_to_open_collapsed/0}.
+
+too_big_to_open_collapsed() ->
+    Dir = bs_test_lib:tmp_dir(),
+    Path = filename:join(Dir, "deep.folded"),
+    true = os:putenv("BEAMSPY_OPENABLE_BYTES", "1000000"),
+    Write = fun(Opts) ->
+                    {ok, #{warnings := Ws}} =
+                        beamspy:profile({bs_wl, deep, [2500]},
+                                        Opts#{output => Path, quiet => true, compensate => false}),
+                    {ok, Bin} = file:read_file(Path),
+                    {[W || W <- Ws, re:run(W, "viewers open") =/= nomatch], Bin}
+            end,
+    try
+        {[W], Small} = Write(#{}),
+        ?assertMatch({match, _}, re:run(W, "deep.folded: folded: every stack whole would be about [0-9.]+ MB, "
+                                        "more than viewers open \\(above 1.0 MB\\): recursion folded into one frame "
+                                        "as with collapse_recursion => direct .*full => true \\(--full\\) writes every stack")),
+        ?assert(byte_size(Small) < 10000),
+        ?assertEqual(nomatch, binary:match(Small, <<"bs_wl:deep/1;bs_wl:deep/1">>)),
+        {[], Full} = Write(#{full => true}),
+        ?assert(byte_size(Full) > 1000000),
+        ?assertMatch({match, _}, re:run(Full, ";\\[deeper\\] [0-9]+\n")),
+        {[], Own} = Write(#{collapse_recursion => all}),
+        ?assert(byte_size(Own) < 10000),
+        {error, {bad_option, full, 1, _}} = beamspy:check({bs_wl, fib, [1]}, #{full => 1})
+    after
+        os:unsetenv("BEAMSPY_OPENABLE_BYTES"),
+        bs_test_lib:rm_rf(Dir)
+    end.
+
 %% Compensated, fib(6)'s stacks are mostly shorter than half a microsecond
 %% (25 calls of a few ns each untraced; ~0.4 µs of tracer cost per call is
 %% gone): the folded file has no line for them, and when they hold 1% of
