@@ -14,7 +14,8 @@
 # ONLY=seq the checks of `beamspy seq' alone (seq_checks.sh), ONLY=memory
 # that jobs write no profile file on the node (no_files_checks.sh), ONLY=names
 # the spelling of frames in every mode alone (names.sh), ONLY=sample that
-# sampling and top count what runs (sample_checks.sh).
+# sampling and top count what runs (sample_checks.sh), ONLY=many_calls a
+# capture of 100,000 calls (many_calls.sh).
 set -u
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -148,6 +149,12 @@ if [ "${ONLY:-}" = deadlocks ]; then
     finish
 fi
 
+# ONLY=many_calls: a capture of 100,000 calls (many_calls.sh) alone.
+if [ "${ONLY:-}" = many_calls ]; then
+    . "$here/many_calls.sh"
+    finish
+fi
+
 # ONLY=names: one speller of frames for every mode (names.sh) alone.
 if [ "${ONLY:-}" = names ]; then
     . "$here/names.sh"
@@ -190,6 +197,8 @@ check "record --function: exit 0" [ $rc -eq 0 ]
 check "record --function: the captured calls" grep -q 'bs_dist_wl:handle/1;bs_dist_wl:work/1' "$out/fun.folded"
 check "record --function: nothing from outside the calls" bash -c "! grep -q 'spin/1' '$out/fun.folded'"
 check "record --function: nothing left on the node" clean n1
+
+. "$here/many_calls.sh"
 
 bs record --node "$n1" --all --mode sample --interval 5ms --duration 1s -o "$out/sample.folded" 2>"$out/sample.err"
 check "record --mode sample: the busy process's stacks" grep -q '> busy;.*bs_dist_wl:spin/1' "$out/sample.folded"
