@@ -1,7 +1,8 @@
-%%% Captures whose size is set by the data, through the NIF: 100,000 calls
+%%% Profiles whose size is set by the data, through the NIF: 100,000 calls
 %%% made by one process (they were once added to the profile by a recursion
 %%% per capture, which overflowed a dirty scheduler's stack near 500 and
-%%% ended the VM), and captures that run out of memory.
+%%% ended the VM), captures that run out of memory, and a recording a
+%%% million frames deep returned in every format by profile/2.
 -module(beamspy_deep_tests).
 -include_lib("eunit/include/eunit.hrl").
 
@@ -50,3 +51,19 @@ capture_out_of_memory() ->
     ?assertMatch({match, _}, re:run(Bin, "^bs_many_calls_wl:tiny/1 [0-9]+\n")),
     bs_test_lib:wait_no_session(),
     bs_test_lib:rm_rf(filename:dirname(File)).
+
+-define(FORMATS, [folded, svg, html, speedscope, chrome, perf, bspy, callgrind]).
+
+%% A recording a million frames deep (deep/1 recursing 1,000,000 times),
+%% returned in every format by profile/2: the NIF builds, filters and
+%% writes it on a dirty scheduler's stack.
+profile_a_million_deep_test_() -> {timeout, 600, fun profile_a_million_deep/0}.
+
+profile_a_million_deep() ->
+    {ok, #{result := {return, 1000000}, profile := #{processes := [{_, Nodes}]}} = R} =
+        beamspy:profile({?WL, deep, [1000000]}, #{return => ?FORMATS, compensate => false}),
+    ?assert(length([N || {_, _, <<"bs_many_calls_wl:deep/1">>, _, _, _} = N <- Nodes]) >= 1000000),
+    [?assert(is_binary(maps:get(F, R))) || F <- ?FORMATS],
+    ?assertMatch(<<"<?xml", _/binary>>, maps:get(svg, R)),
+    %% Folded: frames past 1,024 are summed into one [deeper] leaf.
+    ?assertNotEqual(nomatch, binary:match(maps:get(folded, R), <<";[deeper] ">>)).
