@@ -151,7 +151,7 @@ init_locked(Parent, Caller, Ref, MFA, N, Opts) ->
                     Timer = erlang:send_after(maps:get(timeout, Opts), self(), {Ref, timeout}),
                     _ = process_flag(priority, normal),
                     Parent ! {Ref, started},
-                    State = #{session => Session, mfa => MFA, wanted => N, done => [],
+                    State = #{session => Session, mfa => MFA, wanted => N, done => [], n_done => 0,
                               caller => Caller, mon => Mon, ref => Ref, opts => Opts,
                               timer => Timer, started_mono => erlang:monotonic_time(millisecond)},
                     loop(State);
@@ -188,9 +188,14 @@ set_patterns({M, F, A} = MFA, Session, Opts) ->
 loop(#{ref := Ref, mon := Mon, caller := Caller} = S) ->
     receive
         {beamspy_capture_done, Pid, Index} ->
-            untrace_if_idle(maps:get(session, S), Pid),
-            S1 = S#{done := [Index | maps:get(done, S)]},
-            case length(maps:get(done, S1)) >= maps:get(wanted, S1) of
+            %% Every capture already told, then each of their processes
+            %% untraced once: an untrace waits for the schedulers (~50 ms
+            %% on a loaded machine), and a process calling in a loop ends
+            %% thousands of captures a second.
+            {Pids, Done, N} = more_done([Pid], [Index | maps:get(done, S)], maps:get(n_done, S) + 1),
+            [untrace_if_idle(maps:get(session, S), P) || P <- lists:usort(Pids)],
+            S1 = S#{done := Done, n_done := N},
+            case N >= maps:get(wanted, S1) of
                 true -> finish(S1, complete);
                 false -> loop(S1)
             end;
@@ -206,6 +211,14 @@ loop(#{ref := Ref, mon := Mon, caller := Caller} = S) ->
         {'DOWN', _, process, _, _} = Down ->
             _ = beamspy_watchdog:handle_down(Down),
             loop(S)
+    end.
+
+%% The captures done that are already in the mailbox.
+more_done(Pids, Done, N) ->
+    receive
+        {beamspy_capture_done, Pid, Index} -> more_done([Pid | Pids], [Index | Done], N + 1)
+    after 0 ->
+        {Pids, Done, N}
     end.
 
 %% The process may already have entered the function again (the meta match

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "call_args.h"
+#include "eterm.h"
 #include "payload.h"
 
 /* The result of one call, decoded by the caller from r.buff at index. */
@@ -121,7 +122,8 @@ static bs_node_status loaded_modules(bs_node *n, int loaded[], int from_file[], 
                 loaded[m] = 1;
                 from_file[m] = type == ERL_STRING_EXT || type == ERL_LIST_EXT;
             }
-        if (ei_skip_term(c.r.buff, &i) < 0)
+        char file[8];
+        if (bs_eterm_describe(c.r.buff, c.r.index, &i, file, sizeof file) < 0) /* skipped: not recursive */
             break;
     }
     ei_x_free(&c.r);
@@ -188,11 +190,10 @@ static bs_node_status for_each_module(bs_node *n, const char *code_fun, const ch
 /* Prints an unexpected result into err. */
 static void unexpected(const call_result *c, const char *what, const char *node, char *err, size_t err_size)
 {
-    char *text = NULL;
+    char text[201];
     int i = c->index;
-    ei_s_print_term(&text, c->r.buff, &i);
-    snprintf(err, err_size, "%s on %s failed: %.200s", what, node, text ? text : "?");
-    free(text);
+    (void)bs_eterm_describe(c->r.buff, c->r.index, &i, text, sizeof text);
+    snprintf(err, err_size, "%s on %s failed: %s", what, node, text);
 }
 
 /* Loads the modules `load` (indexes into the payload) under file names in

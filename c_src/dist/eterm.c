@@ -1276,3 +1276,17 @@ int bs_eterm_print(FILE *out, const bs_eterm *t)
 {
     return bs_eterm_print_max(out, t, BS_ETERM_PRINT_MAX);
 }
+
+int bs_eterm_describe(const char *buf, int len, int *index, char *out, size_t out_size)
+{
+    bs_eterm_tree *tree = NULL;
+    char why[160];
+    if (bs_eterm_decode(buf, len, index, &tree, why, sizeof why) < 0) {
+        if (out_size)
+            snprintf(out, out_size, "(unreadable term: %s)", why);
+        return -1;
+    }
+    bs_eterm_format(out, out_size, bs_eterm_root(tree));
+    bs_eterm_free(tree);
+    return 0;
+}

@@ -178,5 +178,12 @@ int bs_eterm_print_max(FILE *out, const bs_eterm *t, size_t max_bytes);
 /* The same into buf (size bytes, NUL included, cut like above); returns the
  * length written. A size of 0 writes nothing. */
 size_t bs_eterm_format(char *buf, size_t size, const bs_eterm *t);
+/* The term at *index in buf[0, len) decoded (with the caps above: never a
+ * recursion deeper than 257, whatever the input) and formatted into out, or
+ * "(unreadable term: why)"; *index moves past it when it could be read.
+ * For text from another node (libei's ei_s_print_term and ei_skip_term
+ * recurse once per level of nesting and trust every length). Returns 0 or
+ * -1 (unreadable). */
+int bs_eterm_describe(const char *buf, int len, int *index, char *out, size_t out_size);
 
 #endif

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "epmd_lookup.h"
+#include "eterm.h"
 
 static long long now_ms(void)
 {
@@ -192,16 +193,10 @@ static int badrpc_text(const ei_x_buff *x, int index, char *err, size_t err_size
     if (ei_decode_tuple_header(x->buff, &i, &arity) < 0 || arity != 2 || ei_decode_atom(x->buff, &i, atom) < 0 ||
         strcmp(atom, "badrpc") != 0)
         return 0;
-    char *text = NULL;
+    char text[301];
     int ti = i;
-    if (ei_s_print_term(&text, x->buff, &ti) < 0 || !text) {
-        snprintf(err, err_size, "call on %s failed", node);
-    } else {
-        if (strlen(text) > 300)
-            strcpy(text + 297, "...");
-        snprintf(err, err_size, "call on %s failed: %s", node, text);
-    }
-    free(text);
+    (void)bs_eterm_describe(x->buff, x->index, &ti, text, sizeof text);
+    snprintf(err, err_size, "call on %s failed: %s", node, text);
     return 1;
 }
 
@@ -213,10 +208,12 @@ static int tagged_reply(const ei_x_buff *x, const ei_x_buff *tag, int *index)
     if (ei_decode_version(x->buff, &i, &version) < 0 || ei_decode_tuple_header(x->buff, &i, &arity) < 0 ||
         arity != 2)
         return 0;
-    int start = i;
-    if (ei_skip_term(x->buff, &i) < 0 || i - start != tag->index || memcmp(x->buff + start, tag->buff, (size_t)tag->index))
+    /* A term's encoding ends itself: the first element is Tag exactly when
+     * its bytes start with Tag's (no ei_skip_term, which recurses once per
+     * level of nesting of whatever a process sends). */
+    if (tag->index > x->index - i || memcmp(x->buff + i, tag->buff, (size_t)tag->index) != 0)
         return 0;
-    *index = i;
+    *index = i + tag->index;
     return 1;
 }
 

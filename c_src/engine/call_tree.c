@@ -35,6 +35,18 @@ void bs_call_tree_free(bs_call_tree *t)
     memset(t, 0, sizeof *t);
 }
 
+void bs_call_tree_trim(bs_call_tree *t)
+{
+    if (!t->nodes || t->n_nodes >= t->cap_nodes)
+        return;
+    bs_tree_node *n = bs_budget_realloc(t->budget, t->nodes, (size_t)t->cap_nodes * sizeof *t->nodes,
+                                        (size_t)t->n_nodes * sizeof *t->nodes);
+    if (!n)
+        return;
+    t->nodes = n;
+    t->cap_nodes = t->n_nodes;
+}
+
 size_t bs_call_tree_bytes(const bs_call_tree *t)
 {
     return (size_t)t->cap_nodes * sizeof *t->nodes + (size_t)t->cap_slots * sizeof *t->slots;

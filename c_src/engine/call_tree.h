@@ -36,6 +36,10 @@ typedef struct bs_call_tree {
 /* Returns 0, or -1 when the budget refuses the first allocation. */
 int bs_call_tree_init(bs_call_tree *t, bs_budget *budget);
 void bs_call_tree_free(bs_call_tree *t);
+/* Gives the node array's unused room back to the budget (a tree that is
+ * done growing, such as one capture of many: 2 nodes, not 64). It may
+ * grow again; if realloc fails it stays as it was. */
+void bs_call_tree_trim(bs_call_tree *t);
 
 /* The child of parent for key, created if absent; BS_NO_NODE when the budget
  * refuses to grow. */

@@ -6,14 +6,16 @@
 int bs_proc_init(bs_proc *p, bs_budget *budget, uint64_t start_ns, int charge_sleep, int charge_gc)
 {
     memset(p, 0, sizeof *p);
-    if (bs_call_tree_init(&p->tree, budget) < 0)
+    bs_timeline_init(&p->timeline, NULL, budget);
+    if (bs_call_tree_init(&p->tree, budget) < 0) {
+        p->state = BS_EXITED; /* no tree: every later event, flush and free leave it alone */
         return -1;
+    }
     p->current = 0;
     p->last_ns = start_ns;
     p->state = BS_RUNNING;
     p->charge_sleep = charge_sleep ? 1 : 0;
     p->charge_gc = charge_gc ? 1 : 0;
-    bs_timeline_init(&p->timeline, NULL, budget);
     return 0;
 }
 
@@ -450,6 +452,8 @@ void bs_proc_flush(bs_proc *p, uint64_t t)
 
 int bs_proc_seed(bs_proc *p, const bs_key *frames, uint32_t n, int own_code_on_top, uint64_t t)
 {
+    if (p->state == BS_EXITED)
+        return 0;
     if (charge(p, t, BS_EVENT_FREE) < 0)
         return -1;
     forget_spans(p, &p->span_counts.lost);

@@ -105,7 +105,9 @@ typedef struct bs_proc {
 } bs_proc;
 
 /* start_ns: when recording of this process began (time before its first event
- * is charged to the root). Returns 0 or -1 (budget refused). */
+ * is charged to the root). Returns 0 or -1 (budget refused: then the process
+ * is left exited, with no tree, so that events, bs_proc_flush and
+ * bs_proc_free on it do nothing). */
 int bs_proc_init(bs_proc *p, bs_budget *budget, uint64_t start_ns, int charge_sleep, int charge_gc);
 void bs_proc_free(bs_proc *p);
 /* Also keep a timeline of spans, drawing on the session's quota. */

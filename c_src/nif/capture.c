@@ -29,6 +29,7 @@ static void finish(ErlNifEnv *env, bs_session *s, bs_traced_proc *r, uint64_t t)
     uint32_t index = r->capture_index;
     if (c) {
         c->proc = r->proc; /* the tree moves; r->proc is made anew below */
+        bs_call_tree_trim(&c->proc.tree); /* a capture of a tiny call keeps 2 nodes, not 64 */
         c->index = index;
         c->next = r->captures;
         r->captures = c;
@@ -36,14 +37,18 @@ static void finish(ErlNifEnv *env, bs_session *s, bs_traced_proc *r, uint64_t t)
         bs_proc_free(&r->proc);
     }
     memset(&r->proc, 0, sizeof r->proc);
-    if (bs_proc_init(&r->proc, &s->budget, t, s->charge_sleep, s->charge_gc) < 0) {
-        /* No memory for the next capture: stop the session cleanly. */
-        bs_session_stop_for_limit(env, s, BS_STOP_MAX_MEMORY);
-    } else {
+    int made = bs_proc_init(&r->proc, &s->budget, t, s->charge_sleep, s->charge_gc) == 0;
+    if (made)
         bs_session_prepare_proc(s, &r->proc);
-    }
+    /* No memory to keep this capture or to make the next one: the session
+     * stops (max_memory) with what it kept, rather than going on losing
+     * calls without a word. */
+    if (!c || !made)
+        bs_session_stop_for_limit(env, s, BS_STOP_MAX_MEMORY);
     r->capture_depth = 0;
     atomic_store(&r->capturing, 0);
+    if (!c)
+        return;
     bs_session_tell_owner(env, s, "beamspy_capture_done", r->pid, index);
 }
 

@@ -40,18 +40,34 @@ static void label_of(ErlNifEnv *env, ERL_NIF_TERM labels, bs_name_style style, E
     enif_snprintf(buf, cap, "%T", pid);
 }
 
-/* Captures of one process, oldest first (the list is newest first). */
-static int add_captures(bs_profile *out, const bs_capture *c, const char *label, unsigned only, namer_ctx *ctx)
+/* Captures of one process, oldest first (the list is newest first). A loop
+ * over an array of the list's nodes, not a recursion: a process can hold
+ * any number of captures (--calls 100000), and this runs on a dirty
+ * scheduler's stack. Returns -1 when out of memory. */
+static int add_captures(bs_profile *out, const bs_capture *head, const char *label, unsigned only,
+                        namer_ctx *ctx)
 {
-    if (!c)
+    size_t n = 0;
+    for (const bs_capture *c = head; c; c = c->next)
+        n++;
+    if (!n)
         return 0;
-    if (add_captures(out, c->next, label, only, ctx) < 0)
+    const bs_capture **order = enif_alloc(n * sizeof *order);
+    if (!order)
         return -1;
-    if (only && c->index != only)
-        return 0;
+    size_t i = n;
+    for (const bs_capture *c = head; c; c = c->next)
+        order[--i] = c;
+    int rc = 0;
     char name[600];
-    snprintf(name, sizeof name, "%s (call %u)", label, c->index);
-    return bs_profile_add_proc(out, &c->proc, name, name_key, ctx);
+    for (i = 0; i < n && rc == 0; i++) {
+        if (only && order[i]->index != only)
+            continue;
+        snprintf(name, sizeof name, "%s (call %u)", label, order[i]->index);
+        rc = bs_profile_add_proc(out, &order[i]->proc, name, name_key, ctx) < 0 ? -1 : 0;
+    }
+    enif_free(order);
+    return rc;
 }
 
 int bs_export_profile(ErlNifEnv *env, bs_session *s, bs_name_style style, ERL_NIF_TERM labels,

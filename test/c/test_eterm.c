@@ -386,6 +386,42 @@ static void test_binaries_and_strings(void **state)
     ei_x_free(&x);
 }
 
+/* bs_eterm_describe, what the tool says of a term a node sent (a badrpc
+ * reason, an unexpected reply) in place of libei's recursive printer: a
+ * term nested 100,000 deep is refused at depth 256 with the reason, the
+ * index left where it was; an ordinary one is formatted and skipped. */
+static void test_describe_bounded(void **state)
+{
+    (void)state;
+    ei_x_buff x;
+    assert_int_equal(ei_x_new(&x), 0);
+    for (int k = 0; k < 100000; k++)
+        assert_int_equal(ei_x_encode_list_header(&x, 1), 0);
+    assert_int_equal(ei_x_encode_atom(&x, "a"), 0);
+    for (int k = 0; k < 100000; k++)
+        assert_int_equal(ei_x_encode_empty_list(&x), 0);
+    char out[200];
+    int i = 0;
+    assert_int_equal(bs_eterm_describe(x.buff, x.index, &i, out, sizeof out), -1);
+    assert_int_equal(i, 0);
+    assert_non_null(strstr(out, "(unreadable term: offset "));
+    assert_non_null(strstr(out, "nested more than 256 deep"));
+    ei_x_free(&x);
+
+    assert_int_equal(ei_x_new(&x), 0);
+    assert_int_equal(ei_x_encode_tuple_header(&x, 2), 0);
+    assert_int_equal(ei_x_encode_atom(&x, "EXIT"), 0);
+    assert_int_equal(ei_x_encode_list_header(&x, 2), 0);
+    assert_int_equal(ei_x_encode_long(&x, 1), 0);
+    assert_int_equal(ei_x_encode_atom(&x, "undef"), 0);
+    assert_int_equal(ei_x_encode_empty_list(&x), 0);
+    i = 0;
+    assert_int_equal(bs_eterm_describe(x.buff, x.index, &i, out, sizeof out), 0);
+    assert_string_equal(out, "{'EXIT',[1,undef]}");
+    assert_int_equal(i, x.index);
+    ei_x_free(&x);
+}
+
 static void test_nested_and_map_get(void **state)
 {
     (void)state;
@@ -1014,6 +1050,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_atoms),
         cmocka_unit_test(test_binaries_and_strings),
         cmocka_unit_test(test_nested_and_map_get),
+        cmocka_unit_test(test_describe_bounded),
         cmocka_unit_test(test_improper_lists),
         cmocka_unit_test(test_pids_refs_ports_funs),
         cmocka_unit_test(test_every_truncation_fails_cleanly),

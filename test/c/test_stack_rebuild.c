@@ -9,7 +9,8 @@
  * WAIT/RUNNABLE split told by receive events (tree and timeline; empty
  * leaves not exported) and whole-VM filtering (WAIT left out and said,
  * processes by running time), exit, and
- * one process's events fed from two threads in turn. */
+ * one process's events fed from two threads in turn, a process whose
+ * recording the budget refused (left alone), and a finished tree trimmed. */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1033,6 +1034,60 @@ static void test_random_streams_keep_invariants(void **state)
     free(ev);
 }
 
+/* A process whose recording the budget refused (a capture's next one, once
+ * memory ran out) has no tree: every event, the flush at session stop,
+ * seeding and freeing must leave it alone (the flush once wrote through its
+ * NULL node array and ended the VM). */
+static void test_refused_init_left_alone(void **state)
+{
+    (void)state;
+    bs_budget b;
+    bs_budget_init(&b, 64); /* less than the first node array */
+    bs_proc p;
+    assert_int_equal(bs_proc_init(&p, &b, 5, 1, 1), -1);
+    assert_null(p.tree.nodes);
+    assert_int_equal(p.state, BS_EXITED);
+    assert_int_equal(bs_proc_call(&p, &A, BS_CALLER_ROOT, NULL, 10), 0);
+    assert_int_equal(bs_proc_sched_out(&p, 20), 0);
+    assert_int_equal(bs_proc_sched_in(&p, 30), 0);
+    assert_int_equal(bs_proc_gc_start(&p, 40), 0);
+    assert_int_equal(bs_proc_gc_end(&p, 50), 0);
+    assert_int_equal(bs_proc_return_to(&p, NULL, 60), 0);
+    assert_int_equal(bs_proc_seed(&p, &TOP, 1, 0, 70), 0);
+    bs_proc_flush(&p, 80);
+    bs_proc_exit(&p, 90);
+    assert_null(p.tree.nodes);
+    bs_proc_free(&p);
+}
+
+/* A finished tree gives its unused node room back to the budget (100,000
+ * captures of a tiny call keep 2 nodes each, not 64) and still grows. */
+static void test_tree_trim(void **state)
+{
+    (void)state;
+    bs_budget b;
+    bs_budget_init(&b, 1 << 20);
+    bs_proc p;
+    assert_int_equal(bs_proc_init(&p, &b, 0, 0, 0), 0);
+    assert_int_equal(bs_proc_call(&p, &A, BS_CALLER_ROOT, NULL, 10), 0);
+    assert_int_equal(bs_proc_return_to(&p, NULL, 20), 0);
+    size_t before = bs_call_tree_bytes(&p.tree), used = b.used;
+    bs_call_tree_trim(&p.tree);
+    assert_int_equal(p.tree.cap_nodes, 2);
+    assert_int_equal(before - bs_call_tree_bytes(&p.tree), 62 * sizeof(bs_tree_node));
+    assert_int_equal(used - b.used, 62 * sizeof(bs_tree_node));
+    assert_int_equal(bs_proc_call(&p, &B, BS_CALLER_ROOT, NULL, 30), 0);
+    assert_int_equal(bs_proc_call(&p, &C, BS_CALLER_FRAME, &B, 40), 0);
+    assert_int_equal(p.tree.n_nodes, 4);
+    assert_true(p.tree.cap_nodes >= 4);
+    bs_proc_flush(&p, 50);
+    char *dump = tu_dump(&p);
+    assert_non_null(strstr(dump, "m:b/0;m:c/0"));
+    free(dump);
+    bs_proc_free(&p);
+    assert_int_equal(b.used, 0);
+}
+
 /* argv[1], if given, runs only the test cases whose name matches it (run.sh
  * runs each case in its own process). */
 int main(int argc, char **argv)
@@ -1057,6 +1112,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_exit_stops_charging),
         cmocka_unit_test(test_migration_between_threads),
         cmocka_unit_test(test_random_streams_keep_invariants),
+        cmocka_unit_test(test_refused_init_left_alone),
+        cmocka_unit_test(test_tree_trim),
     };
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);

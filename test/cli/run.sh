@@ -250,6 +250,29 @@ for pair in folded:.folded svg:.svg html:.html speedscope:.speedscope.json chrom
         fi
     done
 done
+# A stack a million frames deep (one line of 12 MB) and a million stacks
+# side by side, into every format at once: no reader or writer recurses
+# once per frame or per sibling (about 90 s each on a loaded machine).
+python3 -c "
+with open('$W/deep.folded', 'w') as f:
+    f.write(';'.join('m:f%d/0' % i for i in range(1000000)) + ' 1\n')
+with open('$W/wide.folded', 'w') as f:
+    f.writelines('p;m:f%d/0 1\n' % i for i in range(1000000))
+"
+for shape in deep wide; do
+    D="$W/$shape"
+    bs render "$W/$shape.folded" -o "$D.svg" -o "$D.html" -o "$D.speedscope.json" -o "$D.trace.json" \
+        -o "$D.perf.txt" -o "$D.bspy" -o "$D.callgrind" -o "$D.out.folded"
+    check "render a million $shape: exit 0, SVG and folded valid" \
+        eval 'rc_is 0 && valid_as svg "$D.svg" && folded_ok "$D.out.folded"'
+    check "render a million $shape: every other format written" \
+        eval 'grep -q "<html" "$D.html" && [ "$(head -c 1 "$D.speedscope.json")" = "{" ] &&
+              [ "$(head -c 1 "$D.trace.json")" = "{" ] && perf_ok "$D.perf.txt" &&
+              [ "$(head -n 1 "$D.callgrind")" = "# callgrind format" ] && [ -s "$D.bspy" ]'
+    [ "$shape" = deep ] && check "render a million deep: frames past 1,024 in one [deeper] leaf" \
+        grep -q ';\[deeper\] 1$' "$D.out.folded"
+    rm -f "$D".*
+done
 if [ "$have_bspy" = 1 ]; then
     for pair in folded:.folded svg:.svg html:.html speedscope:.speedscope.json chrome:.trace.json perf:.perf.txt \
         callgrind:.callgrind; do

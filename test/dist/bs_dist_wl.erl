@@ -17,6 +17,7 @@
 -module(bs_dist_wl).
 
 -export([start/0, spin/1, work/1, handle/1, server/0, caller/0, wait_for_go/0, 'receive'/0]).
+-export([tiny_loop/1, tiny/1]).
 
 %% @doc Starts the workload processes; returns ok.
 -spec start() -> ok.
@@ -72,3 +73,13 @@ caller() ->
 -spec wait_for_go() -> ok.
 wait_for_go() ->
     receive go -> ok end.
+
+%% @doc Calls tiny/1 in a loop, without pause, until killed (started by the
+%% test of a capture of many calls, not by start/0).
+-spec tiny_loop(non_neg_integer()) -> no_return().
+tiny_loop(X) ->
+    tiny_loop(?MODULE:tiny(X)).
+
+%% @doc A call that calls nothing.
+-spec tiny(non_neg_integer()) -> non_neg_integer().
+tiny(X) -> (X + 1) band 16#ffff.

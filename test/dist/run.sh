@@ -18,7 +18,8 @@
 # spellings and refusals of record --function (function_checks.sh), ONLY=idle
 # that idle servers of an Elixir command are WAIT, not RUNNABLE
 # (idle_checks.sh), ONLY=meta what record's outputs say was recorded and how
-# (record_meta_checks.sh).
+# (record_meta_checks.sh), ONLY=many_calls a capture of 100,000 calls
+# (many_calls.sh).
 set -u
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -158,6 +159,12 @@ if [ "${ONLY:-}" = deadlocks ]; then
     finish
 fi
 
+# ONLY=many_calls: a capture of 100,000 calls (many_calls.sh) alone.
+if [ "${ONLY:-}" = many_calls ]; then
+    . "$here/many_calls.sh"
+    finish
+fi
+
 # ONLY=names: one speller of frames for every mode (names.sh) alone.
 if [ "${ONLY:-}" = names ]; then
     . "$here/names.sh"
@@ -214,6 +221,8 @@ check "record --function: nothing from outside the calls" bash -c "! grep -q 'sp
 check "record --function: nothing left on the node" clean n1
 . "$here/function_checks.sh"
 . "$here/record_meta_checks.sh"
+
+. "$here/many_calls.sh"
 
 bs record --node "$n1" --all --mode sample --interval 5ms --duration 1s -o "$out/sample.folded" 2>"$out/sample.err"
 check "record --mode sample: the busy process's stacks" grep -q '> busy;.*bs_dist_wl:spin/1' "$out/sample.folded"
