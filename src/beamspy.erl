@@ -628,6 +628,13 @@ format_error({bad_options, O}) ->
     flat("options must be a map or a proplist, got ~tw", [O]);
 format_error({bad_output, Out, Why}) ->
     flat("cannot use ~ts as output directory: ~ts", [Out, file:format_error(Why)]);
+format_error({busy, {unloading, Node}}) ->
+    flat("beamspy's code is being unloaded from ~tw by another call: nothing of beamspy starts "
+         "there until that is done", [Node]);
+format_error({busy, {jobs_running, Node, Jobs}}) ->
+    flat("beamspy still runs on ~tw (~ts): its code is not removed under a running job; stop "
+         "them first (beamspy:stop/1, or let them end), then unload",
+         [Node, lists:join(", ", [flat("~tw ~w", [Kind, Pid]) || {Kind, Pid} <- Jobs])]);
 format_error({busy, Owner}) ->
     flat("another beamspy recording (owner ~w) is running; on this OTP release trace "
          "patterns are node-wide, so only one can run at a time", [Owner]);
@@ -690,9 +697,6 @@ format_error({remote_call, Node, {M, F, A}, {Class, Reason}}) ->
     flat("on ~tw, ~tw:~tw/~w failed: ~tw:~tw", [Node, M, F, A, Class, Reason]);
 format_error({nothing_loaded, Node}) ->
     flat("beamspy:load/1 loaded nothing onto ~tw (or it was unloaded already)", [Node]);
-format_error({sessions_running, Node, N}) ->
-    flat("~w beamspy recording~s still running on ~tw: stop ~s first (beamspy:stop/1), "
-         "then unload", [N, plural(N), Node, case N of 1 -> "it"; _ -> "them" end]);
 format_error(Other) ->
     flat("~tw", [Other]).
 
@@ -999,9 +1003,14 @@ unload(Node) ->
     unload(Node, 30000).
 
 %% @doc Removes from Node what {@link load/1} loaded, and reloads the node's
-%% own version of a module it replaced. Refused while a recording runs
-%% there (`sessions_running': stop it first); deferred to the end of a
-%% command-line job still using the code (`deferred => true').
+%% own version of a module it replaced. Code is never removed under a
+%% running job: refused with `{error, {busy, {jobs_running, Node, Jobs}}}'
+%% while a recording, capture, seq collector, telemetry recording, sampler
+%% or top runs there, whoever started it (stop them first); deferred to the
+%% end of a command-line job still using the code (`deferred => true').
+%% One unload at a time: another meanwhile gets `{error, {busy, {unloading,
+%% Node}}}', as does any job starting there meanwhile. Timeout bounds each
+%% remote call; a job that is ending is waited for at most half of it.
 %%
 %% ```
 %% 1> {ok, #{unloaded := [beamspy | _]}} = beamspy:unload('app@host').

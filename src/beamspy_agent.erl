@@ -28,7 +28,7 @@
 %%% '''
 -module(beamspy_agent).
 
--export([start/3, poll/1, arm/1, finish/2, unload/1, release/1, dump/1, runs_elixir/0]).
+-export([start/3, poll/1, arm/1, finish/2, unload/1, release/1, noted/0, dump/1, runs_elixir/0]).
 -export([init/4]).
 
 -type kind() :: record | capture | sample | top | seq.
@@ -193,6 +193,8 @@ unload_noted() ->
     _ = spawn(fun() -> unload(All) end),
     ok.
 
+%% @doc The modules tools and unload calls left for the last job to unload.
+-spec noted() -> [module()].
 noted() ->
     case application:get_env(beamspy, unload_when_done) of
         {ok, L} when is_list(L) -> L;
@@ -220,10 +222,35 @@ unload_when_last(Own) ->
         {[], _} ->
             ok;
         {All, []} ->
-            application:unset_env(beamspy, unload_when_done),
-            unload(All);
+            unload_if_idle(All);
         {All, _} ->
             application:set_env(beamspy, unload_when_done, All)
+    end.
+
+%% The last job unloads only when nothing else of beamspy runs (a capture
+%% started through erpc, say): then the modules stay, listed for
+%% beamspy:unload/1. While another unload runs, the modules are left to it
+%% (it looks at the note once this job is gone).
+unload_if_idle(All) ->
+    application:set_env(beamspy, unload_when_done, All),
+    case beamspy_jobs:lock() of
+        ok ->
+            Mods = [M || {M, _} <- code:all_loaded(), lists:prefix("beamspy", atom_to_list(M))],
+            case beamspy_jobs:running(Mods, [self()], 5000) of
+                [] ->
+                    application:unset_env(beamspy, unload_when_done),
+                    unload(All);
+                _ ->
+                    application:unset_env(beamspy, unload_when_done),
+                    Listed = case application:get_env(beamspy, delivered) of
+                                 {ok, #{loaded := L, reload := R}} -> #{loaded => lists:usort(L ++ All), reload => R};
+                                 _ -> #{loaded => All, reload => []}
+                             end,
+                    application:set_env(beamspy, delivered, Listed),
+                    beamspy_jobs:unlock()
+            end;
+        {error, _} ->
+            ok
     end.
 
 %% @doc Unloads Modules from this node, whoever runs them: what the job

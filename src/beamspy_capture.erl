@@ -17,6 +17,7 @@
 -module(beamspy_capture).
 
 -export([start/4, await/2, check_function/1]).
+-export([init/6]).
 
 -define(LOCK, beamspy_active_session).
 -define(CALLER_MS, [{'_', [], [{message, {{cp, {caller}}}}]}]).
@@ -46,7 +47,9 @@ start(Caller, MFA, N, Opts) ->
     Ref = make_ref(),
     Parent = self(),
     %% High priority while setting up: see init/6.
-    {Owner, Mon} = spawn_opt(fun() -> init(Parent, Caller, Ref, MFA, N, Opts) end, [monitor, {priority, high}]),
+    %% Spawned with a function, not a fun: its initial call names it
+    %% (beamspy_jobs finds jobs by it).
+    {Owner, Mon} = spawn_opt(?MODULE, init, [Parent, Caller, Ref, MFA, N, Opts], [monitor, {priority, high}]),
     await_start(Owner, Mon, Ref, undefined).
 
 await_start(Owner, Mon, Ref, Watchdog) ->
@@ -102,11 +105,14 @@ await(Ref, Owner) ->
             end
     end.
 
+%% @private
 init(Parent, Caller, Ref, MFA, N, Opts) ->
     %% Checking for other tracers reads the process table: at normal
     %% priority a node full of runnable processes could starve this (it
     %% runs at high priority until tracing is on).
-    case lock() of
+    case beamspy_jobs:check_start() =:= ok andalso lock() of
+        false ->
+            Parent ! {Ref, beamspy_jobs:check_start()};
         ok ->
             case conflicts(Opts) of
                 ok -> init_locked(Parent, Caller, Ref, MFA, N, Opts);
@@ -235,6 +241,7 @@ finish(#{session := Session, mfa := MFA, ref := Ref, caller := Caller, opts := O
         none -> ok;
         _ ->
             report_limit(Caller, Ref, Why, Stopped - maps:get(started_mono, S), S),
+            ok = beamspy_jobs:mark_done(),
             Caller ! {beamspy_capture, Ref, Result}
     end.
 
