@@ -382,7 +382,11 @@ check(Target, Opts) ->
 %% and off again when the call returns.
 %%
 %% Options are those of {@link apply/2}, plus `timeout' (milliseconds to
-%% wait for the N calls; default 30000; then what was captured is written),
+%% wait for the N calls; default 30000; then what was captured is written;
+%% it bounds the whole call, writing included: capture returns within
+%% `timeout' plus the time to write the merged profile, and the tracer's
+%% first calibration on the VM, at most 6 s once a minute; per-call profiles
+%% not written by then are left out and counted on standard error),
 %% `merge' (`false': one profile per call; `true': one profile of all calls
 %% merged; default `both'), and `pids'. Files are named `<name>-call<K>.<ext>'
 %% and `<name>-merged.<ext>'. Returns once N calls were captured or the
