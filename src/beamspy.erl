@@ -868,7 +868,18 @@ start_encoded(Targets, Opts0, Formats) ->
         {error, _} = Error -> Error
     end.
 
+%% The caller runs at high priority until the session is on, as its owner
+%% does while setting up: on a node where processes spawn without pause,
+%% thousands are runnable at normal priority, and a caller among them took
+%% seconds to check its options and, once the owner had replied, to be
+%% scheduled again to read the reply.
 start_live(Targets, Opts0, Encode) ->
+    Priority = process_flag(priority, high),
+    try start_live_high(Targets, Opts0, Encode)
+    after process_flag(priority, Priority)
+    end.
+
+start_live_high(Targets, Opts0, Encode) ->
     case {beamspy_opts:live_targets(Targets), beamspy_opts:options(Opts0, live)} of
         {{ok, Norm}, {ok, Opts}} ->
             case outputs_for(Opts, live_label(Targets), Encode) of
