@@ -180,3 +180,17 @@ timeout_bounds_writing() ->
                                              "the capture's timeout \\(1000 ms\\) passed")),
     assert_nothing_traced([]),
     bs_test_lib:rm_rf(Dir).
+
+%% timeout => infinity (the option allows it) waits for the calls: the
+%% owner's timer took it as a time and crashed the capture at its start.
+infinite_timeout_test() ->
+    Dir = bs_test_lib:tmp_dir(),
+    {ok, Ref} = beamspy:capture_async({?WL, job, 1}, 1, #{timeout => infinity, output => Dir,
+                                                         formats => [folded], quiet => true}),
+    {_, Mon} = spawn_monitor(fun() -> ?WL:job(1) end),
+    receive {'DOWN', Mon, process, _, normal} -> ok end,
+    Files = receive {beamspy_capture, Ref, {ok, Fs}} -> Fs end,
+    ?assertEqual(2, length(Files)),
+    ?assert(lists:all(fun filelib:is_regular/1, Files)),
+    assert_nothing_traced([]),
+    bs_test_lib:rm_rf(Dir).
