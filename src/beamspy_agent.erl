@@ -148,11 +148,13 @@ dump(Opts) when is_map(Opts) ->
 %% While a dump runs, a process watches the tool's node: should the tool go
 %% away meanwhile, the modules it loaded for the dump are unloaded.
 watch_dump(Tool, [_ | _] = Modules) when is_pid(Tool), node(Tool) =/= node() ->
+    Dumper = self(),
     spawn(fun() ->
                   true = erlang:monitor_node(node(Tool), true),
                   receive
                       done -> ok;
-                      {nodedown, _} -> unload_when_last(Modules)
+                      %% The dump itself is the tool's: not a job to wait for.
+                      {nodedown, _} -> unload_when_last(Modules, [Dumper])
                   end
           end);
 watch_dump(_, _) ->
@@ -217,26 +219,30 @@ job_done(P) ->
 %% At the end of a job: the modules tools left for the last job to unload,
 %% and, when the job's own tool is gone, the modules it delivered.
 unload_when_last(Own) ->
+    unload_when_last(Own, []).
+
+unload_when_last(Own, Theirs) ->
     put(?JOB_DONE, true),
     case {lists:usort(noted() ++ Own), other_jobs()} of
         {[], _} ->
             ok;
         {All, []} ->
-            unload_if_idle(All);
+            unload_if_idle(All, Theirs);
         {All, _} ->
             application:set_env(beamspy, unload_when_done, All)
     end.
 
 %% The last job unloads only when nothing else of beamspy runs (a capture
-%% started through erpc, say): then the modules stay, listed for
-%% beamspy:unload/1. While another unload runs, the modules are left to it
-%% (it looks at the note once this job is gone).
-unload_if_idle(All) ->
+%% started through erpc, say; Theirs, the processes of the tool's own work,
+%% aside): then the modules stay, listed for beamspy:unload/1. While
+%% another unload runs, the modules are left to it (it looks at the note
+%% once this job is gone).
+unload_if_idle(All, Theirs) ->
     application:set_env(beamspy, unload_when_done, All),
     case beamspy_jobs:lock() of
         ok ->
             Mods = [M || {M, _} <- code:all_loaded(), lists:prefix("beamspy", atom_to_list(M))],
-            case beamspy_jobs:running(Mods, [self()], 5000) of
+            case beamspy_jobs:running(Mods, [self() | Theirs], 5000) of
                 [] ->
                     application:unset_env(beamspy, unload_when_done),
                     unload(All);
