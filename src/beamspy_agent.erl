@@ -142,7 +142,18 @@ dump(Opts) when is_map(Opts) ->
     try
         beamspy_dump:snapshot(Snap#{pids => targets(maps:get(targets, Opts, all))})
     after
-        Watcher ! done
+        ok = stop_watcher(Watcher)
+    end.
+
+%% Gone before the dump returns: the tool's unloading, next, must not find
+%% it still running beamspy's code.
+stop_watcher(Watcher) when Watcher =:= self() ->
+    ok;
+stop_watcher(Watcher) ->
+    Mon = erlang:monitor(process, Watcher),
+    Watcher ! done,
+    receive {'DOWN', Mon, process, Watcher, _} -> ok
+    after 5000 -> erlang:demonitor(Mon, [flush]), ok
     end.
 
 %% While a dump runs, a process watches the tool's node: should the tool go
@@ -164,7 +175,9 @@ watch_dump(_, _) ->
 %% when no other beamspy job runs on this node (the tool then unloads
 %% them), else `deferred': another tool's job still runs this code, so the
 %% modules are noted in the `beamspy' application environment
-%% (`unload_when_done') and the last job to end unloads them.
+%% (`unload_when_done') and the last job to end unloads them; or another
+%% beamspy job runs there (a capture started through erpc, say), so the
+%% modules stay, listed for {@link beamspy:unload/1}.
 %%
 %% ```
 %% 1> beamspy_agent:release([beamspy_agent]).
@@ -174,7 +187,14 @@ watch_dump(_, _) ->
 release(Modules) ->
     case other_jobs() of
         [] ->
-            now;
+            Mods = [M || {M, _} <- code:all_loaded(), lists:prefix("beamspy", atom_to_list(M))],
+            case beamspy_jobs:running(Mods, [self()], 5000) of
+                [] ->
+                    now;
+                _ ->
+                    list_for_unload(Modules),
+                    deferred
+            end;
         _ ->
             application:set_env(beamspy, unload_when_done, lists:usort(noted() ++ Modules)),
             %% Looked at again after noting: a job that ended in between
@@ -186,6 +206,16 @@ release(Modules) ->
             end,
             deferred
     end.
+
+%% Modules left loaded under a job that is not a tool's: listed as
+%% beamspy:load/1 lists what it loaded, so that beamspy:unload/1 removes
+%% them once that job is done.
+list_for_unload(Modules) ->
+    Listed = case application:get_env(beamspy, delivered) of
+                 {ok, #{loaded := L, reload := R}} -> #{loaded => lists:usort(L ++ Modules), reload => R};
+                 _ -> #{loaded => lists:usort(Modules), reload => []}
+             end,
+    application:set_env(beamspy, delivered, Listed).
 
 %% Unloads what was noted, from a process of its own (the caller may be a
 %% remote call that must still return).
@@ -248,11 +278,7 @@ unload_if_idle(All, Theirs) ->
                     unload(All);
                 _ ->
                     application:unset_env(beamspy, unload_when_done),
-                    Listed = case application:get_env(beamspy, delivered) of
-                                 {ok, #{loaded := L, reload := R}} -> #{loaded => lists:usort(L ++ All), reload => R};
-                                 _ -> #{loaded => All, reload => []}
-                             end,
-                    application:set_env(beamspy, delivered, Listed),
+                    list_for_unload(All),
                     beamspy_jobs:unlock()
             end;
         {error, _} ->
