@@ -175,9 +175,7 @@ watch_dump(_, _) ->
 %% when no other beamspy job runs on this node (the tool then unloads
 %% them), else `deferred': another tool's job still runs this code, so the
 %% modules are noted in the `beamspy' application environment
-%% (`unload_when_done') and the last job to end unloads them; or another
-%% beamspy job runs there (a capture started through erpc, say), so the
-%% modules stay, listed for {@link beamspy:unload/1}.
+%% (`unload_when_done') and the last job to end unloads them.
 %%
 %% ```
 %% 1> beamspy_agent:release([beamspy_agent]).
@@ -187,14 +185,7 @@ watch_dump(_, _) ->
 release(Modules) ->
     case other_jobs() of
         [] ->
-            Mods = [M || {M, _} <- code:all_loaded(), lists:prefix("beamspy", atom_to_list(M))],
-            case beamspy_jobs:running(Mods, [self()], 5000) of
-                [] ->
-                    now;
-                _ ->
-                    list_for_unload(Modules),
-                    deferred
-            end;
+            now;
         _ ->
             application:set_env(beamspy, unload_when_done, lists:usort(noted() ++ Modules)),
             %% Looked at again after noting: a job that ended in between

@@ -92,9 +92,6 @@ capture_busy(#{node := Node, tmp := Tmp}) ->
     ?assertMatch({match, _}, re:run(beamspy:format_error(Why), "capture")),
     Busy = concurrently(3, fun() -> beamspy:unload(Node) end),
     ?assertEqual([], [R || R <- Busy, not is_busy(R)]),
-    %% The command-line tool, done with a job of its own, asks before it
-    %% unloads what it delivered: not now, the capture runs.
-    ?assertEqual(deferred, erpc:call(Node, beamspy_agent, release, [[beamspy_agent]])),
     %% Still there, still capturing.
     ?assertNotEqual(false, erpc:call(Node, code, is_loaded, [beamspy_capture])),
     ?assertNotEqual({meta, false}, erpc:call(Node, erlang, trace_info, [MFA, meta])),
