@@ -392,7 +392,11 @@ check(Target, Opts) ->
 %% and off again when the call returns.
 %%
 %% Options are those of {@link apply/2}, plus `timeout' (milliseconds to
-%% wait for the N calls; default 30000; then what was captured is written),
+%% wait for the N calls; default 30000; then what was captured is written;
+%% it bounds the whole call, writing included: capture returns within
+%% `timeout' plus the time to write the merged profile, and the tracer's
+%% first calibration on the VM, at most 6 s once a minute; per-call profiles
+%% not written by then are left out and counted on standard error),
 %% `merge' (`false': one profile per call; `true': one profile of all calls
 %% merged; default `both'), and `pids'. Files are named `<name>-call<K>.<ext>'
 %% and `<name>-merged.<ext>'. Returns once N calls were captured or the
@@ -639,6 +643,13 @@ format_error({bad_options, O}) ->
     flat("options must be a map or a proplist, got ~tw", [O]);
 format_error({bad_output, Out, Why}) ->
     flat("cannot use ~ts as output directory: ~ts", [Out, file:format_error(Why)]);
+format_error({busy, {unloading, Node}}) ->
+    flat("beamspy's code is being unloaded from ~tw by another call: nothing of beamspy starts "
+         "there until that is done", [Node]);
+format_error({busy, {jobs_running, Node, Jobs}}) ->
+    flat("beamspy still runs on ~tw (~ts): its code is not removed under a running job; stop "
+         "them first (beamspy:stop/1, or let them end), then unload",
+         [Node, lists:join(", ", [flat("~tw ~w", [Kind, Pid]) || {Kind, Pid} <- Jobs])]);
 format_error({busy, Owner}) ->
     flat("another beamspy recording (owner ~w) is running; on this OTP release trace "
          "patterns are node-wide, so only one can run at a time", [Owner]);
@@ -701,9 +712,6 @@ format_error({remote_call, Node, {M, F, A}, {Class, Reason}}) ->
     flat("on ~tw, ~tw:~tw/~w failed: ~tw:~tw", [Node, M, F, A, Class, Reason]);
 format_error({nothing_loaded, Node}) ->
     flat("beamspy:load/1 loaded nothing onto ~tw (or it was unloaded already)", [Node]);
-format_error({sessions_running, Node, N}) ->
-    flat("~w beamspy recording~s still running on ~tw: stop ~s first (beamspy:stop/1), "
-         "then unload", [N, plural(N), Node, case N of 1 -> "it"; _ -> "them" end]);
 format_error(Other) ->
     flat("~tw", [Other]).
 
@@ -871,7 +879,18 @@ start_encoded(Targets, Opts0, Formats) ->
         {error, _} = Error -> Error
     end.
 
+%% The caller runs at high priority until the session is on, as its owner
+%% does while setting up: on a node where processes spawn without pause,
+%% thousands are runnable at normal priority, and a caller among them took
+%% seconds to check its options and, once the owner had replied, to be
+%% scheduled again to read the reply.
 start_live(Targets, Opts0, Encode) ->
+    Priority = process_flag(priority, high),
+    try start_live_high(Targets, Opts0, Encode)
+    after process_flag(priority, Priority)
+    end.
+
+start_live_high(Targets, Opts0, Encode) ->
     case {beamspy_opts:live_targets(Targets), beamspy_opts:options(Opts0, live)} of
         {{ok, Norm}, {ok, Opts}} ->
             case outputs_for(Opts, live_label(Targets), Encode) of
@@ -1010,9 +1029,14 @@ unload(Node) ->
     unload(Node, 30000).
 
 %% @doc Removes from Node what {@link load/1} loaded, and reloads the node's
-%% own version of a module it replaced. Refused while a recording runs
-%% there (`sessions_running': stop it first); deferred to the end of a
-%% command-line job still using the code (`deferred => true').
+%% own version of a module it replaced. Code is never removed under a
+%% running job: refused with `{error, {busy, {jobs_running, Node, Jobs}}}'
+%% while a recording, capture, seq collector, telemetry recording, sampler
+%% or top runs there, whoever started it (stop them first); deferred to the
+%% end of a command-line job still using the code (`deferred => true').
+%% One unload at a time: another meanwhile gets `{error, {busy, {unloading,
+%% Node}}}', as does any job starting there meanwhile. Timeout bounds each
+%% remote call; a job that is ending is waited for at most half of it.
 %%
 %% ```
 %% 1> {ok, #{unloaded := [beamspy | _]}} = beamspy:unload('app@host').

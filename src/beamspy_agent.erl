@@ -28,7 +28,7 @@
 %%% '''
 -module(beamspy_agent).
 
--export([start/3, poll/1, arm/1, finish/2, unload/1, release/1, dump/1, runs_elixir/0]).
+-export([start/3, poll/1, arm/1, finish/2, unload/1, release/1, noted/0, dump/1, runs_elixir/0]).
 -export([init/4]).
 
 -type kind() :: record | capture | sample | top | seq.
@@ -142,17 +142,30 @@ dump(Opts) when is_map(Opts) ->
     try
         beamspy_dump:snapshot(Snap#{pids => targets(maps:get(targets, Opts, all))})
     after
-        Watcher ! done
+        ok = stop_watcher(Watcher)
+    end.
+
+%% Gone before the dump returns: the tool's unloading, next, must not find
+%% it still running beamspy's code.
+stop_watcher(Watcher) when Watcher =:= self() ->
+    ok;
+stop_watcher(Watcher) ->
+    Mon = erlang:monitor(process, Watcher),
+    Watcher ! done,
+    receive {'DOWN', Mon, process, Watcher, _} -> ok
+    after 5000 -> erlang:demonitor(Mon, [flush]), ok
     end.
 
 %% While a dump runs, a process watches the tool's node: should the tool go
 %% away meanwhile, the modules it loaded for the dump are unloaded.
 watch_dump(Tool, [_ | _] = Modules) when is_pid(Tool), node(Tool) =/= node() ->
+    Dumper = self(),
     spawn(fun() ->
                   true = erlang:monitor_node(node(Tool), true),
                   receive
                       done -> ok;
-                      {nodedown, _} -> unload_when_last(Modules)
+                      %% The dump itself is the tool's: not a job to wait for.
+                      {nodedown, _} -> unload_when_last(Modules, [Dumper])
                   end
           end);
 watch_dump(_, _) ->
@@ -185,6 +198,16 @@ release(Modules) ->
             deferred
     end.
 
+%% Modules left loaded under a job that is not a tool's: listed as
+%% beamspy:load/1 lists what it loaded, so that beamspy:unload/1 removes
+%% them once that job is done.
+list_for_unload(Modules) ->
+    Listed = case application:get_env(beamspy, delivered) of
+                 {ok, #{loaded := L, reload := R}} -> #{loaded => lists:usort(L ++ Modules), reload => R};
+                 _ -> #{loaded => lists:usort(Modules), reload => []}
+             end,
+    application:set_env(beamspy, delivered, Listed).
+
 %% Unloads what was noted, from a process of its own (the caller may be a
 %% remote call that must still return).
 unload_noted() ->
@@ -193,6 +216,8 @@ unload_noted() ->
     _ = spawn(fun() -> unload(All) end),
     ok.
 
+%% @doc The modules tools and unload calls left for the last job to unload.
+-spec noted() -> [module()].
 noted() ->
     case application:get_env(beamspy, unload_when_done) of
         {ok, L} when is_list(L) -> L;
@@ -215,15 +240,40 @@ job_done(P) ->
 %% At the end of a job: the modules tools left for the last job to unload,
 %% and, when the job's own tool is gone, the modules it delivered.
 unload_when_last(Own) ->
+    unload_when_last(Own, []).
+
+unload_when_last(Own, Theirs) ->
     put(?JOB_DONE, true),
     case {lists:usort(noted() ++ Own), other_jobs()} of
         {[], _} ->
             ok;
         {All, []} ->
-            application:unset_env(beamspy, unload_when_done),
-            unload(All);
+            unload_if_idle(All, Theirs);
         {All, _} ->
             application:set_env(beamspy, unload_when_done, All)
+    end.
+
+%% The last job unloads only when nothing else of beamspy runs (a capture
+%% started through erpc, say; Theirs, the processes of the tool's own work,
+%% aside): then the modules stay, listed for beamspy:unload/1. While
+%% another unload runs, the modules are left to it (it looks at the note
+%% once this job is gone).
+unload_if_idle(All, Theirs) ->
+    application:set_env(beamspy, unload_when_done, All),
+    case beamspy_jobs:lock() of
+        ok ->
+            Mods = [M || {M, _} <- code:all_loaded(), lists:prefix("beamspy", atom_to_list(M))],
+            case beamspy_jobs:running(Mods, [self() | Theirs], 5000) of
+                [] ->
+                    application:unset_env(beamspy, unload_when_done),
+                    unload(All);
+                _ ->
+                    application:unset_env(beamspy, unload_when_done),
+                    list_for_unload(All),
+                    beamspy_jobs:unlock()
+            end;
+        {error, _} ->
+            ok
     end.
 
 %% @doc Unloads Modules from this node, whoever runs them: what the job

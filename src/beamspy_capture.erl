@@ -17,6 +17,7 @@
 -module(beamspy_capture).
 
 -export([start/4, await/2, check_function/1]).
+-export([init/6]).
 
 -define(LOCK, beamspy_active_session).
 -define(CALLER_MS, [{'_', [], [{message, {{cp, {caller}}}}]}]).
@@ -42,11 +43,16 @@ check_function(Other) ->
 %% @doc Starts an owner that captures N calls of MFA. Replies to Caller
 %% `{beamspy_capture, Ref, Result}' when done; returns once tracing is on.
 -spec start(pid(), mfa(), pos_integer(), map()) -> {ok, reference(), pid()} | {error, term()}.
-start(Caller, MFA, N, Opts) ->
+start(Caller, MFA, N, Opts0) ->
+    %% The caller's timeout counts from now: setting up, waiting for calls
+    %% and writing per-call files all fit in it (see write/3).
+    Opts = Opts0#{deadline => deadline(maps:get(timeout, Opts0, infinity))},
     Ref = make_ref(),
     Parent = self(),
     %% High priority while setting up: see init/6.
-    {Owner, Mon} = spawn_opt(fun() -> init(Parent, Caller, Ref, MFA, N, Opts) end, [monitor, {priority, high}]),
+    %% Spawned with a function, not a fun: its initial call names it
+    %% (beamspy_jobs finds jobs by it).
+    {Owner, Mon} = spawn_opt(?MODULE, init, [Parent, Caller, Ref, MFA, N, Opts], [monitor, {priority, high}]),
     await_start(Owner, Mon, Ref, undefined).
 
 await_start(Owner, Mon, Ref, Watchdog) ->
@@ -102,11 +108,14 @@ await(Ref, Owner) ->
             end
     end.
 
+%% @private
 init(Parent, Caller, Ref, MFA, N, Opts) ->
     %% Checking for other tracers reads the process table: at normal
     %% priority a node full of runnable processes could starve this (it
     %% runs at high priority until tracing is on).
-    case lock() of
+    case beamspy_jobs:check_start() =:= ok andalso lock() of
+        false ->
+            Parent ! {Ref, beamspy_jobs:check_start()};
         ok ->
             case conflicts(Opts) of
                 ok -> init_locked(Parent, Caller, Ref, MFA, N, Opts);
@@ -135,7 +144,11 @@ conflicts(Opts) ->
 init_locked(Parent, Caller, Ref, MFA, N, Opts) ->
     NifOpts0 = (maps:get(nif, Opts))#{exclude => beamspy_session:excluded_modules(),
                                        owner => self(), capture => MFA, captures => N},
+    %% The tracer's cost, measured here once per VM (and minute): not part
+    %% of the caller's timeout, which is moved on by the time it took.
+    T0 = erlang:monotonic_time(millisecond),
     NifOpts = beamspy_calibrate:nif_option(NifOpts0),
+    Calibrated = erlang:monotonic_time(millisecond) - T0,
     case beamspy_session:with_telemetry(beamspy_tracer:session_new(NifOpts), NifOpts) of
         {error, _} = Error ->
             Parent ! {Ref, Error};
@@ -148,11 +161,15 @@ init_locked(Parent, Caller, Ref, MFA, N, Opts) ->
             Parent ! {Ref, {watchdog, Watchdog}},
             case set_patterns(MFA, Session, Opts) of
                 ok ->
-                    Timer = erlang:send_after(maps:get(timeout, Opts), self(), {Ref, timeout}),
+                    {Timer, Deadline} = case maps:get(deadline, Opts) of
+                                            infinity -> {undefined, infinity};
+                                            D -> {erlang:send_after(time_left(D + Calibrated), self(), {Ref, timeout}),
+                                                  D + Calibrated}
+                                        end,
                     _ = process_flag(priority, normal),
                     Parent ! {Ref, started},
                     State = #{session => Session, mfa => MFA, wanted => N, done => [], n_done => 0,
-                              caller => Caller, mon => Mon, ref => Ref, opts => Opts,
+                              caller => Caller, mon => Mon, ref => Ref, opts => Opts#{deadline := Deadline},
                               timer => Timer, started_mono => erlang:monotonic_time(millisecond)},
                     loop(State);
                 {error, _} = Error ->
@@ -248,6 +265,7 @@ finish(#{session := Session, mfa := MFA, ref := Ref, caller := Caller, opts := O
         none -> ok;
         _ ->
             report_limit(Caller, Ref, Why, Stopped - maps:get(started_mono, S), S),
+            ok = beamspy_jobs:mark_done(),
             Caller ! {beamspy_capture, Ref, Result}
     end.
 
@@ -269,30 +287,64 @@ report_limit(_, _, _, _, _) ->
 
 %% Encoded in memory (beamspy:capture_encoded/4): no file, each profile in
 %% each format as a binary, merged ones with merge_processes as their files.
-write(Session, Indices, #{encode := Formats, write := Write, merge := Merge}) ->
+write(Session, Indices, #{encode := Formats, write := Write, merge := Merge} = Opts) ->
     WriteOpts = Write#{labels => beamspy_session:labels(beamspy_tracer:session_pids(Session))},
-    PerCall = [{{call, K}, Format, WriteOpts#{capture => K}}
-               || Merge =/= true, K <- Indices, Format <- Formats],
-    Merged = [{merged, Format, WriteOpts#{merge_processes => true}} || Merge =/= false, Format <- Formats],
-    Results = [{W, Format, beamspy_tracer:session_encode(Session, Format, O)} || {W, Format, O} <- PerCall ++ Merged],
+    PerCall = [{{call, K}, fun() -> {{call, K}, Format, beamspy_tracer:session_encode(Session, Format, O)} end}
+               || Merge =/= true, K <- Indices, Format <- Formats, O <- [WriteOpts#{capture => K}]],
+    Merged = [{merged, fun() -> {merged, Format, beamspy_tracer:session_encode(Session, Format, O)} end}
+              || Merge =/= false, Format <- Formats, O <- [WriteOpts#{merge_processes => true}]],
+    Results = within_timeout(Merged, PerCall, Opts),
     case [{W, Format, E} || {W, Format, {error, E}} <- Results] of
         [] -> {ok, #{calls => length(Indices), outputs => [{W, Format, Bin} || {W, Format, {ok, Bin}} <- Results]}};
         Errors -> {error, {encode_failed, Errors}}
     end;
-write(Session, Indices, #{outputs := Outputs, write := Write, merge := Merge}) ->
+write(Session, Indices, #{outputs := Outputs, write := Write, merge := Merge} = Opts) ->
     WriteOpts = Write#{labels => beamspy_session:labels(beamspy_tracer:session_pids(Session))},
-    PerCall = [{with_suffix(Path, "-call" ++ integer_to_list(K)), Format, WriteOpts#{capture => K}}
-               || Merge =/= true, K <- Indices, {Format, Path} <- Outputs],
-    Merged = [{with_suffix(Path, "-merged"), Format, WriteOpts#{merge_processes => true}}
-              || Merge =/= false, {Format, Path} <- Outputs],
-    Results = [{P, beamspy_tracer:session_write(Session, Format, P, O#{report => true})}
-               || {P, Format, O} <- PerCall ++ Merged],
+    PerCall = [{{call, K}, fun() -> {P, beamspy_tracer:session_write(Session, Format, P, O)} end}
+               || Merge =/= true, K <- Indices, {Format, Path} <- Outputs,
+                  P <- [with_suffix(Path, "-call" ++ integer_to_list(K))], O <- [WriteOpts#{capture => K, report => true}]],
+    Merged = [{merged, fun() -> {P, beamspy_tracer:session_write(Session, Format, P, O)} end}
+              || Merge =/= false, {Format, Path} <- Outputs,
+                 P <- [with_suffix(Path, "-merged")], O <- [WriteOpts#{merge_processes => true, report => true}]],
+    Results = within_timeout(Merged, PerCall, Opts),
     beamspy_report:warnings(#{warnings => [unicode:characters_to_binary([P, ": ", W])
                                            || {P, {ok, W}} <- Results, W =/= <<>>]}),
     case [{P, E} || {P, {error, E}} <- Results] of
         [] -> {ok, [P || {P, {ok, _}} <- Results]};
         Errors -> {error, {write_failed, Errors}}
     end.
+
+%% The caller's timeout bounds writing too: the merged profiles are always
+%% written, then the per-call ones while the timeout (counted from the
+%% call to capture) has not passed; how many calls' profiles were left out
+%% is said on standard error (a capture of 50 calls spent 13 s writing
+%% theirs past a 5 s timeout).
+within_timeout(Merged, PerCall, #{deadline := Deadline, timeout := Timeout}) ->
+    Done = [Write() || {_, Write} <- Merged],
+    {Written, Left} = per_call(PerCall, Deadline, []),
+    case lists:usort([K || {{call, K}, _} <- Left]) of
+        [] ->
+            ok;
+        Skipped ->
+            N = length(Skipped),
+            io:format(standard_error, "beamspy: warning: the profiles of ~w captured call~ts not written: "
+                      "the capture's timeout (~w ms) passed (the merged profile is written)~n",
+                      [N, case N of 1 -> ""; _ -> "s" end, Timeout])
+    end,
+    Done ++ Written.
+
+per_call([], _, Acc) ->
+    {lists:reverse(Acc), []};
+per_call([{_, Write} | Rest] = Left, Deadline, Acc) ->
+    case Deadline =/= infinity andalso time_left(Deadline) =:= 0 of
+        true -> {lists:reverse(Acc), Left};
+        false -> per_call(Rest, Deadline, [Write() | Acc])
+    end.
+
+deadline(infinity) -> infinity;
+deadline(Ms) -> erlang:monotonic_time(millisecond) + Ms.
+
+time_left(Deadline) -> max(0, Deadline - erlang:monotonic_time(millisecond)).
 
 %% "dir/x.speedscope.json" + "-call1" -> "dir/x-call1.speedscope.json"
 with_suffix(Path, Suffix) ->

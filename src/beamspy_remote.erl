@@ -17,6 +17,8 @@
 -module(beamspy_remote).
 
 -export([load/2, unload/2]).
+%% Run on the node by unload/2.
+-export([unload_local/2]).
 
 -define(ENV, delivered).
 
@@ -47,10 +49,14 @@ load(Node, Timeout) ->
     end.
 
 %% @doc Removes from Node what {@link load/2} loaded there, and reloads the
-%% node's own version of a module it replaced. A recording still running
-%% on the node is not cut short: `{error, {sessions_running, Node, N}}'
-%% (stop them first). A command-line job still using the code defers the
-%% unloading to its end (`deferred => true').
+%% node's own version of a module it replaced. Code is never removed under
+%% a running job: with a recording, capture, seq collector, telemetry
+%% recording, sampler or top running on the node (whoever started it), it
+%% is refused with `{error, {busy, {jobs_running, Node, [{Kind, Pid}]}}}'
+%% (stop them first); a command-line job still using the code defers the
+%% unloading to its end (`deferred => true'). One unload at a time: another
+%% one meanwhile gets `{error, {busy, {unloading, Node}}}', and jobs
+%% starting meanwhile are refused with the same reason.
 %%
 %% ```
 %% 1> {ok, #{unloaded := [_ | _]}} = beamspy_remote:unload('app@host', 30000).
@@ -63,20 +69,106 @@ unload(Node, Timeout) ->
             [] -> throw({error, {nothing_loaded, Node}});
             _ -> ok
         end,
-        case [S || #{recording := true} = S <- rpc(Node, beamspy, sessions, [], Timeout)] of
-            [] -> ok;
-            Running -> throw({error, {sessions_running, Node, length(Running)}})
-        end,
-        Deferred = case rpc(Node, beamspy_agent, release, [Loaded], Timeout) of
-                       now -> ok = rpc(Node, beamspy_agent, unload, [Loaded], Timeout), false;
+        Deferred = case unload_there(Node, Loaded, Timeout) of
+                       {now, Deleted} -> ok = purge(Node, Deleted, deadline(Timeout), Timeout), false;
                        deferred -> true
                    end,
         _ = [rpc(Node, code, load_file, [M], Timeout) || not Deferred, M <- Reload],
-        ok = rpc(Node, application, unset_env, [beamspy, ?ENV], Timeout),
         {ok, #{unloaded => Loaded, deferred => Deferred}}
     catch
         throw:{error, _} = Error -> Error
     end.
+
+%% @private The node's side of unload/2: takes the unloading lock, lists
+%% the jobs (waiting at most WaitMs for those that are ending) and, if none
+%% runs, deletes the modules (they become old code; the caller purges them
+%% once this process has left them). `deferred' when command-line jobs run:
+%% the last of them unloads (see beamspy_agent).
+-spec unload_local([module()], non_neg_integer()) ->
+          {now, [module()]} | deferred | {error, {busy, term()}}.
+unload_local(Loaded, WaitMs) ->
+    case beamspy_jobs:lock() of
+        ok ->
+            %% Released by a BIF: beamspy_jobs may be deleted by now.
+            try unload_locked(Loaded, WaitMs)
+            after catch unregister(beamspy_unloading)
+            end;
+        {error, _} = Busy ->
+            Busy
+    end.
+
+unload_locked(Loaded, WaitMs) ->
+    Jobs = beamspy_jobs:running(beamspy_modules(), [self()], WaitMs),
+    case {Jobs, [P || {cli_job, P} <- Jobs]} of
+        {[], _} ->
+            All = lists:usort(Loaded ++ beamspy_agent:noted()),
+            ok = application:unset_env(beamspy, unload_when_done),
+            ok = application:unset_env(beamspy, ?ENV),
+            _ = [delete(M) || M <- All],
+            {now, All};
+        {_, []} ->
+            {error, {busy, {jobs_running, node(), Jobs}}};
+        {_, _} ->
+            ok = application:set_env(beamspy, unload_when_done, lists:usort(Loaded ++ beamspy_agent:noted())),
+            ok = application:unset_env(beamspy, ?ENV),
+            deferred
+    end.
+
+%% Every beamspy module loaded here: a job may run a module the node had
+%% already (kept) and still need the ones delivered.
+beamspy_modules() ->
+    [M || {M, _} <- code:all_loaded(), lists:prefix("beamspy", atom_to_list(M))].
+
+%% Current code becomes old (an old version left over is purged first, if
+%% nobody runs it).
+delete(M) ->
+    _ = code:soft_purge(M),
+    code:delete(M).
+
+unload_there(Node, Loaded, Timeout) ->
+    try erpc:call(Node, ?MODULE, unload_local, [Loaded, wait_ms(Timeout)], Timeout) of
+        {error, _} = Error -> throw(Error);
+        Reply -> Reply
+    catch
+        error:{exception, undef, [{?MODULE, unload_local, _, _} | _]} ->
+            %% Another unload removed the code since this one looked.
+            case delivered(Node, Timeout) of
+                #{loaded := []} -> throw({error, {nothing_loaded, Node}});
+                _ -> throw({error, {busy, {unloading, Node}}})
+            end;
+        error:{erpc, noconnection} -> throw({error, {nodedown, Node}});
+        error:{erpc, timeout} -> throw({error, {timeout, Node}});
+        Class:Reason -> throw({error, {remote_call, Node, {?MODULE, unload_local, 2}, {Class, Reason}}})
+    end.
+
+%% How long the node waits for jobs that are ending: half the caller's time.
+wait_ms(infinity) -> 15000;
+wait_ms(Timeout) -> Timeout div 2.
+
+%% Old code is purged once no process runs it: the remote calls that ran
+%% it (another unload giving way, say) end on their own. A process still
+%% running it when the caller's time is up is killed by the purge.
+purge(Node, Modules, Deadline, Timeout) ->
+    Left = [M || M <- Modules, not rpc(Node, code, soft_purge, [M], Timeout)],
+    case Left of
+        [] ->
+            ok;
+        _ ->
+            case time_left(Deadline) > 20 of
+                true ->
+                    timer:sleep(20),
+                    purge(Node, Left, Deadline, Timeout);
+                false ->
+                    _ = [rpc(Node, code, purge, [M], Timeout) || M <- Left],
+                    ok
+            end
+    end.
+
+deadline(infinity) -> infinity;
+deadline(Timeout) -> erlang:monotonic_time(millisecond) + Timeout.
+
+time_left(infinity) -> infinity;
+time_left(Deadline) -> max(0, Deadline - erlang:monotonic_time(millisecond)).
 
 %%% ---------------------------------------------------------------------
 

@@ -236,12 +236,21 @@ call(Other, _) ->
 %%% The sampler process
 %%% ---------------------------------------------------------------------
 
+%% No sampler starts while beamspy's code is being removed (see
+%% beamspy_jobs): the start fails with the reason.
+refuse_while_unloading() ->
+    case beamspy_jobs:check_start() of
+        ok -> ok;
+        {error, Why} -> proc_lib:init_ack({error, Why}), exit(normal)
+    end.
+
 %% @private
 -spec init(map()) -> ok.
 init(#{owner := Owner, max_duration_ms := MaxDuration, targets := Targets} = Config) ->
     %% High priority: told that a sampled process stopped running, the
     %% sampler must read its stack before it runs again.
     _ = process_flag(priority, high),
+    ok = refuse_while_unloading(),
     OwnerMon = erlang:monitor(process, Owner),
     {RS, Method} = case beamspy_runstate:open(Targets) of
                        {ok, R} -> {R, run_states};
@@ -286,7 +295,9 @@ loop(State) ->
             loop(State);
         {?MODULE, stop, From, Tag} ->
             Ended = end_sampling(State),
-            From ! {Tag, result(Ended)},
+            Result = result(Ended),
+            ok = beamspy_jobs:mark_done(),
+            From ! {Tag, Result},
             ok;
         {'DOWN', Mon, process, _, _} when Mon =:= map_get(owner_mon, State) ->
             _ = end_sampling(State),

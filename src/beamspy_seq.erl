@@ -35,6 +35,7 @@
 -module(beamspy_seq).
 
 -export([start/3, stop/2, activity/2, give_back/1, print/1, pid_text/1]).
+-export([init/5]).
 
 -define(TEXT_MAX, 1024).
 -define(PRINT_DEPTH, 30).
@@ -62,7 +63,9 @@
 start(Label, Owner, Opts) when is_pid(Owner), is_map(Opts) ->
     Ref = make_ref(),
     Parent = self(),
-    {Pid, Mon} = spawn_monitor(fun() -> init(Parent, Ref, Label, Owner, Opts) end),
+    %% A function, not a fun: its initial call names it (an unload finds
+    %% beamspy's processes by it).
+    {Pid, Mon} = spawn_monitor(?MODULE, init, [Parent, Ref, Label, Owner, Opts]),
     receive
         {Ref, Reply} ->
             erlang:demonitor(Mon, [flush]),
@@ -173,7 +176,16 @@ skip_atom(<<119, Len:8, _:Len/binary, Rest/binary>>) -> Rest.  % SMALL_ATOM_UTF8
 %%% The collector
 %%% ---------------------------------------------------------------------
 
+%% @private
 init(Parent, Ref, Label, Owner, Opts) ->
+    %% No collector starts while beamspy's code is being removed (the
+    %% check of beamspy_jobs, here as this module depends on no other).
+    case whereis(beamspy_unloading) of
+        undefined -> init_collector(Parent, Ref, Label, Owner, Opts);
+        _ -> Parent ! {Ref, {error, {busy, {unloading, node()}}}}
+    end.
+
+init_collector(Parent, Ref, Label, Owner, Opts) ->
     %% Swapped in one step, so two captures never both believe they hold it.
     case seq_trace:set_system_tracer(self()) of
         false ->
@@ -202,6 +214,8 @@ loop(#{label := Label} = S) ->
             loop(S);
         {beamspy_seq_stop, From, Tag} ->
             give_back(),
+            %% Done (see beamspy_jobs): an unload waits for its exit.
+            put('$beamspy_job_done', true),
             From ! {Tag, flow(S)};
         {'DOWN', Mon, process, _, _} when Mon =:= map_get(owner, S) ->
             give_back(),

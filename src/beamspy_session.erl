@@ -240,6 +240,8 @@ init(Parent, Ref, Caller, #{kind := Kind} = Opts) ->
                       live -> auto
                   end,
     NeedsLock = BackendKind =:= legacy orelse not beamspy_backend:sessions_supported(),
+    %% Named first (owners/0 finds it), then checked for an unload under
+    %% way (see beamspy_jobs).
     case lock(NeedsLock) of
         ok ->
             %% Started before anything is set: it cleans up if this process
@@ -268,9 +270,15 @@ init(Parent, Ref, Caller, #{kind := Kind} = Opts) ->
 
 %% The owner's registered name: the lock when trace patterns are node-wide,
 %% else a free slot name (so that owners/0 finds it).
-lock(false) ->
+lock(NeedsLock) ->
+    case beamspy_jobs:check_start() of
+        ok -> take_lock(NeedsLock);
+        {error, _} = Error -> Error
+    end.
+
+take_lock(false) ->
     take_slot(1);
-lock(true) ->
+take_lock(true) ->
     case try register(?LOCK, self()) catch error:badarg -> false end of
         true -> ok;
         _ -> {error, {busy, whereis(?LOCK)}}
@@ -487,6 +495,14 @@ switch_on_each(Backend, [P | Ps], Flags) ->
 %% against the stack read just before (the stack rules tolerate frames left
 %% or entered meanwhile: an unknown caller becomes a root frame).
 switch_on_one(Backend, P, Flags) ->
+    case beamspy_backend:tracer_of(Backend, P) of
+        %% Spawned since `new' was switched on: nothing to suspend or seed
+        %% (a node spawning without pause has thousands of them).
+        ours -> ok;
+        _ -> switch_on_suspended(Backend, P, Flags)
+    end.
+
+switch_on_suspended(Backend, P, Flags) ->
     Session = nif_session(Backend),
     %% Read before any suspension (a suspended process is `suspended').
     Waiting = erlang:process_info(P, status) =:= {status, waiting},
@@ -542,6 +558,7 @@ loop(#{caller := Caller, mon := Mon} = S) ->
             Reply = finish_reply(S, FinishOpts),
             %% Released before replying: the caller may start again at once.
             _ = release_name(),
+            ok = beamspy_jobs:mark_done(),
             From ! {Tag, Reply};
         {info, From, Tag} ->
             From ! {Tag, info_map(S)},

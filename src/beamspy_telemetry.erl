@@ -363,7 +363,9 @@ detach_quietly(Id) ->
 -spec init(pid(), reference(), [prefix()], map()) -> no_return() | ok.
 init(Caller, Ref, Prefixes, NifOpts) ->
     CallerMon = erlang:monitor(process, Caller),
-    case beamspy_tracer:session_new(NifOpts#{owner => self()}) of
+    case beamspy_jobs:check_start() =:= ok andalso beamspy_tracer:session_new(NifOpts#{owner => self()}) of
+        false ->
+            Caller ! {Ref, beamspy_jobs:check_start()};
         {error, _} = Error ->
             Caller ! {Ref, Error};
         Session ->
@@ -399,7 +401,9 @@ loop(#{session := Session, ref := Ref, caller_mon := CallerMon} = S) ->
             loop(S);
         {Ref, stop, From} ->
             detach_session(self()),
-            From ! {Ref, write(S)}
+            Reply = write(S),
+            ok = beamspy_jobs:mark_done(),
+            From ! {Ref, Reply}
     end.
 
 write(#{session := Session, opts := O, outputs := Outputs}) ->

@@ -159,12 +159,21 @@ call(Other, _) ->
 %%% The top process
 %%% ---------------------------------------------------------------------
 
+%% No top starts while beamspy's code is being removed (see
+%% beamspy_jobs): the start fails with the reason.
+refuse_while_unloading() ->
+    case beamspy_jobs:check_start() of
+        ok -> ok;
+        {error, Why} -> proc_lib:init_ack({error, Why}), exit(normal)
+    end.
+
 %% @private
 -spec init(map()) -> ok.
 init(#{owner := Owner, interval_ms := Interval} = Config) ->
     %% High priority: told that a sampled process stopped running, top
     %% must read its state before it runs again.
     _ = process_flag(priority, high),
+    ok = refuse_while_unloading(),
     OwnerMon = erlang:monitor(process, Owner),
     _ = erlang:send_after(Interval, self(), {?MODULE, bootstrap}),
     RS = case beamspy_runstate:open([]) of
@@ -206,6 +215,7 @@ loop(#{owner_mon := OwnerMon} = State) ->
             From ! {Tag, Report},
             loop(Next);
         {?MODULE, stop, From, Tag} ->
+            ok = beamspy_jobs:mark_done(),
             From ! {Tag, ok},
             ok;
         {'DOWN', OwnerMon, process, _, _} ->

@@ -25,6 +25,7 @@
 -module(beamspy_watchdog).
 
 -export([start/0, arm/2, disarm/1, current/0, handle_down/1]).
+-export([init/1]).
 
 %% In the owner's process dictionary: {Watchdog, Monitor, Arming}.
 -define(KEY, beamspy_watchdog).
@@ -45,7 +46,8 @@ start() ->
     Owner = self(),
     %% High priority: it must see its owner's death, and clean up, on a node
     %% full of runnable processes too. It is idle until then.
-    spawn_opt(fun() -> init(Owner) end, [{priority, high}]).
+    %% A function, not a fun: its initial call names it (beamspy_jobs).
+    spawn_opt(?MODULE, init, [Owner], [{priority, high}]).
 
 %% @doc Tells the watchdog what the owner is about to set. `patterns':
 %% `node_wide' when the session's local patterns are the node's (legacy
@@ -96,6 +98,7 @@ handle_down({'DOWN', Mon, process, _, _}) ->
 handle_down(_) ->
     ignored.
 
+%% @private
 init(Owner) ->
     %% Signals from one process arrive in order: an arm sent before the
     %% owner died is always seen before its 'DOWN'.

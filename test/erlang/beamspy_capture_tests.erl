@@ -152,3 +152,45 @@ caller_death_cleans_up_test() ->
     exit(Caller, kill),
     assert_nothing_traced([]),
     bs_test_lib:rm_rf(Dir).
+
+%% The timeout bounds writing too: a capture that ends on its timeout (a
+%% call every 20 ms at most, far fewer than asked for) writes the merged
+%% profile and says how many calls' profiles it left out (each was written
+%% before, past the timeout: 50 calls took 13 s).
+timeout_bounds_writing_test_() -> {timeout, 120, fun timeout_bounds_writing/0}.
+
+timeout_bounds_writing() ->
+    Dir = bs_test_lib:tmp_dir(),
+    Caller = spawn(fun Loop() -> _ = ?WL:job(1), timer:sleep(20), Loop() end),
+    %% The first capture of the VM measures the tracer's cost: done here.
+    {ok, _} = beamspy:capture({?WL, job, 1}, 1, #{output => filename:join(Dir, "warm"), formats => [folded],
+                                                    quiet => true}),
+    {{ok, Files}, Printed} =
+        bs_test_lib:capture_stderr(
+          fun() ->
+                  beamspy:capture({?WL, job, 1}, 100000, #{output => filename:join(Dir, "many"),
+                                                            formats => [folded], timeout => 1000, quiet => true})
+          end),
+    exit(Caller, kill),
+    [Merged] = Files,
+    ?assertNotEqual(nomatch, string:find(Merged, "-merged.folded")),
+    ?assert(filelib:is_regular(Merged)),
+    ?assertEqual([], filelib:wildcard(filename:join([Dir, "many", "*-call*"]))),
+    ?assertMatch({match, _}, re:run(Printed, "the profiles of [0-9]+ captured calls not written: "
+                                             "the capture's timeout \\(1000 ms\\) passed")),
+    assert_nothing_traced([]),
+    bs_test_lib:rm_rf(Dir).
+
+%% timeout => infinity (the option allows it) waits for the calls: the
+%% owner's timer took it as a time and crashed the capture at its start.
+infinite_timeout_test() ->
+    Dir = bs_test_lib:tmp_dir(),
+    {ok, Ref} = beamspy:capture_async({?WL, job, 1}, 1, #{timeout => infinity, output => Dir,
+                                                         formats => [folded], quiet => true}),
+    {_, Mon} = spawn_monitor(fun() -> ?WL:job(1) end),
+    receive {'DOWN', Mon, process, _, normal} -> ok end,
+    Files = receive {beamspy_capture, Ref, {ok, Fs}} -> Fs end,
+    ?assertEqual(2, length(Files)),
+    ?assert(lists:all(fun filelib:is_regular/1, Files)),
+    assert_nothing_traced([]),
+    bs_test_lib:rm_rf(Dir).

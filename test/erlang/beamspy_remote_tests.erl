@@ -10,6 +10,9 @@ remote_test_() ->
      fun(Ctx) ->
              {inorder, [{"load, profile over erpc, unload", fun() -> round_trip(Ctx) end},
                         {"a running recording is not cut short", fun() -> busy(Ctx) end},
+                        {"a running capture is not cut short; concurrent unloads",
+                         {timeout, 120, fun() -> capture_busy(Ctx) end}},
+                        {"nothing starts while unloading", fun() -> unloading(Ctx) end},
                         {"errors", fun() -> errors(Ctx) end}]}
      end}.
 
@@ -60,8 +63,9 @@ busy(#{node := Node, tmp := Tmp}) ->
     Caller = erpc:call(Node, erlang, spawn, [beamspy, apply, [{timer, sleep, [infinity]},
                                                                #{output => Out, quiet => true}]]),
     wait_until(fun() -> erpc:call(Node, beamspy, sessions, []) =/= [] end),
-    {error, {sessions_running, Node, 1} = Why} = beamspy:unload(Node),
-    ?assertMatch({match, _}, re:run(beamspy:format_error(Why), "stop it first")),
+    {error, {busy, {jobs_running, Node, Jobs}} = Why} = beamspy:unload(Node),
+    ?assertMatch([_ | _], [P || {session, P} <- Jobs]),
+    ?assertMatch({match, _}, re:run(beamspy:format_error(Why), "stop them first")),
     ?assertNotEqual(false, erpc:call(Node, code, is_loaded, [beamspy])),
     %% Once the caller is gone its recording ends, and unload goes through.
     exit(Caller, kill),
@@ -71,6 +75,79 @@ busy(#{node := Node, tmp := Tmp}) ->
     ?assertEqual(false, erpc:call(Node, erlang, function_exported, [beamspy_tracer, trace, 5])),
     file:delete(Out),
     ?assertEqual([], bs_test_lib:list_dir(Tmp)).
+
+%% A capture waiting for calls (the issue's case: its owner and watchdog
+%% were purged, the node kept every local pattern, the meta pattern and
+%% on_load traced). Unload is refused while it runs, three at once too;
+%% once it has ended, three at once: one unloads, the others say why not.
+capture_busy(#{node := Node, tmp := Tmp}) ->
+    {ok, _} = beamspy:load(Node),
+    MFA = {calendar, iso_week_number, 1},
+    Out = filename:join(Tmp, "cap.folded"),
+    Caller = erpc:call(Node, erlang, spawn,
+                       [beamspy, capture, [MFA, 100000, #{timeout => 600000, output => Out, quiet => true}]]),
+    wait_until(fun() -> is_pid(erpc:call(Node, erlang, whereis, [beamspy_active_session])) end),
+    {error, {busy, {jobs_running, Node, Jobs}} = Why} = beamspy:unload(Node),
+    ?assertMatch([_ | _], [P || {capture, P} <- Jobs]),
+    ?assertMatch({match, _}, re:run(beamspy:format_error(Why), "capture")),
+    Busy = concurrently(3, fun() -> beamspy:unload(Node) end),
+    ?assertEqual([], [R || R <- Busy, not is_busy(R)]),
+    %% Still there, still capturing.
+    ?assertNotEqual(false, erpc:call(Node, code, is_loaded, [beamspy_capture])),
+    ?assertNotEqual({meta, false}, erpc:call(Node, erlang, trace_info, [MFA, meta])),
+    %% Its caller gone, the capture ends (nothing captured) and cleans up.
+    exit(Caller, kill),
+    wait_until(fun() -> undefined =:= erpc:call(Node, erlang, whereis, [beamspy_active_session]) end),
+    Results = concurrently(3, fun() -> beamspy:unload(Node) end),
+    ?assertMatch([{ok, #{deferred := false}}], [R || {ok, _} = R <- Results]),
+    ?assertEqual([], [R || R <- Results, element(1, R) =/= ok,
+                           not is_busy(R), R =/= {error, {nothing_loaded, Node}}]),
+    wait_until(fun() -> erpc:call(Node, code, is_loaded, [beamspy_capture]) =:= false end),
+    ?assertEqual([], [M || M <- erpc:call(Node, code, all_loaded, []),
+                           lists:prefix("beamspy", atom_to_list(element(1, M)))]),
+    ?assertEqual({traced, false}, erpc:call(Node, erlang, trace_info, [{lists, reverse, 2}, traced])),
+    ?assertEqual({traced, false}, erpc:call(Node, erlang, trace_info, [on_load, traced])),
+    ?assertEqual({meta, false}, erpc:call(Node, erlang, trace_info, [MFA, meta])),
+    ?assertEqual([], bs_test_lib:list_dir(Tmp)).
+
+%% While an unload holds the node (its lock, taken here by hand), no job
+%% starts there and a second unload is told so.
+unloading(#{node := Node}) ->
+    {ok, _} = beamspy:load(Node),
+    %% Runs no code of a module (the node has none of these tests): woken
+    %% by a message, it exits.
+    Holder = spawn(Node, erlang, hibernate, [erlang, exit, [normal]]),
+    true = erpc:call(Node, erlang, register, [beamspy_unloading, Holder]),
+    Unloading = {error, {busy, {unloading, Node}}},
+    ?assertEqual(Unloading, beamspy:unload(Node)),
+    ?assertMatch({match, _}, re:run(beamspy:format_error(element(2, Unloading)), "being unloaded")),
+    ?assertEqual(Unloading, erpc:call(Node, beamspy, start, [all, #{quiet => true}])),
+    ?assertEqual(Unloading, erpc:call(Node, beamspy, capture, [{calendar, iso_week_number, 1}, 1,
+                                                                #{timeout => 1000, quiet => true}])),
+    ?assertMatch({error, {sampler_failed, {busy, {unloading, Node}}}},
+                 erpc:call(Node, beamspy_sampler, start, [#{owner => Holder}])),
+    ?assertMatch({error, {top_failed, {busy, {unloading, Node}}}},
+                 erpc:call(Node, beamspy_top, start, [#{owner => Holder}])),
+    ?assertEqual([], erpc:call(Node, beamspy, sessions, [])),
+    Holder ! release,
+    {ok, #{deferred := false}} = beamspy:unload(Node),
+    wait_until(fun() -> erpc:call(Node, code, is_loaded, [beamspy]) =:= false end).
+
+is_busy({error, {busy, {unloading, _}}}) -> true;
+is_busy({error, {busy, {jobs_running, _, [_ | _]}}}) -> true;
+is_busy(_) -> false.
+
+%% Fun run by N processes at once; their results (an exception as
+%% {raised, Class, Reason}).
+concurrently(N, Fun) ->
+    Self = self(),
+    Pids = [spawn(fun() ->
+                          receive go -> ok end,
+                          R = try Fun() catch C:E -> {raised, C, E} end,
+                          Self ! {self(), R}
+                  end) || _ <- lists:seq(1, N)],
+    [P ! go || P <- Pids],
+    [receive {P, R} -> R end || P <- Pids].
 
 errors(#{node := Node}) ->
     {error, {nothing_loaded, Node}} = beamspy:unload(Node),

@@ -24,6 +24,8 @@ robustness_test_() ->
       {"capture refuses a node where another tracer call-traces", {timeout, 60, fun capture_call_traced_elsewhere/0}},
       {"capture refuses a pids target traced by another tracer", {timeout, 60, fun capture_target_traced_elsewhere/0}},
       {"start(all) returns while 20 processes spawn without pause", {timeout, 120, fun start_all_with_spawners/0}},
+      {"start(all) switches on every process while 20 processes spawn without pause",
+       {timeout, 150, fun start_all_with_spawners_on/0}},
       {"start is bounded by max_duration, and leaves nothing when it gives up", {timeout, 60, fun start_bounded/0}},
       {"two concurrent stops: one gets the files, the other no_session", {timeout, 60, fun concurrent_stops/0}},
       {"stop reaches an owner that has no registered name", {timeout, 60, fun stop_unnamed_owner/0}}]}.
@@ -206,6 +208,32 @@ start_all_with_spawners() ->
             {error, {start_timeout, 20000}} ->
                 ok
         end
+    after
+        bs_churn_wl:stop(Spawners),
+        exit(Starter, kill)
+    end,
+    assert_node_clean().
+
+%% With room for every process (max_processes) and the live default of
+%% max_duration (60 s), start(all) on such a node switches every process on
+%% and returns (it had taken 11-17 s here: thousands spawned after `new' was
+%% on were suspended one by one, and the caller, starved at normal
+%% priority, read the owner's reply seconds late). Bounded by a generous
+%% timeout only, not timed.
+start_all_with_spawners_on() ->
+    Spawners = bs_churn_wl:spawners(20),
+    Self = self(),
+    Starter = spawn(fun() ->
+                            R = beamspy:start(all, #{max_processes => 1000000, quiet => true}),
+                            Self ! {started, self(), R},
+                            receive stop -> ok end
+                    end),
+    try
+        Result = receive {started, Starter, R} -> R after 120000 -> error(start_never_returned) end,
+        ?assertMatch({ok, _}, Result),
+        {ok, S} = Result,
+        Starter ! stop,
+        ?assertEqual({error, {no_session, S}}, wait_stopped(S))
     after
         bs_churn_wl:stop(Spawners),
         exit(Starter, kill)

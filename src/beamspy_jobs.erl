@@ -1,0 +1,158 @@
+%%% @doc What beamspy runs on this node, as unloading its code must know it.
+%%%
+%%% Removing a module kills every process still running it (a purge) and
+%%% leaves every later call of it `undef': a capture's owner and its
+%%% watchdog then die without removing the trace patterns they set. So
+%%% code is removed only while no beamspy job runs, and no job starts while
+%%% code is being removed:
+%%% <ul>
+%%% <li>whoever unloads first registers the name `beamspy_unloading' (one
+%%%   at a time: a second unload is told `{busy, {unloading, Node}}'), then
+%%%   lists the jobs ({@link running/3});</li>
+%%% <li>every job process (session and capture owners, their watchdogs,
+%%%   seq collectors, telemetry recorders, samplers, top, the command-line
+%%%   tool's jobs) is spawned with a beamspy function as its initial call
+%%%   (proc_lib's: in its dictionary before any code of its own runs; not a
+%%%   fun, whose initial call is erlang:apply/2), so it is in that list
+%%%   before it looks for the name, which it does before it sets anything
+%%%   ({@link check_start/0}).</li>
+%%% </ul>
+%%% Either the unloader sees the job or the job sees the unloader (each
+%%% makes itself visible before it looks at the other). A job that has
+%%% handed back its result marks itself done ({@link mark_done/0}): it is
+%%% waited for (it is exiting), not counted.
+-module(beamspy_jobs).
+
+-export([check_start/0, mark_done/0, lock/0, unlock/0, running/3]).
+
+-define(UNLOADING, beamspy_unloading).
+-define(DONE, '$beamspy_job_done').
+
+-type job() :: {atom(), pid()}.
+-export_type([job/0]).
+
+%% @doc In a job process, before it sets anything: refused while beamspy's
+%% code is being removed from this node.
+-spec check_start() -> ok | {error, {busy, {unloading, node()}}}.
+check_start() ->
+    case whereis(?UNLOADING) of
+        undefined -> ok;
+        _ -> {error, {busy, {unloading, node()}}}
+    end.
+
+%% @doc In a job process that has handed back its result and is about to
+%% exit: an unload waits for it rather than refusing.
+-spec mark_done() -> ok.
+mark_done() ->
+    put(?DONE, true),
+    ok.
+
+%% @doc Takes the unloading lock for the calling process (released by
+%% {@link unlock/0} or when the process exits).
+-spec lock() -> ok | {error, {busy, {unloading, node()}}}.
+lock() ->
+    try register(?UNLOADING, self()) of
+        true -> ok
+    catch
+        error:badarg -> {error, {busy, {unloading, node()}}}
+    end.
+
+%% @doc Releases the lock if the calling process holds it.
+-spec unlock() -> ok.
+unlock() ->
+    _ = whereis(?UNLOADING) =:= self() andalso unregister(?UNLOADING),
+    ok.
+
+%% @doc The jobs running code of Modules on this node, but the processes of
+%% Exclude: `{Kind, Pid}' with Kind `session', `capture', `seq',
+%% `telemetry', `sampler', `top', `cli_job', `watchdog', `calibration', or
+%% the module a process is running. Jobs that marked themselves done, and
+%% watchdogs whose owner is done, are waited for, at most WaitMs in all;
+%% those still there then are listed.
+-spec running([module()], [pid()], non_neg_integer()) -> [job()].
+running(Modules, Exclude, WaitMs) ->
+    Deadline = erlang:monotonic_time(millisecond) + WaitMs,
+    Found = [{Kind, P} || P <- erlang:processes(), not lists:member(P, Exclude),
+                          Kind <- [job_kind(P, Modules)], Kind =/= none],
+    Pids = [P || {_, P} <- Found],
+    {Ending, Running} = lists:partition(fun(J) -> ending(J, Pids) end, Found),
+    Stayed = [J || {_, P} = J <- Ending, not exited(P, Deadline)],
+    Running ++ Stayed.
+
+%%% ---------------------------------------------------------------------
+
+%% What a process is, from the code it was spawned with (proc_lib's
+%% processes keep theirs in the dictionary) or the code it runs now.
+job_kind(P, Modules) ->
+    case erlang:process_info(P, [initial_call, current_function]) of
+        [{initial_call, {proc_lib, init_p, 5}}, {current_function, Current}] ->
+            kind(proc_lib_initial(P), Current, Modules);
+        [{initial_call, Initial}, {current_function, Current}] ->
+            kind(Initial, Current, Modules);
+        undefined ->
+            none
+    end.
+
+proc_lib_initial(P) ->
+    case proc_lib:initial_call(P) of
+        {M, F, Args} when is_list(Args) -> {M, F, length(Args)};
+        _ -> undefined
+    end.
+
+kind({M, F, A}, Current, Modules) ->
+    case lists:member(M, Modules) of
+        true -> module_kind(M, F, A);
+        false -> running_kind(Current, Modules)
+    end;
+kind(_, Current, Modules) ->
+    running_kind(Current, Modules).
+
+module_kind(beamspy_session, _, _) -> session;
+module_kind(beamspy_capture, _, _) -> capture;
+module_kind(beamspy_seq, _, _) -> seq;
+module_kind(beamspy_telemetry, _, _) -> telemetry;
+module_kind(beamspy_sampler, _, _) -> sampler;
+module_kind(beamspy_top, _, _) -> top;
+module_kind(beamspy_agent, init, 4) -> cli_job;
+module_kind(beamspy_watchdog, _, _) -> watchdog;
+module_kind(beamspy_calibrate, _, _) -> calibration;
+module_kind(M, _, _) -> M.
+
+%% A process running beamspy's code right now, though not spawned with it
+%% (the caller of a capture waiting for it, say). beamspy_remote's: another
+%% unload, which gives way at once.
+running_kind({beamspy_remote, _, _}, _) ->
+    none;
+running_kind({M, F, A}, Modules) ->
+    case lists:member(M, Modules) of
+        true -> module_kind(M, F, A);
+        false -> none
+    end;
+running_kind(_, _) ->
+    none.
+
+%% Done with its work and exiting: a job that marked itself done, or a
+%% watchdog whose owner is one (or gone).
+ending({watchdog, W}, _) ->
+    case erlang:process_info(W, monitors) of
+        {monitors, [{process, Owner}]} -> done(Owner);
+        {monitors, []} -> true;
+        _ -> false
+    end;
+ending({_, P}, _) ->
+    done(P).
+
+done(P) ->
+    case erlang:process_info(P, dictionary) of
+        {dictionary, Dict} -> lists:keymember(?DONE, 1, Dict);
+        undefined -> true
+    end.
+
+exited(P, Deadline) ->
+    Mon = erlang:monitor(process, P),
+    receive
+        {'DOWN', Mon, process, P, _} -> true
+    after max(0, Deadline - erlang:monotonic_time(millisecond)) ->
+            erlang:demonitor(Mon, [flush]),
+            false
+    end.
