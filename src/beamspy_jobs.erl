@@ -23,7 +23,7 @@
 %%% waited for (it is exiting), not counted.
 -module(beamspy_jobs).
 
--export([check_start/0, mark_done/0, lock/0, unlock/0, running/3]).
+-export([check_start/0, init_or_refuse/0, mark_done/0, lock/0, unlock/0, running/3]).
 
 -define(UNLOADING, beamspy_unloading).
 -define(DONE, '$beamspy_job_done').
@@ -38,6 +38,16 @@ check_start() ->
     case whereis(?UNLOADING) of
         undefined -> ok;
         _ -> {error, {busy, {unloading, node()}}}
+    end.
+
+%% @doc In a job process started with `proc_lib:start*': returns `ok', or,
+%% while beamspy's code is being removed, acknowledges the start with the
+%% refusal ({@link check_start/0}) and exits normally.
+-spec init_or_refuse() -> ok.
+init_or_refuse() ->
+    case check_start() of
+        ok -> ok;
+        {error, _} = Refused -> proc_lib:init_ack(Refused), exit(normal)
     end.
 
 %% @doc In a job process that has handed back its result and is about to

@@ -236,21 +236,13 @@ call(Other, _) ->
 %%% The sampler process
 %%% ---------------------------------------------------------------------
 
-%% No sampler starts while beamspy's code is being removed (see
-%% beamspy_jobs): the start fails with the reason.
-refuse_while_unloading() ->
-    case beamspy_jobs:check_start() of
-        ok -> ok;
-        {error, Why} -> proc_lib:init_ack({error, Why}), exit(normal)
-    end.
-
 %% @private
 -spec init(map()) -> ok.
 init(#{owner := Owner, max_duration_ms := MaxDuration, targets := Targets} = Config) ->
     %% High priority: told that a sampled process stopped running, the
     %% sampler must read its stack before it runs again.
     _ = process_flag(priority, high),
-    ok = refuse_while_unloading(),
+    ok = beamspy_jobs:init_or_refuse(),
     OwnerMon = erlang:monitor(process, Owner),
     {RS, Method} = case beamspy_runstate:open(Targets) of
                        {ok, R} -> {R, run_states};

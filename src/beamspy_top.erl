@@ -159,21 +159,13 @@ call(Other, _) ->
 %%% The top process
 %%% ---------------------------------------------------------------------
 
-%% No top starts while beamspy's code is being removed (see
-%% beamspy_jobs): the start fails with the reason.
-refuse_while_unloading() ->
-    case beamspy_jobs:check_start() of
-        ok -> ok;
-        {error, Why} -> proc_lib:init_ack({error, Why}), exit(normal)
-    end.
-
 %% @private
 -spec init(map()) -> ok.
 init(#{owner := Owner, interval_ms := Interval} = Config) ->
     %% High priority: told that a sampled process stopped running, top
     %% must read its state before it runs again.
     _ = process_flag(priority, high),
-    ok = refuse_while_unloading(),
+    ok = beamspy_jobs:init_or_refuse(),
     OwnerMon = erlang:monitor(process, Owner),
     _ = erlang:send_after(Interval, self(), {?MODULE, bootstrap}),
     RS = case beamspy_runstate:open([]) of

@@ -304,18 +304,7 @@ static void describe_record(const record_args *a, bs_profile_meta *m)
         k += (size_t)snprintf(o + k, ocap - k, ", gc => %s, sleep => %s, compensate => %s, children => %s",
                               j->gc ? "true" : "false", j->no_sleep ? "false" : "true",
                               j->no_compensate ? "false" : "true", j->children ? "true" : "false");
-        if (j->max_events)
-            k += (size_t)snprintf(o + k, ocap - k, ", max_events => %llu", j->max_events);
-        else
-            k += (size_t)snprintf(o + k, ocap - k, ", max_events => infinity");
-        if (j->max_memory)
-            k += (size_t)snprintf(o + k, ocap - k, ", max_memory => %llu", j->max_memory);
-        if (j->max_processes)
-            k += (size_t)snprintf(o + k, ocap - k, ", max_processes => %llu", j->max_processes);
-        if (j->timeline == 0)
-            k += (size_t)snprintf(o + k, ocap - k, ", timeline => false");
-        else if (j->timeline > 0)
-            k += (size_t)snprintf(o + k, ocap - k, ", timeline => %lld", j->timeline);
+        k = bs_job_limits_text(j, o, ocap, k);
     }
     k += (size_t)snprintf(o + k, ocap - k, ", names => %s", j->elixir > 0 ? "elixir" : "erlang");
     if (j->target_kind == BS_TARGET_ALL) /* whole-VM views only */

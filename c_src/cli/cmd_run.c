@@ -249,20 +249,7 @@ static void runner_options(const run_args *r, char *buf, size_t size)
         n += (size_t)snprintf(buf + n, size - n, ", max_duration => %llu", a->duration_ms);
     else
         n += (size_t)snprintf(buf + n, size - n, ", max_duration => infinity");
-    /* No event limit unless asked for: the whole run is what people expect;
-     * max_memory is what protects the VM. */
-    if (a->max_events)
-        n += (size_t)snprintf(buf + n, size - n, ", max_events => %llu", a->max_events);
-    else
-        n += (size_t)snprintf(buf + n, size - n, ", max_events => infinity");
-    if (a->max_memory)
-        n += (size_t)snprintf(buf + n, size - n, ", max_memory => %llu", a->max_memory);
-    if (a->max_processes)
-        n += (size_t)snprintf(buf + n, size - n, ", max_processes => %llu", a->max_processes);
-    if (a->timeline == 0)
-        n += (size_t)snprintf(buf + n, size - n, ", timeline => false");
-    else if (a->timeline > 0)
-        n += (size_t)snprintf(buf + n, size - n, ", timeline => %lld", a->timeline);
+    n = bs_job_limits_text(a, buf, size, n);
     if (r->when_started)
         n += (size_t)snprintf(buf + n, size - n, ", start_when => %s", r->when_started);
     snprintf(buf + n, size - n, "}");

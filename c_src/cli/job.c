@@ -626,3 +626,44 @@ void bs_job_whole_vm_view(const bs_job_spec *s, const bs_profile *p, bs_render_o
                 "%s of the time recorded; shown: the other %.3f s (running, runnable, GC) (--show-idle to see it)\n",
                 (double)wait_ns / 1e9, procs, all, share, (double)(total - wait_ns) / 1e9);
 }
+
+/* append_number: fmt (one %llu) with v at buf + n, never past size; returns
+ * the new length. append_text: the same for a plain text. */
+static size_t append_number(char *buf, size_t size, size_t n, const char *fmt, unsigned long long v)
+{
+    if (n + 1 >= size)
+        return n;
+    int w = snprintf(buf + n, size - n, fmt, v);
+    if (w < 0)
+        return n;
+    return n + (size_t)w < size ? n + (size_t)w : size - 1;
+}
+
+static size_t append_text(char *buf, size_t size, size_t n, const char *text)
+{
+    if (n + 1 >= size)
+        return n;
+    int w = snprintf(buf + n, size - n, "%s", text);
+    if (w < 0)
+        return n;
+    return n + (size_t)w < size ? n + (size_t)w : size - 1;
+}
+
+size_t bs_job_limits_text(const bs_job_spec *s, char *buf, size_t size, size_t n)
+{
+    /* No event limit unless asked for: the whole recording is what people
+     * expect; max_memory is what protects the VM. */
+    if (s->max_events)
+        n = append_number(buf, size, n, ", max_events => %llu", s->max_events);
+    else
+        n = append_text(buf, size, n, ", max_events => infinity");
+    if (s->max_memory)
+        n = append_number(buf, size, n, ", max_memory => %llu", s->max_memory);
+    if (s->max_processes)
+        n = append_number(buf, size, n, ", max_processes => %llu", s->max_processes);
+    if (s->timeline == 0)
+        n = append_text(buf, size, n, ", timeline => false");
+    else if (s->timeline > 0)
+        n = append_number(buf, size, n, ", timeline => %llu", (unsigned long long)s->timeline);
+    return n;
+}

@@ -123,6 +123,11 @@ int bs_job_function_option(const char *cmd, int code, const char *arg, bs_job_sp
 
 /* Help lines of the recording options. */
 void bs_job_options_usage(FILE *out);
+/* Appends the recording limits of s (", max_events => ..., max_memory =>
+ * ..., max_processes => ..., timeline => ...": what a profile's options text
+ * says of them) to buf at n, within size; returns the new length (at most
+ * size - 1). */
+size_t bs_job_limits_text(const bs_job_spec *s, char *buf, size_t size, size_t n);
 
 void bs_job_spec_init(bs_job_spec *s);
 void bs_job_spec_free(bs_job_spec *s);
