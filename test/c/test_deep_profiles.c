@@ -26,7 +26,7 @@
 typedef struct shape_case {
     int wide;       /* 0: a chain; 1: siblings under the root */
     uint32_t n;     /* frames below the process root */
-    char err[512];  /* "" when every check passed */
+    char err[1024];  /* "" when every check passed */
 } shape_case;
 
 #define CHECK(c, cond, ...)                                                                                  \
