@@ -495,14 +495,6 @@ switch_on_each(Backend, [P | Ps], Flags) ->
 %% against the stack read just before (the stack rules tolerate frames left
 %% or entered meanwhile: an unknown caller becomes a root frame).
 switch_on_one(Backend, P, Flags) ->
-    case beamspy_backend:tracer_of(Backend, P) of
-        %% Spawned since `new' was switched on: nothing to suspend or seed
-        %% (a node spawning without pause has thousands of them).
-        ours -> ok;
-        _ -> switch_on_suspended(Backend, P, Flags)
-    end.
-
-switch_on_suspended(Backend, P, Flags) ->
     Session = nif_session(Backend),
     %% Read before any suspension (a suspended process is `suspended').
     Waiting = erlang:process_info(P, status) =:= {status, waiting},
