@@ -115,11 +115,22 @@ keeper(Parent, Ref) ->
                 none ->
                     record(Start, Duration, listen(Control), fun(Result) -> Parent ! {Ref, Result} end);
                 App ->
-                    %% The VM goes on; recording starts with App.
+                    %% The VM goes on; recording starts with App. Mix (Elixir
+                    %% 1.15+) prunes the code path when it starts a project,
+                    %% so beamspy's modules are loaded now, while their
+                    %% directory is still on it.
+                    ok = load_own_modules(),
                     Parent ! {Ref, ok},
                     when_started(App, Start, Duration, listen(Control))
             end
     end.
+
+%% Loads every beamspy module from the directory this one came from.
+load_own_modules() ->
+    Dir = filename:dirname(code:which(?MODULE)),
+    _ = [code:ensure_loaded(list_to_atom(filename:basename(F, ".beam")))
+         || F <- filelib:wildcard(filename:join(Dir, "beamspy*.beam"))],
+    ok.
 
 %% Starts recording, tells Reply how it went, and stays for the session.
 -spec record(map(), timeout(), port() | none, fun((ok | {error, term()}) -> term())) -> no_return().
