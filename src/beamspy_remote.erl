@@ -91,10 +91,18 @@ unload_local(Loaded, WaitMs) ->
         ok ->
             %% Released by a BIF: beamspy_jobs may be deleted by now.
             try unload_locked(Loaded, WaitMs)
-            after catch unregister(beamspy_unloading)
+            after release_unloading_lock()
             end;
         {error, _} = Busy ->
             Busy
+    end.
+
+%% Not held any more when it was taken from this process already.
+release_unloading_lock() ->
+    try unregister(beamspy_unloading) of
+        true -> ok
+    catch
+        error:badarg -> ok
     end.
 
 unload_locked(Loaded, WaitMs) ->
