@@ -380,6 +380,12 @@ int bs_proc_sched_in(bs_proc *p, uint64_t t)
     return rc;
 }
 
+void bs_proc_woke_from_hibernation(bs_proc *p)
+{
+    if (p->woke)
+        settle_wake(p, 1);
+}
+
 void bs_proc_split_waits(bs_proc *p)
 {
     p->split_waits = 1;

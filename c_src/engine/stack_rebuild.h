@@ -145,6 +145,11 @@ int bs_proc_return_to_own_code(bs_proc *p, uint64_t t);
 int bs_proc_return_from(bs_proc *p, const bs_key *from, uint64_t t);
 int bs_proc_sched_out(bs_proc *p, uint64_t t);
 int bs_proc_sched_in(bs_proc *p, uint64_t t);
+/* The `in' just fed woke the process from erlang:hibernate/3: it waited
+ * for a message, although its wake-up function is called before the
+ * receive event comes (the first call would otherwise make the wait
+ * RUNNABLE). */
+void bs_proc_woke_from_hibernation(bs_proc *p);
 /* Split scheduled-out time into WAIT and RUNNABLE (rules above); call before
  * the first event, and only if receive events are fed. */
 void bs_proc_split_waits(bs_proc *p);

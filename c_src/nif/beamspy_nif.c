@@ -276,12 +276,7 @@ static ERL_NIF_TERM session_stop(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
             return enif_make_badarg(env);
     }
     bs_session_stop(s, reason, 1);
-    uint64_t t = s->stop_ns;
-    for (uint32_t i = 0; i < s->pids.cap; i++) {
-        bs_traced_proc *r = atomic_load(&s->pids.slots[i].record);
-        if (r)
-            bs_proc_flush(&r->proc, t);
-    }
+    bs_session_flush(s);
     return bs_priv_of(env)->atoms.ok;
 }
 

@@ -60,6 +60,7 @@ void bs_halt_write(ErlNifEnv *env, bs_session *s)
     if (!atomic_load(&p->written) && p->env) {
         atomic_store(&p->written, 1);
         bs_session_stop(s, BS_STOP_REQUESTED, 1);
+        bs_session_flush(s); /* the time since each process's last event */
         /* The plan's terms are read with the caller's env, which carries
          * the library's atoms; reading needs no particular env. */
         bs_write_request req;

@@ -111,6 +111,20 @@ void bs_session_stop(bs_session *s, int reason, int wait)
     enif_mutex_unlock(s->insert_lock);
 }
 
+void bs_session_flush(bs_session *s)
+{
+    enif_mutex_lock(s->insert_lock);
+    if (!s->flushed) {
+        s->flushed = 1;
+        for (uint32_t i = 0; i < s->pids.cap; i++) {
+            bs_traced_proc *r = atomic_load(&s->pids.slots[i].record);
+            if (r)
+                bs_proc_flush(&r->proc, s->stop_ns);
+        }
+    }
+    enif_mutex_unlock(s->insert_lock);
+}
+
 int bs_session_is_excluded(const bs_session *s, ERL_NIF_TERM module)
 {
     for (int i = 0; i < s->n_excluded; i++)

@@ -28,6 +28,7 @@ typedef struct bs_session {
     ErlNifMutex *insert_lock;        /* new processes and stop are serialised */
     uint64_t start_ns;
     uint64_t stop_ns;
+    int flushed;                     /* bs_session_flush done (under insert_lock) */
     int charge_sleep, charge_gc, use_caller, keep_timeline;
     bs_comp_state comp_state;        /* option compensate: raw, applied, or unknown (spans only) */
     bs_comp_costs comp_costs;        /* calibrated cost per event kind (beamspy_calibrate) */
@@ -78,6 +79,10 @@ void bs_session_destroy(bs_session *s);
  * environment (callbacks run on scheduler threads, where enif_send needs it). */
 void bs_session_stop(bs_session *s, int reason, int wait);
 void bs_session_stop_for_limit(ErlNifEnv *env, bs_session *s, int reason);
+/* After a waiting stop: charges every process up to stop_ns (the time
+ * since its last event: a server waiting all along has no other). Once:
+ * the owner's stop and a halting process's write may both come here. */
+void bs_session_flush(bs_session *s);
 int bs_session_is_excluded(const bs_session *s, ERL_NIF_TERM module);
 
 /* Whether pid (a local pid term) is one of the session's ignored processes. */

@@ -119,6 +119,15 @@ static int on_return_to(ErlNifEnv *env, bs_session *s, bs_proc *p, ERL_NIF_TERM 
     return bs_proc_return_to(p, &to, t);
 }
 
+/* An `in' at erlang:hibernate/3: the process is woken from hibernation
+ * (its stack discarded; its wake-up function is called next). */
+static int woke_from_hibernation(ErlNifEnv *env, const bs_atoms *a, ERL_NIF_TERM mfa)
+{
+    int n;
+    const ERL_NIF_TERM *e;
+    return enif_get_tuple(env, mfa, &n, &e) && n == 3 && e[0] == a->erlang && e[1] == a->hibernate;
+}
+
 static int dispatch(ErlNifEnv *env, const bs_atoms *a, bs_session *s, bs_proc *p, ERL_NIF_TERM tag,
                     ERL_NIF_TERM term, ERL_NIF_TERM opts, uint64_t t)
 {
@@ -128,8 +137,12 @@ static int dispatch(ErlNifEnv *env, const bs_atoms *a, bs_session *s, bs_proc *p
         return on_return_to(env, s, p, term, t);
     if (tag == a->out || tag == a->out_exiting)
         return bs_proc_sched_out(p, t);
-    if (tag == a->in || tag == a->in_exiting)
-        return bs_proc_sched_in(p, t);
+    if (tag == a->in || tag == a->in_exiting) {
+        int rc = bs_proc_sched_in(p, t);
+        if (woke_from_hibernation(env, a, term))
+            bs_proc_woke_from_hibernation(p);
+        return rc;
+    }
     if (tag == a->out_exited) {
         bs_proc_exit(p, t);
         return 0;

@@ -63,8 +63,8 @@ fi
 rm -f "$build.make.log"
 rm -rf "$build"
 mkdir -p "$build/out"
-erlc -o "$build" "$here/bs_dist_wl.erl" "$here/bs_deadlock_wl.erl" "$root/test/erlang/bs_decode_wl.erl" || {
-    fail build "erlc bs_dist_wl.erl bs_deadlock_wl.erl bs_decode_wl.erl"
+erlc -o "$build" "$here/bs_dist_wl.erl" "$here/bs_deadlock_wl.erl" "$root/test/erlang/bs_decode_wl.erl" "$root/test/erlang/bs_idle_wl.erl" || {
+    fail build "erlc bs_dist_wl.erl bs_deadlock_wl.erl bs_decode_wl.erl bs_idle_wl.erl"
     finish
 }
 

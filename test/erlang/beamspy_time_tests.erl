@@ -22,6 +22,7 @@ time_test_() ->
       {"blocked 300 ms in a receive: its time is WAIT, hardly any RUNNABLE", {timeout, 60, fun blocked_300/0}},
       {"an idle gen_server woken by signals only: its time is WAIT, hardly any RUNNABLE",
        {timeout, 60, fun signals_keep_wait/0}},
+      {"a process hibernated 300 ms: its time is WAIT, hardly any RUNNABLE", {timeout, 60, fun hibernated_300/0}},
       {"a CPU-bound loop: descheduled time is RUNNABLE, no WAIT", {timeout, 120, fun cpu_loop/0}},
       {"sleep => false: no SLEEP/WAIT/RUNNABLE node, sleep time not charged", {timeout, 60, fun sleep_off/0}},
       {"gc => true: GC leaves of large heaps (dirty schedulers)", {timeout, 120, fun gc_on/0}},
@@ -102,6 +103,22 @@ signals_keep_wait() ->
     %% one WAIT entry per time it was scheduled out: the pokes woke it (most
     %% kinds do; which ones is the VM's business)
     ?assert(Outs >= Pokes div 2),
+    assert_clean().
+
+%% erlang:hibernate/3 discards the stack; when a message wakes the process
+%% its wake-up function is called before the receive event comes. That
+%% call is no sign the process had been runnable (it made the whole
+%% hibernation RUNNABLE): the `in' at erlang:hibernate/3 says it waited.
+hibernated_300() ->
+    {{hibernated, Pid}, P} = profile_ok({bs_idle_wl, hibernated, [300]}, #{}),
+    Nodes = tree_of(Pid, P),
+    Wait = lists:sum([S || {_, _, <<"WAIT">>, S, _, _} <- Nodes]),
+    Runnable = lists:sum([S || {_, _, <<"RUNNABLE">>, S, _, _} <- Nodes]),
+    ?debugFmt("hibernated process: WAIT ~.1f ms, RUNNABLE ~.3f ms", [Wait / ?MS, Runnable / ?MS]),
+    ?assert(Wait >= 290 * ?MS),
+    ?assert(Runnable * 10 < Wait),
+    %% woken, the process runs its wake-up function
+    ?assertEqual(1, frame_calls(Nodes, <<"bs_idle_wl:woken/1">>)),
     assert_clean().
 
 %% A loop that never receives is preempted many times (tracing makes it
