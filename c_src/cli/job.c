@@ -620,7 +620,17 @@ void bs_job_whole_vm_view(const bs_job_spec *s, const bs_profile *p, bs_render_o
     /* The share is of the time of every process added up, which idle
      * processes dominate: the time shown is said too, so that a busy
      * worker's seconds are not lost behind "99%". */
-    if (wait_ns > 0)
+    if (wait_ns == 0)
+        return;
+    /* A sampled profile (BS_UNIT_COUNT) counts samples, not nanoseconds. */
+    if (p->unit == BS_UNIT_COUNT)
+        fprintf(stderr,
+                "beamspy: idle time left out: %llu %s waiting for messages (WAIT) in %u of %u processes, "
+                "%s of the samples taken; shown: the other %llu %s (running, runnable, GC) (--show-idle to see "
+                "it)\n",
+                (unsigned long long)wait_ns, wait_ns == 1 ? "sample" : "samples", procs, all, share,
+                (unsigned long long)(total - wait_ns), total - wait_ns == 1 ? "sample" : "samples");
+    else
         fprintf(stderr,
                 "beamspy: idle time left out: %.3f s waiting for messages (WAIT) in %u of %u processes, "
                 "%s of the time recorded; shown: the other %.3f s (running, runnable, GC) (--show-idle to see it)\n",

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "filter.h"
 
+#include <inttypes.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,13 +114,20 @@ uint64_t bs_profile_frame_time(const bs_profile *p, uint32_t frame, uint32_t *n_
     return sum;
 }
 
-/* Says in the profile's notes how much waiting drop_wait left out. */
-static void note_dropped_wait(bs_profile *p, uint64_t ns, uint32_t n_procs)
+/* Says in the profile's notes how much waiting drop_wait left out, in the
+ * profile's unit: seconds of a timed profile, samples of a sampled one
+ * (BS_UNIT_COUNT weights are counts, never nanoseconds). */
+static void note_dropped_wait(bs_profile *p, uint64_t amount, uint32_t n_procs)
 {
-    if (ns == 0)
+    if (amount == 0)
         return;
-    char text[96];
-    snprintf(text, sizeof text, "idle time left out: %.3f s of WAIT in %u processes", (double)ns / 1e9, n_procs);
+    char text[112];
+    if (p->unit == BS_UNIT_COUNT)
+        snprintf(text, sizeof text, "idle time left out: %" PRIu64 " %s of WAIT in %u processes", amount,
+                 amount == 1 ? "sample" : "samples", n_procs);
+    else
+        snprintf(text, sizeof text, "idle time left out: %.3f s of WAIT in %u processes", (double)amount / 1e9,
+                 n_procs);
     bs_text_append(p->notes, sizeof p->notes, p->notes[0] ? "; " : "", text);
 }
 

@@ -21,6 +21,7 @@
 #include <pthread.h>
 
 #include "engine/filter.h"
+#include "readers/readers.h"
 #include "writers/folded.h"
 #include "test_util.h"
 
@@ -864,6 +865,29 @@ static void test_whole_vm_filter(void **state)
     bs_proc_free(&busy);
 }
 
+/* A sampled profile (BS_UNIT_COUNT: weights are sample counts, as record
+ * --mode sample and folded input give): the note on what drop_wait left out
+ * counts samples. It read "0.000 s of WAIT" (counts taken as nanoseconds). */
+static void test_whole_vm_filter_samples(void **state)
+{
+    (void)state;
+    static const char folded[] = "<0.1.0> idle;gen_server:loop/7;WAIT 1500\n"
+                                 "<0.2.0> busy;m:f/0 40\n"
+                                 "<0.2.0> busy;m:f/0;WAIT 3\n"
+                                 "<0.3.0> other;m:g/0 1\n";
+    FILE *in = fmemopen((void *)folded, sizeof folded - 1, "r");
+    assert_non_null(in);
+    bs_profile prof;
+    bs_read_error err;
+    assert_int_equal(bs_read_folded(in, "sampled.folded", &prof, &err), 0);
+    fclose(in);
+    assert_int_equal(prof.unit, BS_UNIT_COUNT);
+    assert_int_equal(bs_profile_filter(&prof, &(bs_filter){.drop_wait = 1, .order_by_cpu = 1}), 0);
+    assert_non_null(strstr(prof.notes, "idle time left out: 1503 samples of WAIT in 2 processes"));
+    assert_null(strstr(prof.notes, " s of WAIT"));
+    bs_profile_free(&prof);
+}
+
 static void test_exit_stops_charging(void **state)
 {
     (void)state;
@@ -1109,6 +1133,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_wait_and_runnable_leaves),
         cmocka_unit_test(test_signals_keep_a_wait),
         cmocka_unit_test(test_whole_vm_filter),
+        cmocka_unit_test(test_whole_vm_filter_samples),
         cmocka_unit_test(test_exit_stops_charging),
         cmocka_unit_test(test_migration_between_threads),
         cmocka_unit_test(test_random_streams_keep_invariants),

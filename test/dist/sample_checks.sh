@@ -85,3 +85,18 @@ check "record --all: ... what the folded file holds" \
 check "record --all: ... the decoder's work, not 100% idle" \
     bash -c "! grep -q ' 100% of the time' <<<'$idle_line' && grep -q ' decoder;.*bs_decode_wl:' '$out/decall.folded'"
 check "record --all: nothing left on the node" sample_clean
+
+# record --all --mode sample: idle processes are left out as in a traced
+# recording, and what is left out is counted in samples, the unit of the
+# profile (it said "0.000 s of WAIT": sample counts read as nanoseconds).
+bs record --node "$nd" --all --mode sample --interval 5ms --duration 1s -o "$out/sampall.html" \
+    2>"$out/sampall.err"
+check "sample --all: exit 0" [ $? -eq 0 ]
+idle_line=$(grep '^beamspy: idle time left out: ' "$out/sampall.err")
+echo "    $idle_line"
+check "sample --all: the idle line counts samples" \
+    grep -qE '^beamspy: idle time left out: [1-9][0-9]* samples waiting for messages \(WAIT\) in [0-9]+ of [0-9]+ processes, [0-9.]+% of the samples taken; shown: the other [0-9]+ samples' "$out/sampall.err"
+check "sample --all: the page's note counts samples" \
+    grep -qE 'idle time left out: [1-9][0-9]* samples of WAIT in [0-9]+ processes' "$out/sampall.html"
+check "sample --all: no time in seconds" bash -c "! grep -qE '[0-9] s (of WAIT|waiting)' '$out/sampall.err' '$out/sampall.html'"
+check "sample --all: nothing left on the node" sample_clean
