@@ -7,6 +7,18 @@
  * other becomes (or joins) the child of its parent's place with its frame,
  * found through an open-addressing table keyed by (new parent, frame).
  *
+ * In all mode the ancestor of the same frame is found in constant time: the
+ * old tree is walked depth first (an explicit stack, never recursion), with
+ * the open path of the new tree in an array indexed by depth and, per
+ * frame, the last new node of that frame put on it; a node is on the path
+ * when the array holds it at its depth. What a subtree writes into both is
+ * logged and undone when the walk leaves it, so the whole walk is linear
+ * (walking the new path up for each node was quadratic in the depth: a
+ * chain of 100,000 distinct frames took minutes). The walk creates the new
+ * nodes in its own order; they are numbered afterwards in the order the
+ * old nodes' index order would have created them (each new node's number is
+ * set by the first old node placed on it), so the output is the same.
+ *
  * Spans are replayed: the input spans are a stack of calls changing over
  * time; at every change the open path of the new tree (the path to the new
  * node of the innermost call) is compared with the previous one, spans of
@@ -49,18 +61,129 @@ static uint32_t child_of(collapse *c, uint32_t parent, uint32_t frame)
     return c->slots[i].node;
 }
 
-/* Where a node of frame goes below the new node up. The root is the
- * process, never a function: only nodes below it can repeat a frame. The
- * walk is bounded by the new tree's depth, which in all mode is at most the
- * number of distinct frames (no frame repeats on a path). */
-static uint32_t place_of(collapse *c, uint32_t up, uint32_t frame, bs_collapse_mode mode)
+/* Direct mode: where a node of frame goes below the new node up (up
+ * itself when it is of that frame). The root is the process, never a
+ * function: only nodes below it can repeat a frame. */
+static uint32_t place_direct(collapse *c, uint32_t up, uint32_t frame)
 {
-    if (mode == BS_COLLAPSE_DIRECT)
-        return (up != 0 && c->nodes[up].frame == frame) ? up : child_of(c, up, frame);
-    for (uint32_t a = up; a != 0; a = c->nodes[a].parent)
-        if (c->nodes[a].frame == frame)
-            return a;
-    return child_of(c, up, frame);
+    return (up != 0 && c->nodes[up].frame == frame) ? up : child_of(c, up, frame);
+}
+
+/* A write the depth-first walk of all mode undoes when it leaves the
+ * subtree that made it: the new path's entry at depth, and the frame's
+ * last node on the path. */
+typedef struct undo {
+    uint32_t depth, old_path, frame, old_last;
+} undo;
+
+/* A node of the old tree being walked, and what leaving it restores. */
+typedef struct walk_entry {
+    uint32_t node, next_child, depth, undo_mark;
+} walk_entry;
+
+/* All mode: place[i] for every old node, as numbers in c that the walk's
+ * order gave (see the top of the file). Memory: O(nodes + frames).
+ * Returns 0 or -1 (out of memory). */
+static int walk_all(const bs_ptree *t, uint32_t n_frames, collapse *c, uint32_t *place)
+{
+    uint32_t n = t->n_nodes;
+    uint32_t *first_child = malloc((size_t)n * sizeof *first_child);
+    uint32_t *next_sibling = malloc((size_t)n * sizeof *next_sibling);
+    uint32_t *path = malloc(((size_t)n + 1) * sizeof *path);    /* the new path by depth */
+    uint32_t *depth = malloc((size_t)n * sizeof *depth);        /* of each new node */
+    uint32_t *last = malloc(((size_t)n_frames + 1) * sizeof *last); /* per frame, UINT32_MAX: none */
+    undo *log = malloc((size_t)n * sizeof *log);
+    walk_entry *stack = malloc((size_t)n * sizeof *stack);
+    int rc = -1;
+    if (!first_child || !next_sibling || !path || !depth || !last || !log || !stack)
+        goto out;
+    for (uint32_t i = 0; i < n; i++)
+        first_child[i] = UINT32_MAX;
+    for (uint32_t i = n - 1; i > 0; i--) { /* children in index order */
+        next_sibling[i] = first_child[t->nodes[i].parent];
+        first_child[t->nodes[i].parent] = i;
+    }
+    for (uint32_t i = 0; i <= n_frames; i++)
+        last[i] = UINT32_MAX;
+    for (uint32_t i = 0; i <= n; i++)
+        path[i] = UINT32_MAX;
+    path[0] = 0;
+    depth[0] = 0;
+    place[0] = 0;
+    uint32_t at = 0, n_log = 0, sp = 0; /* at: depth of the open path's end */
+    stack[sp++] = (walk_entry){0, first_child[0], 0, 0};
+    while (sp > 0) {
+        walk_entry *top = &stack[sp - 1];
+        uint32_t y = top->next_child;
+        if (y == UINT32_MAX) { /* leaving top->node: its subtree's writes undone */
+            while (n_log > top->undo_mark) {
+                const undo *u = &log[--n_log];
+                path[u->depth] = u->old_path;
+                last[u->frame] = u->old_last;
+            }
+            at = top->depth;
+            sp--;
+            continue;
+        }
+        top->next_child = next_sibling[y];
+        walk_entry entered = {y, first_child[y], at, n_log};
+        uint32_t frame = t->nodes[y].frame;
+        uint32_t key = frame < n_frames ? frame : n_frames; /* an unknown frame: a slot of its own */
+        uint32_t a = last[key];
+        if (key < n_frames && a != UINT32_MAX && depth[a] <= at && path[depth[a]] == a) {
+            place[y] = a; /* an f already on the path: y merges into it */
+            at = depth[a];
+        } else {
+            uint32_t k = child_of(c, path[at], frame);
+            depth[k] = at + 1;
+            log[n_log++] = (undo){at + 1, path[at + 1], key, last[key]};
+            path[at + 1] = k;
+            last[key] = k;
+            at++;
+            place[y] = k;
+        }
+        stack[sp++] = entered;
+    }
+    rc = 0;
+out:
+    free(first_child);
+    free(next_sibling);
+    free(path);
+    free(depth);
+    free(last);
+    free(log);
+    free(stack);
+    return rc;
+}
+
+/* Numbers the new nodes of c in the order that placing the old nodes in
+ * index order creates them, rewriting place; c->nodes is replaced.
+ * Returns 0 or -1 (out of memory). */
+static int renumber(collapse *c, uint32_t *place, uint32_t n_old)
+{
+    uint32_t *number = malloc((size_t)c->n * sizeof *number);
+    bs_pnode *nodes = malloc((size_t)c->n * sizeof *nodes);
+    if (!number || !nodes) {
+        free(number), free(nodes);
+        return -1;
+    }
+    for (uint32_t i = 0; i < c->n; i++)
+        number[i] = UINT32_MAX;
+    number[0] = 0;
+    nodes[0] = c->nodes[0];
+    uint32_t next = 1;
+    for (uint32_t i = 1; i < n_old; i++) {
+        uint32_t k = place[i];
+        if (number[k] == UINT32_MAX) { /* its parent was numbered by an earlier old node */
+            number[k] = next;
+            nodes[next++] = (bs_pnode){.parent = number[c->nodes[k].parent], .frame = c->nodes[k].frame};
+        }
+        place[i] = number[k];
+    }
+    free(number);
+    free(c->nodes);
+    c->nodes = nodes;
+    return 0;
 }
 
 /* The replay of spans onto the new tree. */
@@ -102,11 +225,19 @@ static int out_push(replay *r, uint32_t node, uint64_t t)
 static int apply_move(replay *r, uint32_t to, uint64_t t)
 {
     uint32_t d = r->depth[to];
-    for (uint32_t a = to, k = d; k > 0; a = r->nodes[a].parent, k--)
-        r->path[k] = a;
-    uint32_t common = 0;
-    while (common < d && common < r->open_depth && r->open_node[common + 1] == r->path[common + 1])
-        common++;
+    /* Up from to to the deepest node it shares with the open path (a path
+     * of the tree too): the steps are the spans this move starts and ends,
+     * so a replay is linear in them, not in the depth times the moves. */
+    uint32_t a = to;
+    while (r->depth[a] > r->open_depth) {
+        r->path[r->depth[a]] = a;
+        a = r->nodes[a].parent;
+    }
+    while (a != 0 && r->open_node[r->depth[a]] != a) {
+        r->path[r->depth[a]] = a;
+        a = r->nodes[a].parent;
+    }
+    uint32_t common = r->depth[a];
     for (uint32_t k = r->open_depth; k > common; k--)
         if (r->open_span[k] != UINT32_MAX)
             r->out[r->open_span[k]].end_ns = t;
@@ -202,7 +333,7 @@ out:
     return rc;
 }
 
-static int collapse_tree(bs_ptree *t, bs_collapse_mode mode, int *truncated)
+static int collapse_tree(bs_ptree *t, uint32_t n_frames, bs_collapse_mode mode, int *truncated)
 {
     uint32_t n = t->n_nodes;
     if (n < 2)
@@ -222,14 +353,21 @@ static int collapse_tree(bs_ptree *t, bs_collapse_mode mode, int *truncated)
     c.nodes[0].total_ns = 0;
     c.n = 1;
     place[0] = 0;
-    for (uint32_t i = 1; i < n; i++) {
-        const bs_pnode *old = &t->nodes[i];
-        uint32_t at = place_of(&c, place[old->parent], old->frame, mode);
-        c.nodes[at].self_ns += old->self_ns;
-        c.nodes[at].calls += old->calls;
-        place[i] = at;
+    int rc = 0;
+    if (mode == BS_COLLAPSE_ALL) {
+        rc = walk_all(t, n_frames, &c, place);
+        if (rc == 0)
+            rc = renumber(&c, place, n);
+    } else {
+        for (uint32_t i = 1; i < n; i++)
+            place[i] = place_direct(&c, place[t->nodes[i].parent], t->nodes[i].frame);
     }
-    int rc = replay_spans(t, &c, place, truncated);
+    for (uint32_t i = 1; rc == 0 && i < n; i++) {
+        c.nodes[place[i]].self_ns += t->nodes[i].self_ns;
+        c.nodes[place[i]].calls += t->nodes[i].calls;
+    }
+    if (rc == 0)
+        rc = replay_spans(t, &c, place, truncated);
     if (rc == 0) {
         free(t->nodes);
         t->nodes = c.nodes;
@@ -248,7 +386,7 @@ int bs_profile_collapse_recursion_mode(bs_profile *p, bs_collapse_mode mode)
         return 0;
     int truncated = 0;
     for (uint32_t i = 0; i < p->n_trees; i++)
-        if (collapse_tree(&p->trees[i], mode, &truncated) < 0)
+        if (collapse_tree(&p->trees[i], p->frames.n, mode, &truncated) < 0)
             return -1;
     if (truncated)
         p->timeline_truncated = 1;
