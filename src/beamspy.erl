@@ -602,6 +602,8 @@ format_error(R) when R =:= telemetry_not_loaded; element(1, R) =:= telemetry_not
                      element(1, R) =:= bad_prefixes; element(1, R) =:= duplicate_prefix;
                      element(1, R) =:= attach_failed ->
     beamspy_telemetry:format_error(R);
+format_error({cpu_unavailable, Why}) ->
+    flat("CPU sampling (mode cpu) is not available here: ~ts", [Why]);
 format_error({bad_function, {undef, {M, F, A}}}) ->
     flat("~ts does not exist", [mfa_text(M, F, A)]);
 format_error({bad_function, {not_loaded, M, Why}}) ->
@@ -804,10 +806,7 @@ traced_call(Fun, Args, Opts, Outputs, Finish) ->
 %% dictionary and the mailbox are the caller's. Our own frames are not
 %% traced (the session excludes this module), so the profile starts at Fun.
 call_traced(Fun, Args, Session, Owner, Opts) ->
-    Flags = [call, arity, return_to, running, exiting]
-        ++ [set_on_spawn || maps:get(children, Opts)]
-        ++ ['receive' || maps:get(sleep, Opts)]
-        ++ [garbage_collection || maps:get(gc, Opts)],
+    Flags = trace_flags(Opts),
     try
         _ = erlang:trace(self(), true, [{tracer, beamspy_tracer, Session} | Flags]),
         try {return, erlang:apply(Fun, Args)}
@@ -1077,6 +1076,10 @@ start_live(Targets, Norm, Opts, {Outputs, Formats, Encode}, Explicit) ->
               description => Targets},
     beamspy_session:start_live(self(), with_encode(Start0, Encode)).
 
+%% Mode cpu traces only scheduling (which process runs on which thread);
+%% the samples come from the kernel.
+trace_flags(#{mode := cpu} = Opts) ->
+    [running, exiting] ++ [set_on_spawn || maps:get(children, Opts)];
 trace_flags(Opts) ->
     [call, arity, return_to, running, exiting]
         ++ [set_on_spawn || maps:get(children, Opts)]

@@ -178,14 +178,17 @@ ERL_NIF_TERM bs_profile_to_term(ErlNifEnv *env, const bs_session *s, const bs_pr
     enif_free(names);
     ERL_NIF_TERM keys[] = {a->processes, a->truncated, a->events, a->dropped, a->memory_peak, a->duration_ns,
                            enif_make_atom(env, "timeline"), enif_make_atom(env, "timeline_truncated"),
-                           enif_make_atom(env, "compensation")};
+                           enif_make_atom(env, "compensation"), enif_make_atom(env, "unit"),
+                           enif_make_atom(env, "notes")};
     ERL_NIF_TERM vals[] = {procs, p->truncated[0] ? enif_make_atom(env, p->truncated) : a->false,
                            enif_make_uint64(env, events), enif_make_uint64(env, dropped),
                            enif_make_uint64(env, atomic_load(&((bs_session *)s)->budget.peak)),
                            enif_make_uint64(env, p->duration_ns),
                            p->has_timeline ? a->true : a->false,
                            p->timeline_truncated ? a->true : a->false,
-                           compensation_term(env, &p->compensation)};
+                           compensation_term(env, &p->compensation),
+                           enif_make_atom(env, p->unit == BS_UNIT_COUNT ? "samples" : "ns"),
+                           make_string(env, p->notes)};
     ERL_NIF_TERM map;
     if (!enif_make_map_from_arrays(env, keys, vals, sizeof keys / sizeof keys[0], &map))
         return enif_make_tuple2(env, a->error, a->badarg);
