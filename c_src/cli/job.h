@@ -32,6 +32,8 @@ typedef struct bs_job_spec {
     int arity;
     unsigned calls;
     int sample;                       /* stack sampling instead of tracing */
+    int cpu;                          /* mode cpu: the kernel's CPU samples */
+    unsigned cpu_hz;                  /* mode cpu: samples a second (0: the node's default) */
     unsigned interval_ms;             /* sampling period (0: the node's default) */
     unsigned long long duration_ms;
     unsigned long long max_events;    /* 0: no limit */
@@ -87,6 +89,7 @@ enum {
     BS_OPT_CALLS,
     BS_OPT_LEASE,
     BS_OPT_SHOW_IDLE,
+    BS_OPT_HZ,
     BS_OPT_RECORDING_FIRST_OWN
 };
 
@@ -104,7 +107,8 @@ enum {
     {"flamechart", no_argument, NULL, BS_OPT_FLAMECHART},                \
     {"palette", required_argument, NULL, BS_OPT_PALETTE},                \
     {"strict", no_argument, NULL, BS_OPT_STRICT},                        \
-    {"show-idle", no_argument, NULL, BS_OPT_SHOW_IDLE}
+    {"show-idle", no_argument, NULL, BS_OPT_SHOW_IDLE},                  \
+    {"hz", required_argument, NULL, BS_OPT_HZ}
 
 /* Applies recording option `code`: 0 done, -1 not a recording option,
  * else the exit code (message printed). */
