@@ -44,6 +44,16 @@
 %%%   processes by running time and leaves their `WAIT' time out of the
 %%%   outputs, whose notes say how much was left out; `true' keeps it.
 %%%   Default `false'.</li>
+%%% <li>`mode' — `trace': every call and return is traced (exact call
+%%%   counts and stacks; times are traced times); `cpu': no call is
+%%%   traced, the kernel samples the VM's scheduler threads (their CPU
+%%%   time) and each sample is charged to the process the thread ran, with
+%%%   its Erlang stack from the JIT's frame pointers and the VM's C
+%%%   functions named: where the CPU time goes, at a small cost. Needs
+%%%   Linux and a VM started with `+JPperf true' (refused with
+%%%   `{cpu_unavailable, Why}' otherwise). Default `trace'.</li>
+%%% <li>`cpu_hz' — with `mode => cpu', samples a second taken of each busy
+%%%   scheduler thread (1 to 10000). Default 999.</li>
 %%% <li>`compensate' — subtract the tracer's own cost from traced times:
 %%%   each traced event (call, return, reschedule) costs the traced process
 %%%   a few hundred ns, which would otherwise be charged to the frames it
