@@ -28,6 +28,8 @@ NIF_SRC     := $(wildcard c_src/nif/*.c)
 CLI_SRC     := $(wildcard c_src/cli/*.c)
 READERS_SRC := $(wildcard c_src/readers/*.c)
 DIST_SRC    := $(wildcard c_src/dist/*.c)
+# CPU sampling (mode cpu): the kernel's samples of the VM's threads; in the NIF.
+CPU_SRC     := $(wildcard c_src/cpu/*.c)
 # Generated files, one policy: whatever a build generates goes into build/ and
 # is never committed; every way of building runs make (mix.exs and
 # rebar.config run `make nif`, test/otp runs make in its chroot), so nothing
@@ -135,7 +137,7 @@ $(GEN)/assets/%.h: c_src/writers/assets/% scripts/embed_text.sh
 
 nif: $(NIF_SO)
 
-NIF_OBJ := $(call objs,main,$(ENGINE_SRC) $(WRITERS_SRC) $(COMMON_SRC) $(NIF_SRC))
+NIF_OBJ := $(call objs,main,$(ENGINE_SRC) $(WRITERS_SRC) $(COMMON_SRC) $(CPU_SRC) $(NIF_SRC))
 
 $(NIF_SO): $(NIF_OBJ) | priv
 	$(CC) $(ALL_CFLAGS) -fPIC -shared -fvisibility=hidden -o $@ $(NIF_OBJ)
@@ -175,7 +177,7 @@ no_symbols_of = syms=$$(nm -g --defined-only $(1) | awk 'NF == 3 { print $$3 }')
 # --- test, fuzz and bench binaries (their scripts run them) -----------------
 # test/c/run.sh: one binary per test/c/test_*.c and variant, in
 # test/c/build/<set>/ (make test-c-gcc, make test-c-asan).
-TEST_C_SRC := $(ENGINE_SRC) $(WRITERS_SRC) $(READERS_SRC) $(COMMON_SRC) c_src/nif/pid_table.c \
+TEST_C_SRC := $(ENGINE_SRC) $(WRITERS_SRC) $(READERS_SRC) $(COMMON_SRC) $(CPU_SRC) c_src/nif/pid_table.c \
     c_src/dist/eterm.c c_src/cli/wait_graph.c c_src/cli/term_frame.c c_src/cli/dump_names.c c_src/cli/function_arg.c
 TEST_C     := $(patsubst test/c/%.c,%,$(wildcard test/c/test_*.c))
 
