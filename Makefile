@@ -31,8 +31,6 @@ CPU_SRC     := $(wildcard c_src/cpu/*.c)
 CLI_SRC     := $(wildcard c_src/cli/*.c)
 READERS_SRC := $(wildcard c_src/readers/*.c)
 DIST_SRC    := $(wildcard c_src/dist/*.c)
-# CPU sampling (mode cpu): the kernel's samples of the VM's threads; in the NIF.
-CPU_SRC     := $(wildcard c_src/cpu/*.c)
 # Generated files, one policy: whatever a build generates goes into build/ and
 # is never committed; every way of building runs make (mix.exs and
 # rebar.config run `make nif`, test/otp runs make in its chroot), so nothing
