@@ -18,6 +18,7 @@
 #include "session.h"
 
 #define MAX_THREADS 1024u
+#define BS_CPU_MAX_CHAIN 512u /* frames of one sample kept (the kernel gives at most perf_event_max_stack) */
 #define SYMBOLS_MAX_BYTES (64u << 20)
 
 /* Trees of samples that no traced process holds. */
@@ -47,8 +48,13 @@ struct bs_cpu {
     addr_slot *cache;
     bs_proc extra[EXTRA_TREES];
     int extra_used[EXTRA_TREES];
-    uint64_t samples, dropped, unresolved_frames, frames_named, truncated_chains, other_frames;
+    uint64_t samples, dropped, unresolved_frames, frames_named, truncated_chains, other_frames, own_code;
     uint32_t truncated_frame, other_frame;
+    unsigned char *own;           /* per frame id: 1 for beamspy's own modules */
+    uint32_t own_cap;
+    char excluded[BS_MAX_EXCLUDED][256]; /* beamspy's own modules, as text */
+    int n_excluded;
+    uint32_t chain[BS_CPU_MAX_CHAIN];
 };
 
 /* Canonical frame texts (\x01 separates parts; names never hold it):
@@ -97,6 +103,21 @@ static uint32_t frame_of(bs_cpu *c, uint64_t addr)
     uint32_t id = intern(c, text);
     if (id == UINT32_MAX)
         return UINT32_MAX;
+    if (id >= c->own_cap) { /* grown with the frame table */
+        uint32_t cap = c->own_cap ? c->own_cap * 2 : 1024;
+        while (cap <= id)
+            cap *= 2;
+        unsigned char *own = realloc(c->own, cap);
+        if (!own)
+            return UINT32_MAX;
+        memset(own + c->own_cap, 0, cap - c->own_cap);
+        c->own = own;
+        c->own_cap = cap;
+    }
+    if (sym.kind == BS_SYM_ERLANG && sym.module)
+        for (int i = 0; i < c->n_excluded; i++)
+            if (strcmp(sym.module, c->excluded[i]) == 0)
+                c->own[id] = 1;
     slot->addr = addr;
     slot->frame = id;
     c->frames_named++;
@@ -153,13 +174,25 @@ static void on_sample(void *ctx, const bs_cpu_sample *smp)
             goto full;
     }
     /* Root first. A return address points after its call: step back one
-     * byte so that a call ending a function names that function. */
-    for (uint32_t i = smp->n_ips; i-- > 0;) {
-        uint64_t addr = i == 0 ? smp->ips[0] : smp->ips[i] - 1;
-        uint32_t f = frame_of(c, addr);
+     * byte so that a call ending a function names that function. Frames of
+     * beamspy's own code, and all below them, are left out (as tracing
+     * leaves them out): apply's caller starts at the function applied. */
+    uint32_t n = smp->n_ips < BS_CPU_MAX_CHAIN ? smp->n_ips : BS_CPU_MAX_CHAIN, from = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t addr = smp->ips[n - 1 - i];
+        uint32_t f = frame_of(c, i + 1 == n ? addr : addr - 1);
         if (f == UINT32_MAX)
             goto full;
-        bs_key k = {BS_CPU_FRAME_MODULE, f, 0};
+        c->chain[i] = f;
+        if (c->own[f])
+            from = i + 1;
+    }
+    if (from == n && n > 0 && c->own[c->chain[n - 1]]) {
+        c->own_code++; /* beamspy itself was running: not the program's time */
+        return;
+    }
+    for (uint32_t i = from; i < n; i++) {
+        bs_key k = {BS_CPU_FRAME_MODULE, c->chain[i], 0};
         if ((at = bs_call_tree_child(tree, at, &k)) == BS_NO_NODE)
             goto full;
     }
@@ -183,7 +216,7 @@ static void *drain_loop(void *arg)
     return NULL;
 }
 
-bs_cpu *bs_cpu_open(bs_session *s, unsigned hz, char *why, size_t cap)
+bs_cpu *bs_cpu_open(ErlNifEnv *env, bs_session *s, unsigned hz, char *why, size_t cap)
 {
     if (hz < BS_CPU_MIN_HZ || hz > BS_CPU_MAX_HZ) {
         snprintf(why, cap, "the sampling rate must be %u to %u Hz, not %u", BS_CPU_MIN_HZ, BS_CPU_MAX_HZ, hz);
@@ -196,6 +229,9 @@ bs_cpu *bs_cpu_open(bs_session *s, unsigned hz, char *why, size_t cap)
     }
     c->s = s;
     c->hz = hz;
+    for (int i = 0; i < s->n_excluded; i++)
+        if (enif_get_atom(env, s->excluded[i], c->excluded[c->n_excluded], sizeof c->excluded[0], ERL_NIF_LATIN1) > 0)
+            c->n_excluded++;
     atomic_init(&c->stopping, 0);
     bs_frame_table_init(&c->frames);
     c->cache = calloc(BS_CPU_ADDR_CACHE, sizeof *c->cache);
@@ -250,6 +286,7 @@ fail_symbols:
     bs_symbols_free(&c->symbols);
 fail_frames:
     free(c->cache);
+    free(c->own);
     bs_frame_table_free(&c->frames);
     free(c);
     return NULL;
@@ -287,6 +324,7 @@ void bs_cpu_close(bs_cpu *c)
         if (c->extra_used[i])
             bs_proc_free(&c->extra[i]);
     free(c->cache);
+    free(c->own);
     bs_frame_table_free(&c->frames);
     free(c);
 }
@@ -337,10 +375,12 @@ int bs_cpu_export(bs_cpu *c, bs_profile *out, bs_key_namer namer, void *ctx)
     snprintf(note, sizeof note,
              "CPU samples at %u Hz of %u scheduler threads: %llu samples, %llu lost by the kernel, %llu with "
              "their outermost frames cut (perf_event_max_stack %u), %llu left out (memory), %llu thread "
-             "switches lost; %llu of %llu code addresses named by no symbol",
+             "switches lost, %llu in beamspy's own code left out; %llu of %llu code addresses named by no "
+             "symbol",
              c->hz, c->n_threads, (unsigned long long)c->samples, (unsigned long long)st.lost,
              (unsigned long long)c->truncated_chains, st.max_stack, (unsigned long long)c->dropped,
-             (unsigned long long)atomic_load(&c->slices.lost), (unsigned long long)c->unresolved_frames,
+             (unsigned long long)atomic_load(&c->slices.lost), (unsigned long long)c->own_code,
+             (unsigned long long)c->unresolved_frames,
              (unsigned long long)c->frames_named);
     size_t used = strlen(out->notes);
     snprintf(out->notes + used, sizeof out->notes - used, "%s%s", used ? "; " : "", note);

@@ -29,6 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <erl_nif.h>
+
 #include "../engine/frame_name.h"
 #include "../engine/profile.h"
 
@@ -48,7 +50,7 @@ typedef struct bs_cpu bs_cpu;
 /* Opens sampling of this VM's scheduler threads at hz for session s and
  * starts the drain thread. NULL, with a sentence in why (what failed, and
  * how to fix it), when it cannot. */
-bs_cpu *bs_cpu_open(struct bs_session *s, unsigned hz, char *why, size_t cap);
+bs_cpu *bs_cpu_open(ErlNifEnv *env, struct bs_session *s, unsigned hz, char *why, size_t cap);
 
 /* From the tracer's callback, on the scheduler thread: from t on this
  * thread runs pid (0: none, after an `out'). */

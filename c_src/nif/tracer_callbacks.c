@@ -8,6 +8,7 @@
 #include "tracer_callbacks.h"
 
 #include "capture.h"
+#include "cpu_session.h"
 #include "nif_atoms.h"
 #include "halt_write.h"
 #include "load_factor.h"

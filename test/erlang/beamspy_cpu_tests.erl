@@ -111,7 +111,7 @@ bad_options() ->
 %% sentence that names it; the call is not run, nothing is traced.
 no_perf_flag() ->
     Ebin = filename:dirname(code:which(beamspy)),
-    {ok, Peer} = peer:start_link(#{connection => standard_io, args => ["-pa", Ebin]}),
+    {ok, Peer, _} = peer:start_link(#{connection => standard_io, args => ["-pa", Ebin]}),
     try
         R = peer:call(Peer, beamspy, profile, [{lists, seq, [1, 3]}, #{mode => cpu}], 60000),
         ?assertMatch({error, {cpu_unavailable, _}}, R),
