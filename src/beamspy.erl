@@ -1075,7 +1075,7 @@ sessions() ->
                     end, beamspy_session:owners()).
 
 start_live(Targets, Norm, Opts, {Outputs, Formats, Encode}, Explicit) ->
-    Start0 = #{nif => beamspy_opts:nif_options(Opts, Formats),
+    Start0 = #{nif => cpu_scope(Norm, beamspy_opts:nif_options(Opts, Formats)),
               outputs => Outputs,
               write => whole_vm(Norm, Opts, write_meta(Opts, io_lib:format("beamspy:start(~0tp)", [Targets]))),
               max_duration => maps:get(max_duration, Opts),
@@ -1086,10 +1086,16 @@ start_live(Targets, Norm, Opts, {Outputs, Formats, Encode}, Explicit) ->
               description => Targets},
     beamspy_session:start_live(self(), with_encode(Start0, Encode)).
 
+%% Mode cpu: a whole-VM session also keeps the samples that no process
+%% holds (the schedulers' own work); one of chosen processes keeps theirs only.
+cpu_scope(#{existing := all, new := true}, #{cpu := _} = Nif) -> Nif#{cpu_all => true};
+cpu_scope(_, Nif) -> Nif.
+
 %% Mode cpu traces only scheduling (which process runs on which thread);
 %% the samples come from the kernel.
 trace_flags(#{mode := cpu} = Opts) ->
-    [running, exiting] ++ [set_on_spawn || maps:get(children, Opts)];
+    [running, exiting] ++ [set_on_spawn || maps:get(children, Opts)]
+        ++ [call || maps:get(until_halt, Opts, false)]; % halting calls only (see beamspy_session)
 trace_flags(Opts) ->
     [call, arity, return_to, running, exiting]
         ++ [set_on_spawn || maps:get(children, Opts)]

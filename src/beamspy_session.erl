@@ -418,6 +418,7 @@ open_and_switch_on(Opts, BackendKind, Pids, Existing, New, Flags) ->
         Session ->
             Backend = beamspy_backend:open(Session, BackendKind),
             arm_watchdog(Opts, Backend),
+            ok = set_patterns(Backend, Opts),
             case switch_on(Backend, Pids, Existing, New, Flags) of
                 ok ->
                     {ok, Session, Backend};
@@ -459,7 +460,6 @@ existing_pids() ->
     erlang:processes() -- (Mine ++ Owners).
 
 switch_on(Backend, Pids0, Existing, New, Flags) ->
-    _ = lists:member(call, Flags) andalso beamspy_backend:set_patterns(Backend) =:= ok,
     NewOn = not New orelse beamspy_backend:process(Backend, new, true, Flags),
     Pids = case Existing of
                all -> existing_pids();
@@ -499,8 +499,8 @@ switch_on_each(Backend, [P | Ps], Flags) ->
 %% or entered meanwhile: an unknown caller becomes a root frame).
 switch_on_one(Backend, P, Flags) ->
     Session = nif_session(Backend),
-    %% Without call tracing (mode cpu) there is no stack to seed.
-    Calls = lists:member(call, Flags),
+    %% Without return_to (mode cpu: no stack is rebuilt) there is nothing to seed.
+    Calls = lists:member(return_to, Flags),
     %% Read before any suspension (a suspended process is `suspended').
     Waiting = erlang:process_info(P, status) =:= {status, waiting},
     Suspend = suspend_while_switching_on(Waiting),
@@ -541,7 +541,9 @@ switch_on_one(Backend, P, Flags) ->
 suspend_while_switching_on(Waiting) ->
     list_to_integer(erlang:system_info(otp_release)) < 28 orelse not Waiting.
 
-%% Call patterns, unless the session samples CPU (it traces no call).
+%% Call patterns. A session that samples CPU traces no call, except those
+%% that halt the VM when it writes the files at halt (until_halt).
+set_patterns(Backend, #{nif := #{cpu := _, halt_hook := true}}) -> beamspy_backend:set_halt_patterns(Backend);
 set_patterns(_Backend, #{nif := #{cpu := _}}) -> ok;
 set_patterns(Backend, _Opts) -> beamspy_backend:set_patterns(Backend).
 

@@ -322,6 +322,7 @@ static void describe_record(const record_args *a, bs_profile_meta *m)
 static int write_profile(const record_args *a, const bs_profile *p, const char *node)
 {
     bs_render_opts o = a->render;
+    bs_job_say_cpu_samples(&a->job, p, node);
     bs_profile shown = *p; /* the same trees, described as the user asked for them */
     describe_record(a, &shown.meta);
     if (a->job.target_kind == BS_TARGET_ALL)

@@ -475,6 +475,7 @@ static int render(const run_args *a, const char *dir, char *truncated, size_t ca
         return BS_EXIT_FAILURE;
     }
     snprintf(truncated, cap, "%s", p.truncated);
+    bs_job_say_cpu_samples(&a->job, &p, NULL);
     describe_run(a, &p.meta);
     bs_render_opts o = a->render;
     bs_job_whole_vm_view(&a->job, &p, &o);

@@ -679,3 +679,23 @@ size_t bs_job_limits_text(const bs_job_spec *s, char *buf, size_t size, size_t n
         n = append_number(buf, size, n, ", timeline => %llu", (unsigned long long)s->timeline);
     return n;
 }
+
+void bs_job_say_cpu_samples(const bs_job_spec *s, const bs_profile *p, const char *node)
+{
+    if (!s->cpu)
+        return;
+    uint64_t samples = 0;
+    unsigned procs = 0;
+    for (uint32_t t = 0; t < p->n_trees; t++) {
+        uint64_t in_tree = 0;
+        for (uint32_t i = 0; i < p->trees[t].n_nodes; i++)
+            in_tree += p->trees[t].nodes[i].self_ns;
+        samples += in_tree;
+        procs += in_tree > 0;
+    }
+    fprintf(stderr,
+            "beamspy: %s%sCPU samples at %u Hz of the VM's scheduler threads (mode cpu): %llu samples in %u "
+            "processes; a sample is 1/%u s of a thread's CPU time\n",
+            node ? node : "", node ? ": " : "", s->cpu_hz ? s->cpu_hz : 999, (unsigned long long)samples, procs,
+            s->cpu_hz ? s->cpu_hz : 999);
+}

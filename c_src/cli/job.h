@@ -161,6 +161,11 @@ int bs_job_finish_raw(bs_job *j, unsigned timeout_ms, bs_eterm_tree **out, const
 void bs_job_stop(bs_job *j);
 void bs_job_free(bs_job *j);
 
+/* Mode cpu: says on stderr what the profile's counts are (CPU samples at
+ * the rate asked for, how many, of how many processes): the .bspy a node
+ * sends does not carry the profile's notes. */
+void bs_job_say_cpu_samples(const bs_job_spec *s, const bs_profile *p, const char *node);
+
 /* Whole-VM views (`record --all', `run'): processes ordered by running
  * time and, unless --show-idle, WAIT frames left out of o; says on stderr
  * how much waiting was left out. */

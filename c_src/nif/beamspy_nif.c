@@ -213,7 +213,8 @@ static ERL_NIF_TERM session_new(ErlNifEnv *env, int argc, const ERL_NIF_TERM arg
             enif_release_resource(s);
             return enif_make_badarg(env);
         }
-        s->cpu = bs_cpu_open(env, s, hz, why, sizeof why);
+        int all = opt_bool(env, argv[0], enif_make_atom(env, "cpu_all"), 0);
+        s->cpu = bs_cpu_open(env, s, hz, all, why, sizeof why);
         if (!s->cpu) {
             enif_release_resource(s);
             ErlNifBinary bin;

@@ -34,6 +34,7 @@ typedef struct addr_slot {
 struct bs_cpu {
     bs_session *s;
     unsigned hz;
+    int all;                      /* every process is traced: keep the samples no one holds */
     bs_perf_sampler *sampler;
     bs_symbols symbols;
     bs_thread_slices slices;
@@ -48,7 +49,7 @@ struct bs_cpu {
     addr_slot *cache;
     bs_proc extra[EXTRA_TREES];
     int extra_used[EXTRA_TREES];
-    uint64_t samples, dropped, unresolved_frames, frames_named, truncated_chains, other_frames, own_code;
+    uint64_t samples, dropped, unresolved_frames, frames_named, truncated_chains, other_frames, own_code, others;
     uint32_t truncated_frame, other_frame;
     unsigned char *own;           /* per frame id: 1 for beamspy's own modules */
     uint32_t own_cap;
@@ -118,8 +119,12 @@ static uint32_t frame_of(bs_cpu *c, uint64_t addr)
         for (int i = 0; i < c->n_excluded; i++)
             if (strcmp(sym.module, c->excluded[i]) == 0)
                 c->own[id] = 1;
-    slot->addr = addr;
-    slot->frame = id;
+    /* An address no one names yet may be code loaded since (the JIT's map
+     * grows): asked again next time (symbols.h bounds the rereads). */
+    if (sym.kind != BS_SYM_UNKNOWN) {
+        slot->addr = addr;
+        slot->frame = id;
+    }
     c->frames_named++;
     return id;
 }
@@ -159,6 +164,10 @@ static void on_sample(void *ctx, const bs_cpu_sample *smp)
         bs_traced_proc *r = bs_pid_table_find(&c->s->pids, pid);
         if (r && r->proc.state != BS_EXITED)
             tree = &r->proc.tree;
+    }
+    if (!tree && !c->all) {
+        c->others++; /* not one of the chosen processes */
+        return;
     }
     if (!tree)
         tree = extra_tree(c, !known ? EXTRA_UNKNOWN : pid ? EXTRA_UNKNOWN : thread_extra(c, smp->tid));
@@ -216,7 +225,7 @@ static void *drain_loop(void *arg)
     return NULL;
 }
 
-bs_cpu *bs_cpu_open(ErlNifEnv *env, bs_session *s, unsigned hz, char *why, size_t cap)
+bs_cpu *bs_cpu_open(ErlNifEnv *env, bs_session *s, unsigned hz, int all, char *why, size_t cap)
 {
     if (hz < BS_CPU_MIN_HZ || hz > BS_CPU_MAX_HZ) {
         snprintf(why, cap, "the sampling rate must be %u to %u Hz, not %u", BS_CPU_MIN_HZ, BS_CPU_MAX_HZ, hz);
@@ -229,6 +238,7 @@ bs_cpu *bs_cpu_open(ErlNifEnv *env, bs_session *s, unsigned hz, char *why, size_
     }
     c->s = s;
     c->hz = hz;
+    c->all = all;
     for (int i = 0; i < s->n_excluded; i++)
         if (enif_get_atom(env, s->excluded[i], c->excluded[c->n_excluded], sizeof c->excluded[0], ERL_NIF_LATIN1) > 0)
             c->n_excluded++;
@@ -241,29 +251,38 @@ bs_cpu *bs_cpu_open(ErlNifEnv *env, bs_session *s, unsigned hz, char *why, size_
         snprintf(why, cap, "out of memory");
         goto fail_frames;
     }
-    bs_vm_thread all[MAX_THREADS];
-    int n = bs_vm_threads_list(all, MAX_THREADS);
+    /* On the heap: a scheduler's stack is small. */
+    bs_vm_thread *found = malloc(MAX_THREADS * sizeof *found);
+    int *tids = malloc(MAX_THREADS * sizeof *tids);
+    int n = found && tids ? bs_vm_threads_list(found, MAX_THREADS) : -1;
+    for (int i = 0; i < n && i < (int)MAX_THREADS; i++)
+        if (found[i].kind != BS_THREAD_OTHER) {
+            tids[c->n_threads] = found[i].tid;
+            c->threads[c->n_threads++] = found[i];
+        }
+    free(found);
     if (n < 0) {
+        free(tids);
         snprintf(why, cap, "cannot list the VM's threads in /proc/self/task");
         goto fail_frames;
     }
-    int tids[MAX_THREADS];
-    for (int i = 0; i < n && i < (int)MAX_THREADS; i++)
-        if (all[i].kind != BS_THREAD_OTHER) {
-            tids[c->n_threads] = all[i].tid;
-            c->threads[c->n_threads++] = all[i];
-        }
     if (c->n_threads == 0) {
+        free(tids);
         snprintf(why, cap, "no scheduler thread found in /proc/self/task (is this an Erlang VM?)");
         goto fail_frames;
     }
-    if (bs_symbols_init(&c->symbols, (int)getpid(), SYMBOLS_MAX_BYTES, why, cap) < 0)
+    if (bs_symbols_init(&c->symbols, (int)getpid(), SYMBOLS_MAX_BYTES, why, cap) < 0) {
+        free(tids);
         goto fail_frames;
+    }
     if (bs_thread_slices_init(&c->slices, tids, c->n_threads) < 0) {
+        free(tids);
         snprintf(why, cap, "out of memory");
         goto fail_symbols;
     }
-    if (bs_perf_sampler_open(&c->sampler, tids, c->n_threads, hz, why, cap) < 0)
+    int opened = bs_perf_sampler_open(&c->sampler, tids, c->n_threads, hz, why, cap);
+    free(tids);
+    if (opened < 0)
         goto fail_slices;
     if (enif_thread_create("beamspy_cpu_drain", &c->drain_tid, drain_loop, c, NULL) != 0) {
         snprintf(why, cap, "cannot start the sampler's drain thread");
@@ -375,11 +394,12 @@ int bs_cpu_export(bs_cpu *c, bs_profile *out, bs_key_namer namer, void *ctx)
     snprintf(note, sizeof note,
              "CPU samples at %u Hz of %u scheduler threads: %llu samples, %llu lost by the kernel, %llu with "
              "their outermost frames cut (perf_event_max_stack %u), %llu left out (memory), %llu thread "
-             "switches lost, %llu in beamspy's own code left out; %llu of %llu code addresses named by no "
-             "symbol",
+             "switches lost, %llu in beamspy's own code and %llu of other processes or the schedulers left "
+             "out; %llu of %llu code addresses named by no symbol",
              c->hz, c->n_threads, (unsigned long long)c->samples, (unsigned long long)st.lost,
              (unsigned long long)c->truncated_chains, st.max_stack, (unsigned long long)c->dropped,
              (unsigned long long)atomic_load(&c->slices.lost), (unsigned long long)c->own_code,
+             (unsigned long long)c->others,
              (unsigned long long)c->unresolved_frames,
              (unsigned long long)c->frames_named);
     size_t used = strlen(out->notes);

@@ -12,10 +12,12 @@
  * for the VM's C code and libraries) and adds the stack, root first, to
  * the call tree of the process that held the thread at the sample's time
  * (its record in the session's pid table): one sample is a weight of 1 at
- * the stack's leaf. Samples while the thread ran no traced process go to a
- * tree of the scheduler itself (`[scheduler]', `[dirty cpu scheduler]',
- * `[dirty io scheduler]'); samples whose thread log was lapped or is still
- * empty to `[unknown process]'. A chain the kernel cut at its limit
+ * the stack's leaf. When the session traces every process (`all'), samples
+ * while the thread ran none go to a tree of the scheduler itself
+ * (`[scheduler]', `[dirty cpu scheduler]', `[dirty io scheduler]'), and
+ * samples whose thread log was lapped or is still empty to `[unknown
+ * process]'; a session of chosen processes leaves them out (they are other
+ * processes' work as well as the scheduler's) and counts them. A chain the kernel cut at its limit
  * (perf_event_max_stack) keeps its innermost frames under `[truncated]'.
  *
  * Memory: the trees are charged to the session's budget (max_memory); the
@@ -50,7 +52,7 @@ typedef struct bs_cpu bs_cpu;
 /* Opens sampling of this VM's scheduler threads at hz for session s and
  * starts the drain thread. NULL, with a sentence in why (what failed, and
  * how to fix it), when it cannot. */
-bs_cpu *bs_cpu_open(ErlNifEnv *env, struct bs_session *s, unsigned hz, char *why, size_t cap);
+bs_cpu *bs_cpu_open(ErlNifEnv *env, struct bs_session *s, unsigned hz, int all, char *why, size_t cap);
 
 /* From the tracer's callback, on the scheduler thread: from t on this
  * thread runs pid (0: none, after an `out'). */
