@@ -18,7 +18,7 @@
  * (perf_event_max_stack, 127 by default) is about 1.1 KiB, so a ring holds
  * some 30 of the deepest samples: 30 ms of one busy thread at 999 Hz, three
  * times the drain period of ~10 ms the NIF uses. What does not fit is lost
- * and counted (PERF_RECORD_LOST, bs_perf_stats.lost; ring_full). Ring buffers are locked
+ * and counted (bs_perf_stats.lost and ring_full). Ring buffers are locked
  * memory: the kernel allows perf_event_mlock_kb (516 KiB) per CPU beyond
  * RLIMIT_MEMLOCK, enough for ~14 threads per CPU without a raised limit. */
 #ifndef BS_PERF_SAMPLER_H
