@@ -123,7 +123,7 @@ struct bs_perf_sampler {
     size_t data_len;      /* bytes of data per ring (a power of two) */
     unsigned char *scratch; /* data_len bytes: one record copied out of the ring */
     uint64_t *ips;        /* data_len / 8 addresses: one sample's chain */
-    uint64_t samples, lost, truncated, malformed, bytes;
+    uint64_t samples, lost, truncated, malformed, bytes, ring_full;
     unsigned max_stack;
     unsigned n;
     ring rings[];
@@ -363,6 +363,13 @@ static size_t drain_ring(bs_perf_sampler *s, ring *r, bs_cpu_sample_fn *on_sampl
     uint64_t head = __atomic_load_n(&r->meta->data_head, __ATOMIC_ACQUIRE);
     uint64_t tail = r->meta->data_tail;
     size_t delivered = 0;
+    /* The kernel writes the PERF_RECORD_LOST of a full ring only with its
+     * next sample after space is freed, which never comes once sampling
+     * stops: a ring found without room for one more of the deepest samples
+     * is counted, so that losses at the end are seen too. */
+    uint64_t deepest = sizeof(struct perf_event_header) + 24 + 8 * ((uint64_t)s->max_stack + 2);
+    if (head - tail + deepest > s->data_len)
+        s->ring_full++;
     while (head - tail >= sizeof(struct perf_event_header)) {
         struct perf_event_header h;
         ring_copy(r, s->data_len, tail, &h, sizeof h);
@@ -410,6 +417,7 @@ void bs_perf_sampler_stats(const bs_perf_sampler *s, bs_perf_stats *out)
     out->truncated = s->truncated;
     out->malformed = s->malformed;
     out->bytes = s->bytes;
+    out->ring_full = s->ring_full;
     out->threads = s->n;
     out->max_stack = s->max_stack;
 }

@@ -18,7 +18,7 @@
  * (perf_event_max_stack, 127 by default) is about 1.1 KiB, so a ring holds
  * some 30 of the deepest samples: 30 ms of one busy thread at 999 Hz, three
  * times the drain period of ~10 ms the NIF uses. What does not fit is lost
- * and counted (PERF_RECORD_LOST, bs_perf_stats.lost). Ring buffers are locked
+ * and counted (bs_perf_stats.lost and ring_full). Ring buffers are locked
  * memory: the kernel allows perf_event_mlock_kb (516 KiB) per CPU beyond
  * RLIMIT_MEMLOCK, enough for ~14 threads per CPU without a raised limit. */
 #ifndef BS_PERF_SAMPLER_H
@@ -70,6 +70,10 @@ typedef struct bs_perf_stats {
     uint64_t truncated;  /* delivered with chain_truncated */
     uint64_t malformed;  /* records that did not decode (the rest of that ring was skipped) */
     uint64_t bytes;      /* ring bytes read */
+    uint64_t ring_full;  /* drains that found a ring with no room for one more of the
+                            deepest samples: samples were probably lost, also when the
+                            kernel could not say so yet (lost counts them only once its
+                            next sample fits, never after sampling stops) */
     unsigned threads;    /* threads sampled */
     unsigned max_stack;  /* kernel.perf_event_max_stack when opened */
 } bs_perf_stats;
