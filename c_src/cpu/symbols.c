@@ -339,12 +339,17 @@ static int read_maps(bs_symbols *s, char *why, size_t cap)
         *m = (struct bs_sym_mapping){start, end, offset, perms[2] == 'x', NULL, NULL};
         size_t plen = strlen(path);
         int deleted = plen >= 10 && strcmp(path + plen - 10, " (deleted)") == 0;
-        if (path[0] == '/' && !deleted && strncmp(path, "/memfd:", 7) != 0) {
+        if (path[0] == '/' && strncmp(path, "/memfd:", 7) != 0) {
+            /* A deleted file (a library replaced on disk) keeps its name,
+             * " (deleted)" and all, and only offsets: the file at that path
+             * now, if any, is another one. */
             m->object = object_of(s, path);
             if (!m->object) {
                 failed = 1;
                 break;
             }
+            if (deleted)
+                m->object->tried = 1;
         } else if (path[0] == '[') {
             if (strcmp(path, "[vdso]") == 0)
                 m->pseudo = "[vdso]";

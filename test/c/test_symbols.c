@@ -3,7 +3,8 @@
  * .symtab when built with libelf), a function of libc, the ELF header of
  * libc (object and offset without a symbol), anonymous memory and an
  * unmapped address (UNKNOWN), and JIT addresses through a perf map the test
- * writes, including one appended after the first read. */
+ * writes, including one appended after the first read; and a real VM's
+ * Erlang and beam.smp addresses, resolved by its pid. */
 #define _GNU_SOURCE /* dladdr, RTLD_NOLOAD */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -204,6 +207,151 @@ static void test_jit_through_map(void **state)
     munmap(code, 4 * page);
 }
 
+/* A library whose file was deleted after it was loaded (one replaced on
+ * disk): " (deleted)" in its object name, its file offset, no symbol read
+ * from whatever file has that path now. */
+static void test_deleted_library(void **state)
+{
+    (void)state;
+    Dl_info info;
+    assert_int_not_equal(dladdr((void *)(uintptr_t)&cmocka_set_test_filter, &info), 0);
+    char dir[] = "/tmp/bs_test_symbols_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char copy[128], cmd[4300];
+    snprintf(copy, sizeof copy, "%s/libcopy.so", dir);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", info.dli_fname, copy);
+    assert_int_equal(system(cmd), 0);
+    void *h = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(h);
+    void *fn = dlsym(h, "cmocka_set_test_filter");
+    assert_non_null(fn);
+    assert_true(fn != (void *)(uintptr_t)&cmocka_set_test_filter);
+    unlink(copy);
+    rmdir(dir);
+    bs_symbols s;
+    init_self(&s, "/nonexistent/perf.map");
+    bs_symbol y;
+    assert_int_equal(bs_symbols_resolve(&s, (uint64_t)(uintptr_t)fn, &y), BS_SYM_NATIVE);
+    assert_string_equal(y.object, "libcopy.so (deleted)");
+#ifdef BS_HAVE_LIBELF
+    assert_null(y.name);
+    Dl_info ci;
+    assert_int_not_equal(dladdr(fn, &ci), 0);
+    /* the file offset: a shared object's code is mapped at its offset */
+    assert_true(y.offset > 0 && y.offset == (uint64_t)((uintptr_t)fn - (uintptr_t)ci.dli_fbase));
+#endif
+    bs_symbols_free(&s);
+    dlclose(h);
+}
+
+/* A real VM (`erl +JPperf true`, started here and killed at the end),
+ * resolved from outside by its pid: lists:keyfind/3 through its perf map,
+ * and in its beam.smp (a stripped position-independent executable: only
+ * dynamic symbols) enif_make_atom by name and an address no symbol covers
+ * as beam.smp + its ELF virtual address. Symbol values and sizes come from
+ * `nm -D -S`, the load base from the mapping of the file's offset 0. */
+static void test_real_vm(void **state)
+{
+    (void)state;
+    FILE *vm = popen("exec erl +JPperf true -noshell -eval "
+                     "'io:format(\"~s~n\", [os:getpid()]), lists:keyfind(a, 1, [{a}]), timer:sleep(60000), halt().'",
+                     "r");
+    assert_non_null(vm);
+    int pid = 0;
+    if (fscanf(vm, "%d", &pid) != 1 || pid <= 0)
+        fail_msg("erl +JPperf true did not start");
+    char exe_link[64], exe[4096], map[64];
+    snprintf(exe_link, sizeof exe_link, "/proc/%d/exe", pid);
+    snprintf(map, sizeof map, "/tmp/perf-%d.map", pid);
+    ssize_t n = readlink(exe_link, exe, sizeof exe - 1);
+    assert_true(n > 0);
+    exe[n] = '\0';
+    assert_string_equal(base_of(exe), "beam.smp");
+
+    /* keyfind's range in the map (its module is loaded at boot) */
+    unsigned long long kf = 0, kf_size = 0, a, sz;
+    char name[512], line[1024];
+    FILE *f = fopen(map, "r");
+    assert_non_null(f);
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "%llx %llx %511s", &a, &sz, name) == 3 && strcmp(name, "$lists:keyfind/3") == 0)
+            kf = a, kf_size = sz;
+    fclose(f);
+    assert_true(kf_size > 0);
+    /* beam.smp's load base, and its dynamic function symbols */
+    unsigned long long base = 0, start, end, off;
+    char perms[8], path[4096];
+    snprintf(line, sizeof line, "/proc/%d/maps", pid);
+    f = fopen(line, "r");
+    assert_non_null(f);
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %4095s", &start, &end, perms, &off, path) == 5 &&
+            strcmp(path, exe) == 0 && off == 0 && !base)
+            base = start;
+    fclose(f);
+    assert_true(base != 0);
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "nm -D -S --defined-only '%s'", exe);
+    FILE *nm = popen(cmd, "r");
+    assert_non_null(nm);
+    unsigned long long make_atom = 0, make_atom_size = 0, gap = 0, prev_end = 0;
+    char type;
+    while (fgets(line, sizeof line, nm)) {
+        if (sscanf(line, "%llx %llx %c %511s", &a, &sz, &type, name) != 4 || (type != 'T' && type != 't'))
+            continue;
+        if (strcmp(name, "enif_make_atom") == 0)
+            make_atom = a, make_atom_size = sz;
+        /* nm sorts by name; a gap is found below from the sorted values */
+    }
+    pclose(nm);
+    assert_true(make_atom_size > 8);
+    snprintf(cmd, sizeof cmd, "nm -D -S -n --defined-only '%s'", exe);
+    nm = popen(cmd, "r");
+    assert_non_null(nm);
+    while (fgets(line, sizeof line, nm)) {
+        if (sscanf(line, "%llx %llx %c %511s", &a, &sz, &type, name) != 4 || (type != 'T' && type != 't'))
+            continue;
+        if (!gap && prev_end && a >= prev_end + 64)
+            gap = prev_end + 32; /* in a stripped static function */
+        if (a + sz > prev_end)
+            prev_end = a + sz;
+    }
+    pclose(nm);
+    assert_true(gap != 0);
+
+    bs_symbols s;
+    char why[256] = "";
+    if (bs_symbols_init(&s, pid, 64 << 20, why, sizeof why) != 0)
+        fail_msg("init: %s", why);
+    bs_symbol y;
+    assert_int_equal(bs_symbols_resolve(&s, kf + kf_size / 2, &y), BS_SYM_ERLANG);
+    assert_string_equal(y.module, "lists");
+    assert_string_equal(y.function, "keyfind");
+    assert_int_equal(y.arity, 3);
+    assert_int_equal(bs_symbols_perf_map_stats(&s)->malformed, 0);
+#ifdef BS_HAVE_LIBELF
+    assert_int_equal(bs_symbols_resolve(&s, base + make_atom + 5, &y), BS_SYM_NATIVE);
+    assert_string_equal(y.object, "beam.smp");
+    assert_non_null(y.name);
+    assert_string_equal(y.name, "enif_make_atom");
+    assert_int_equal(y.offset, 5);
+    assert_int_equal(bs_symbols_resolve(&s, base + gap, &y), BS_SYM_NATIVE);
+    assert_string_equal(y.object, "beam.smp");
+    assert_null(y.name);
+    assert_int_equal(y.offset, gap);
+#else
+    /* dladdr sees only this process's objects: beam.smp is another's */
+    assert_int_equal(bs_symbols_resolve(&s, base + make_atom + 5, &y), BS_SYM_NATIVE);
+    assert_string_equal(y.object, "beam.smp");
+    assert_null(y.name);
+    (void)gap;
+#endif
+    bs_symbols_free(&s);
+    kill(pid, SIGKILL);
+    pclose(vm);
+    unlink(map);
+}
+
 static void test_bad_pid(void **state)
 {
     (void)state;
@@ -221,6 +369,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_libc),
         cmocka_unit_test(test_unknown),
         cmocka_unit_test(test_jit_through_map),
+        cmocka_unit_test(test_deleted_library),
+        cmocka_unit_test(test_real_vm),
         cmocka_unit_test(test_bad_pid),
     };
     if (argc > 1)
