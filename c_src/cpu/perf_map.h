@@ -35,8 +35,8 @@
  * added and is counted in `dropped` (the caller says so). Measured: OTP 25's
  * map at boot, 16,161 lines, counts 1.4 MB; OTP 29's, 18,825 lines, 2.7 MB
  * (the table just doubled): 64 MiB holds about 500,000 lines. A read that
- * adds lines also borrows, until it returns, 40 bytes per range and per new
- * line for the merge.
+ * adds lines also borrows, until it returns, 76 bytes per range (old and
+ * new) and 40 per new line for the merge, plus a 64 KiB read buffer.
  * Not thread-safe: one caller at a time. */
 #ifndef BS_CPU_PERF_MAP_H
 #define BS_CPU_PERF_MAP_H
