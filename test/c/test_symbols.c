@@ -244,6 +244,44 @@ static void test_deleted_library(void **state)
     dlclose(h);
 }
 
+/* A library loaded after init: its address is outside every mapping
+ * read, so /proc/<pid>/maps is read again (once BS_SYMBOLS_REMAP_MS have
+ * passed since the last read) and the address resolves. */
+static void test_mapping_added_later(void **state)
+{
+    (void)state;
+    bs_symbols s;
+    init_self(&s, "/nonexistent/perf.map");
+    assert_int_equal(s.stats.maps_reads, 1);
+    Dl_info info;
+    assert_int_not_equal(dladdr((void *)(uintptr_t)&cmocka_set_test_filter, &info), 0);
+    char dir[] = "/tmp/bs_test_symbols_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char copy[128], cmd[4300];
+    snprintf(copy, sizeof copy, "%s/liblater.so", dir);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", info.dli_fname, copy);
+    assert_int_equal(system(cmd), 0);
+    void *h = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(h);
+    void *fn = dlsym(h, "cmocka_set_test_filter");
+    assert_non_null(fn);
+    struct timespec pause = {0, (BS_SYMBOLS_REMAP_MS + 50) * 1000000L};
+    nanosleep(&pause, NULL);
+    bs_symbol y;
+    assert_int_equal(bs_symbols_resolve(&s, (uint64_t)(uintptr_t)fn + 1, &y), BS_SYM_NATIVE);
+    assert_string_equal(y.object, "liblater.so");
+#ifdef BS_HAVE_LIBELF
+    assert_non_null(y.name);
+    assert_string_equal(y.name, "cmocka_set_test_filter");
+    assert_int_equal(y.offset, 1);
+#endif
+    assert_int_equal(s.stats.maps_reads, 2);
+    bs_symbols_free(&s);
+    dlclose(h);
+    unlink(copy);
+    rmdir(dir);
+}
+
 /* A real VM (`erl +JPperf true`, started here and killed at the end),
  * resolved from outside by its pid: lists:keyfind/3 through its perf map,
  * and in its beam.smp (a stripped position-independent executable: only
@@ -370,6 +408,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_unknown),
         cmocka_unit_test(test_jit_through_map),
         cmocka_unit_test(test_deleted_library),
+        cmocka_unit_test(test_mapping_added_later),
         cmocka_unit_test(test_real_vm),
         cmocka_unit_test(test_bad_pid),
     };
