@@ -31,6 +31,12 @@ CPU_SRC     := $(wildcard c_src/cpu/*.c)
 CLI_SRC     := $(wildcard c_src/cli/*.c)
 READERS_SRC := $(wildcard c_src/readers/*.c)
 DIST_SRC    := $(wildcard c_src/dist/*.c)
+# Address -> frame resolution of mode => cpu (the JIT's perf map, ELF
+# symbols): with elfutils' libelf when it is here (BS_HAVE_LIBELF), else
+# dladdr() alone (dynamic symbols only; symbols.h says what changes).
+HAVE_LIBELF := $(shell pkg-config --exists libelf 2>/dev/null && echo 1 || { test -f /usr/include/libelf.h && echo 1; })
+LIBELF_CFLAGS := $(if $(HAVE_LIBELF),-DBS_HAVE_LIBELF)
+LIBELF_LIBS := $(if $(HAVE_LIBELF),$(shell pkg-config --libs libelf 2>/dev/null || echo -lelf)) -ldl
 # Generated files, one policy: whatever a build generates goes into build/ and
 # is never committed; every way of building runs make (mix.exs and
 # rebar.config run `make nif`, test/otp runs make in its chroot), so nothing
@@ -71,7 +77,7 @@ all: erlang elixir ebin/beamspy.app nif cli
 #   asan  test/c's clang ASan/UBSan variant
 #   fuzz  scripts/fuzz.sh's libFuzzer targets (clang, instrumented)
 # `make print-VAR` prints a variable (scripts use it for lists, not flags).
-INCLUDES   := -Ic_src -I$(GEN) -I$(ERTS_INC) -Ic_src/dist
+INCLUDES   := -Ic_src -I$(GEN) -I$(ERTS_INC) -Ic_src/dist $(LIBELF_CFLAGS)
 EI_LIBS    := -L$(EI_LIB) -lei -lpthread
 TEST_FLAGS := $(CSTD) -Wall -Wextra -Werror -g -pthread -O1
 SANITIZE   := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -141,7 +147,7 @@ nif: $(NIF_SO)
 NIF_OBJ := $(call objs,main,$(ENGINE_SRC) $(WRITERS_SRC) $(COMMON_SRC) $(CPU_SRC) $(NIF_SRC))
 
 $(NIF_SO): $(NIF_OBJ) | priv
-	$(CC) $(ALL_CFLAGS) -fPIC -shared -fvisibility=hidden -o $@ $(NIF_OBJ)
+	$(CC) $(ALL_CFLAGS) -fPIC -shared -fvisibility=hidden -o $@ $(NIF_OBJ) $(LIBELF_LIBS)
 	@# A missing bs_ function would only show when the VM loads the NIF.
 	@if nm -u $@ | grep -q ' bs_'; then nm -u $@ | grep ' bs_'; rm -f $@; exit 1; fi
 	@# The NIF never reads a file: no reader may be linked into it.
@@ -185,14 +191,16 @@ TEST_C     := $(patsubst test/c/%.c,%,$(wildcard test/c/test_*.c))
 define test_c_rules
 test/c/build/$(1)/%: test/c/%.c $$(call objs,$(1),$$(TEST_C_SRC)) $$(wildcard test/c/*.h)
 	@mkdir -p $$(@D)
-	$$(CC_$(1)) $$(FLAGS_$(1)) $$(INCLUDES) -Itest/c -o $$@ $$< $$(call objs,$(1),$$(TEST_C_SRC)) -lcmocka $$(EI_LIBS)
+	$$(CC_$(1)) $$(FLAGS_$(1)) $$(INCLUDES) -Itest/c -o $$@ $$< $$(call objs,$(1),$$(TEST_C_SRC)) -lcmocka $$(EI_LIBS) \
+	    $$(LIBELF_LIBS)
 test-c-$(1): $$(addprefix test/c/build/$(1)/,$$(TEST_C))
 endef
 $(foreach s,gcc asan,$(eval $(call test_c_rules,$(s))))
 
 # scripts/fuzz.sh: the libFuzzer targets fuzz/fuzz_*.c and the .bspy seed
 # maker (a plain build: it must write real checksums), in fuzz/build/.
-FUZZ_SRC   := $(ENGINE_SRC) $(WRITERS_SRC) $(READERS_SRC) $(COMMON_SRC) c_src/dist/eterm.c
+FUZZ_SRC   := $(ENGINE_SRC) $(WRITERS_SRC) $(READERS_SRC) $(COMMON_SRC) c_src/dist/eterm.c \
+    c_src/cpu/perf_map.c
 FUZZ_BINS  := $(patsubst fuzz/%.c,fuzz/build/%,$(wildcard fuzz/fuzz_*.c)) fuzz/build/make_bspy_seed
 
 fuzz/build/fuzz_%: fuzz/fuzz_%.c $(call objs,fuzz,$(FUZZ_SRC)) $(wildcard fuzz/*.h test/c/*.h)
