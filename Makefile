@@ -70,6 +70,13 @@ all: erlang elixir ebin/beamspy.app nif cli
 # `make print-VAR` prints a variable (scripts use it for lists, not flags).
 INCLUDES   := -Ic_src -I$(GEN) -I$(ERTS_INC) -Ic_src/dist
 EI_LIBS    := -L$(EI_LIB) -lei -lpthread
+# The DWARF unwinder of mode => cpu's C frames (c_src/cpu/dwarf_unwind.h):
+# with elfutils' libdw when it is here (BS_HAVE_LIBDW), else it says why it
+# cannot unwind.
+DWARF_SRC  := c_src/cpu/dwarf_unwind.c c_src/cpu/cfi_expr.c c_src/cpu/fp_walk.c
+HAVE_LIBDW := $(shell pkg-config --exists libdw 2>/dev/null && echo 1)
+LIBDW_LIBS := $(if $(HAVE_LIBDW),$(shell pkg-config --libs libdw))
+INCLUDES   += $(if $(HAVE_LIBDW),-DBS_HAVE_LIBDW)
 TEST_FLAGS := $(CSTD) -Wall -Wextra -Werror -g -pthread -O1
 SANITIZE   := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 CC_main    := $(CC)
@@ -138,7 +145,7 @@ nif: $(NIF_SO)
 NIF_OBJ := $(call objs,main,$(ENGINE_SRC) $(WRITERS_SRC) $(COMMON_SRC) $(NIF_SRC))
 
 $(NIF_SO): $(NIF_OBJ) | priv
-	$(CC) $(ALL_CFLAGS) -fPIC -shared -fvisibility=hidden -o $@ $(NIF_OBJ)
+	$(CC) $(ALL_CFLAGS) -fPIC -shared -fvisibility=hidden -o $@ $(NIF_OBJ) $(LIBDW_LIBS)
 	@# A missing bs_ function would only show when the VM loads the NIF.
 	@if nm -u $@ | grep -q ' bs_'; then nm -u $@ | grep ' bs_'; rm -f $@; exit 1; fi
 	@# The NIF never reads a file: no reader may be linked into it.
@@ -177,12 +184,13 @@ no_symbols_of = syms=$$(nm -g --defined-only $(1) | awk 'NF == 3 { print $$3 }')
 # test/c/build/<set>/ (make test-c-gcc, make test-c-asan).
 TEST_C_SRC := $(ENGINE_SRC) $(WRITERS_SRC) $(READERS_SRC) $(COMMON_SRC) c_src/nif/pid_table.c \
     c_src/dist/eterm.c c_src/cli/wait_graph.c c_src/cli/term_frame.c c_src/cli/dump_names.c c_src/cli/function_arg.c
+TEST_C_SRC += $(filter-out $(TEST_C_SRC),$(DWARF_SRC))
 TEST_C     := $(patsubst test/c/%.c,%,$(wildcard test/c/test_*.c))
 
 define test_c_rules
 test/c/build/$(1)/%: test/c/%.c $$(call objs,$(1),$$(TEST_C_SRC)) $$(wildcard test/c/*.h)
 	@mkdir -p $$(@D)
-	$$(CC_$(1)) $$(FLAGS_$(1)) $$(INCLUDES) -Itest/c -o $$@ $$< $$(call objs,$(1),$$(TEST_C_SRC)) -lcmocka $$(EI_LIBS)
+	$$(CC_$(1)) $$(FLAGS_$(1)) $$(INCLUDES) -Itest/c -o $$@ $$< $$(call objs,$(1),$$(TEST_C_SRC)) -lcmocka $$(EI_LIBS) $$(LIBDW_LIBS)
 test-c-$(1): $$(addprefix test/c/build/$(1)/,$$(TEST_C))
 endef
 $(foreach s,gcc asan,$(eval $(call test_c_rules,$(s))))
