@@ -109,6 +109,10 @@ bs_cfi_status bs_cfi_eval(const Dwarf_Op *ops, size_t nops, const bs_cfi_regs *r
         case DW_OP_constu: case DW_OP_consts:
             if (!push(&s, op->number)) return BS_CFI_BAD;
             break;
+        case DW_OP_regx: /* "in register N" (DW_CFA_register): its value */
+            if (!reg_value(regs, op->number, &a) || !push(&s, a)) return BS_CFI_BAD;
+            *is_value = 1;
+            break;
         case DW_OP_bregx:
             if (!reg_value(regs, op->number, &a) || !push(&s, a + op->number2)) return BS_CFI_BAD;
             break;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cpu/cfi_expr.h"
+#include "cpu/cfi_rule.h"
 
 #define REG_BP 6
 #define REG_SP 7
@@ -53,6 +54,8 @@ struct bs_dwarf_unwinder {
     cfi_file *files;
     size_t n_files, cap_files;
     uint64_t last_maps_read_ns;
+    bs_cfi_cache cache;
+    int rows; /* simple rows applied directly (cfi_rule.h) */
     bs_dwarf_stats stats;
 };
 
@@ -246,8 +249,15 @@ static int read_maps(bs_dwarf_unwinder *u, char *why, size_t cap)
     }
     /* The cap counts the table at its largest. */
     size_t old_bytes = u->n_maps * sizeof(mapping), new_bytes = n * sizeof(mapping);
+    if (new_bytes > old_bytes && u->bytes + (new_bytes - old_bytes) > u->max_bytes) {
+        if (why) snprintf(why, cap, "the table of %zu executable mappings of %s needs %zu bytes: over the cap of %zu",
+                          n, path, new_bytes, u->max_bytes);
+        free(maps);
+        return -1;
+    }
     free(u->maps);
     u->maps = maps, u->n_maps = n;
+    bs_cfi_cache_clear(&u->cache); /* a pc may now be other code */
     if (new_bytes > old_bytes) u->bytes += new_bytes - old_bytes;
     return 0;
 }
@@ -289,6 +299,13 @@ int bs_dwarf_unwinder_open(bs_dwarf_unwinder **out, int ospid, size_t max_bytes,
     u->ospid = ospid;
     u->max_bytes = max_bytes;
     u->bytes = sizeof *u;
+    u->rows = 1;
+    /* The rows' cache when the cap has room for it (else every frame goes through libdw). */
+    size_t cache_bytes = BS_CFI_CACHE_SLOTS * sizeof(bs_cfi_rule);
+    if (u->bytes + cache_bytes <= max_bytes / 2) {
+        u->cache.slots = calloc(BS_CFI_CACHE_SLOTS, sizeof(bs_cfi_rule));
+        if (u->cache.slots) u->bytes += cache_bytes;
+    }
     if (read_maps(u, why, cap) != 0) {
         bs_dwarf_unwinder_close(u);
         return -1;
@@ -303,7 +320,13 @@ void bs_dwarf_unwinder_close(bs_dwarf_unwinder *u)
     for (size_t i = 0; i < u->n_files; i++) file_close(&u->files[i]);
     free(u->files);
     free(u->maps);
+    free(u->cache.slots);
     free(u);
+}
+
+void bs_dwarf_unwinder_use_rows(bs_dwarf_unwinder *u, int on)
+{
+    u->rows = on;
 }
 
 void bs_dwarf_unwinder_stats(const bs_dwarf_unwinder *u, bs_dwarf_stats *out)
@@ -323,12 +346,9 @@ static Dwarf_Frame *frame_at(const cfi_file *f, uint64_t elf_pc)
     return NULL;
 }
 
-/* Callee-saved registers (and the return address) are the only ones a
- * caller's frame can get back: the others are clobbered by the call. */
-static const int RECOVERED[] = {3, REG_BP, 12, 13, 14, 15, REG_RA};
-
-/* The caller's registers of the frame described by frame with registers cur;
- * *exact_pc is set when the caller's pc is where it was interrupted (this is
+/* The caller's registers of the frame described by frame with registers cur,
+ * evaluating its CFA and saved registers' expressions (the general path,
+ * for the rows bs_cfi_rule_from_frame does not take); *exact_pc is set when the caller's pc is where it was interrupted (this is
  * a signal frame), not after a call. Returns BS_UNWIND_FULL when they are
  * there, else why not. */
 static bs_unwind_stop caller_regs(Dwarf_Frame *frame, const bs_cfi_regs *cur, const bs_stack_copy *stack,
@@ -339,16 +359,16 @@ static bs_unwind_stop caller_regs(Dwarf_Frame *frame, const bs_cfi_regs *cur, co
     uint64_t cfa;
     int is_value;
     bool signalp;
-    int ra = dwarf_frame_info(frame, NULL, NULL, &signalp);
-    if (ra < 0 || ra >= BS_CFI_REGS) return BS_UNWIND_BAD_FRAME;
+    /* x86_64's return address column is 16: anything else is not x86_64 CFI. */
+    if (dwarf_frame_info(frame, NULL, NULL, &signalp) != REG_RA) return BS_UNWIND_BAD_FRAME;
     *exact_pc = signalp;
     if (dwarf_frame_cfa(frame, &ops, &nops) != 0 || nops == 0) return BS_UNWIND_BAD_FRAME;
     bs_cfi_status st = bs_cfi_eval(ops, nops, cur, 0, 0, stack, &is_value, &cfa);
     if (st != BS_CFI_OK) return st == BS_CFI_NO_MEMORY ? BS_UNWIND_STACK_END : BS_UNWIND_BAD_FRAME;
     caller->valid = 0;
     bs_unwind_stop ra_status = BS_UNWIND_OUTERMOST;
-    for (size_t k = 0; k < sizeof RECOVERED / sizeof RECOVERED[0]; k++) {
-        int reg = RECOVERED[k];
+    for (int k = 0; k < BS_CFI_RECOVERED; k++) {
+        int reg = bs_cfi_recovered[k];
         Dwarf_Op mem[3];
         Dwarf_Op *rops = NULL;
         size_t rn = 0;
@@ -362,24 +382,14 @@ static bs_unwind_stop caller_regs(Dwarf_Frame *frame, const bs_cfi_regs *cur, co
             st = bs_cfi_eval(rops, rn, cur, cfa, 1, stack, &is_value, &v);
             if (st == BS_CFI_OK && !is_value && !bs_stack_read8(stack, v, &v)) st = BS_CFI_NO_MEMORY;
             if (st != BS_CFI_OK) {
-                if (reg == ra) ra_status = st == BS_CFI_NO_MEMORY ? BS_UNWIND_STACK_END : BS_UNWIND_BAD_FRAME;
+                if (reg == REG_RA) ra_status = st == BS_CFI_NO_MEMORY ? BS_UNWIND_STACK_END : BS_UNWIND_BAD_FRAME;
                 continue;
             }
         }
         caller->r[reg] = v;
         caller->valid |= UINT32_C(1) << reg;
     }
-    if (!(caller->valid & (UINT32_C(1) << ra))) return ra_status;
-    /* On x86_64 the caller's stack pointer is the CFA. */
-    caller->r[REG_SP] = cfa;
-    caller->valid |= UINT32_C(1) << REG_SP;
-    if (ra != REG_RA) {
-        caller->r[REG_RA] = caller->r[ra];
-        caller->valid |= UINT32_C(1) << REG_RA;
-    }
-    if (caller->r[REG_RA] == 0) return BS_UNWIND_OUTERMOST;
-    if (cfa <= cur->r[REG_SP]) return BS_UNWIND_BAD_FRAME; /* no progress: a loop or garbage */
-    return BS_UNWIND_FULL;
+    return bs_cfi_finish(cfa, cur, caller, ra_status);
 }
 
 size_t bs_dwarf_unwind(bs_dwarf_unwinder *u, const bs_user_regs *regs, const bs_stack_copy *stack,
@@ -408,14 +418,28 @@ size_t bs_dwarf_unwind(bs_dwarf_unwinder *u, const bs_user_regs *regs, const bs_
             break;
         }
         out[n++] = pc;
-        Dwarf_Frame *frame = frame_at(&u->files[m->file], (exact_pc ? pc : pc - 1) - m->bias);
-        if (frame == NULL) {
-            why = BS_UNWIND_NO_CFI;
-            break;
-        }
+        uint64_t look = exact_pc ? pc : pc - 1;
         bs_cfi_regs caller;
-        why = caller_regs(frame, &cur, stack, &caller, &exact_pc);
-        free(frame);
+        const bs_cfi_rule *rule = u->rows ? bs_cfi_cache_get(&u->cache, look) : NULL;
+        if (rule != NULL) {
+            why = bs_cfi_rule_apply(rule, &cur, stack, &caller);
+            exact_pc = rule->signal_frame;
+        } else {
+            Dwarf_Frame *frame = frame_at(&u->files[m->file], look - m->bias);
+            if (frame == NULL) {
+                why = BS_UNWIND_NO_CFI;
+                break;
+            }
+            bs_cfi_rule fresh;
+            if (u->rows && bs_cfi_rule_from_frame(frame, &fresh)) {
+                bs_cfi_cache_put(&u->cache, look, &fresh);
+                why = bs_cfi_rule_apply(&fresh, &cur, stack, &caller);
+                exact_pc = fresh.signal_frame;
+            } else {
+                why = caller_regs(frame, &cur, stack, &caller, &exact_pc);
+            }
+            free(frame);
+        }
         if (why != BS_UNWIND_FULL) break;
         cur = caller;
     }
@@ -447,6 +471,11 @@ size_t bs_dwarf_unwind(bs_dwarf_unwinder *u, const bs_user_regs *regs, const bs_
     *reached_jit = 0;
     if (stop) *stop = BS_UNWIND_NO_CFI;
     return 0;
+}
+
+void bs_dwarf_unwinder_use_rows(bs_dwarf_unwinder *u, int on)
+{
+    (void)u, (void)on;
 }
 
 void bs_dwarf_unwinder_stats(const bs_dwarf_unwinder *u, bs_dwarf_stats *out)

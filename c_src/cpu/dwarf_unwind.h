@@ -111,6 +111,12 @@ size_t bs_callchain_splice(const uint64_t *dwarf, size_t n_dwarf, int reached_ji
 /* The 8 bytes at addr into *v when they lie inside the copy: 1, else 0. */
 int bs_stack_read8(const bs_stack_copy *stack, uint64_t addr, uint64_t *v);
 
+/* On (the default): a frame whose CFI row has the simple form (CFA = register
+ * + offset, registers saved at CFA + offset: nearly all compiled code) is
+ * unwound from a copy of that row, cached by pc (cfi_rule.h). Off: every
+ * frame through libdw's lookup and expressions; the tests compare the two. */
+void bs_dwarf_unwinder_use_rows(bs_dwarf_unwinder *u, int on);
+
 void bs_dwarf_unwinder_stats(const bs_dwarf_unwinder *u, bs_dwarf_stats *out);
 
 void bs_dwarf_unwinder_close(bs_dwarf_unwinder *u);
