@@ -73,7 +73,8 @@ EI_LIBS    := -L$(EI_LIB) -lei -lpthread
 # The DWARF unwinder of mode => cpu's C frames (c_src/cpu/dwarf_unwind.h):
 # with elfutils' libdw when it is here (BS_HAVE_LIBDW), else it says why it
 # cannot unwind.
-DWARF_SRC  := c_src/cpu/dwarf_unwind.c c_src/cpu/cfi_expr.c c_src/cpu/cfi_rule.c c_src/cpu/fp_walk.c
+DWARF_SRC  := c_src/cpu/dwarf_unwind.c c_src/cpu/cfi_expr.c c_src/cpu/cfi_rule.c c_src/cpu/fp_walk.c \
+    c_src/cpu/proc_mem.c
 HAVE_LIBDW := $(shell pkg-config --exists libdw 2>/dev/null && echo 1)
 LIBDW_LIBS := $(if $(HAVE_LIBDW),$(shell pkg-config --libs libdw))
 INCLUDES   += $(if $(HAVE_LIBDW),-DBS_HAVE_LIBDW)

@@ -11,7 +11,9 @@
  * unwinding stops at the first address outside every module with CFI and
  * reports the registers there, and bs_fp_walk goes on from them.
  *
- * Memory is read only from the stack copy, never from the process. The CFI
+ * The DWARF unwind reads memory only from the stack copy; the frame-pointer
+ * walk may go on through a reader of the process (bs_mem_reader), since
+ * the JIT's frames are on the Erlang process's stack, not in the copy. The CFI
  * comes from elfutils' libdw (BS_HAVE_LIBDW, which the Makefile defines when
  * libdw-dev is there); without it bs_dwarf_unwinder_open fails and says so,
  * and bs_fp_walk / bs_callchain_splice still work.
@@ -91,22 +93,37 @@ int bs_dwarf_unwinder_open(bs_dwarf_unwinder **out, int ospid, size_t max_bytes,
 size_t bs_dwarf_unwind(bs_dwarf_unwinder *u, const bs_user_regs *regs, const bs_stack_copy *stack,
                        uint64_t *out, size_t cap, bs_user_regs *at, int *reached_jit, bs_unwind_stop *stop);
 
-/* Frame-pointer walk from *at through the stack copy: at->ip, then the
- * return address at bp + 8 of each frame, the next frame at [bp], while
- * both words lie in the copy, frames go up the stack and the return address
- * is not 0. Returns the number of addresses written (at most cap). */
-size_t bs_fp_walk(const bs_user_regs *at, const bs_stack_copy *stack, uint64_t *out, size_t cap);
+/* Reads of the process's memory outside the stack copy. The JIT's frames of
+ * an Erlang process live on that process's own stack, not on the scheduler's
+ * C stack that PERF_SAMPLE_STACK_USER copies: measured on OTP 25, the bp
+ * recovered at the first JIT frame points there on nearly every sample whose
+ * leaf is C code. read gives len bytes at addr into buf and returns 1, or 0
+ * (unmapped, refused). Memory read after the sample may have changed since:
+ * read it as soon as the sample is drained. proc_mem.h reads a process. */
+typedef struct bs_mem_reader {
+    int (*read)(void *ctx, uint64_t addr, void *buf, size_t len);
+    void *ctx;
+} bs_mem_reader;
+
+/* Frame-pointer walk from *at: at->ip, then the return address at bp + 8 of
+ * each frame, the next frame at [bp], while both words can be read (from
+ * the stack copy, else through mem when not NULL), frames go up the stack
+ * and the return address is not 0. Returns the number of addresses written
+ * (at most cap). */
+size_t bs_fp_walk(const bs_user_regs *at, const bs_stack_copy *stack, const bs_mem_reader *mem, uint64_t *out,
+                  size_t cap);
 
 /* Joins a sample's chains: the DWARF part (dwarf, n_dwarf), then the
- * frame-pointer walk from *at (when reached_jit) through the copy, then the
+ * frame-pointer walk from *at (when reached_jit; through mem as bs_fp_walk
+ * does), then the
  * kernel's frame-pointer callchain (kernel, n_kernel: user addresses only,
  * leaf first) from where it meets the walk's last two addresses, so frames
  * beyond the stack copy still come from the kernel. Without a DWARF part
  * (n_dwarf 0 and !reached_jit), the kernel's chain as it is. Writes at most
  * cap addresses to out; returns how many. */
 size_t bs_callchain_splice(const uint64_t *dwarf, size_t n_dwarf, int reached_jit, const bs_user_regs *at,
-                           const bs_stack_copy *stack, const uint64_t *kernel, size_t n_kernel, uint64_t *out,
-                           size_t cap);
+                           const bs_stack_copy *stack, const bs_mem_reader *mem, const uint64_t *kernel,
+                           size_t n_kernel, uint64_t *out, size_t cap);
 
 /* The 8 bytes at addr into *v when they lie inside the copy: 1, else 0. */
 int bs_stack_read8(const bs_stack_copy *stack, uint64_t addr, uint64_t *v);

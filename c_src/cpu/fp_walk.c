@@ -2,7 +2,8 @@
  * (dwarf_unwind.h): the walk from the registers the DWARF unwinder
  * recovered at the first JIT frame through the stack copy, and the splice of
  * the DWARF part, that walk and the kernel's frame-pointer callchain. Reads
- * only the stack copy; no allocation. */
+ * the stack copy, and what lies outside it through the caller's reader; no
+ * allocation. */
 #include <string.h>
 
 #include "cpu/dwarf_unwind.h"
@@ -16,7 +17,15 @@ int bs_stack_read8(const bs_stack_copy *s, uint64_t addr, uint64_t *v)
     return 1;
 }
 
-size_t bs_fp_walk(const bs_user_regs *at, const bs_stack_copy *stack, uint64_t *out, size_t cap)
+/* The 8 bytes at addr: from the copy, else through mem. */
+static int read8(const bs_stack_copy *stack, const bs_mem_reader *mem, uint64_t addr, uint64_t *v)
+{
+    if (bs_stack_read8(stack, addr, v)) return 1;
+    return mem != NULL && mem->read(mem->ctx, addr, v, 8);
+}
+
+size_t bs_fp_walk(const bs_user_regs *at, const bs_stack_copy *stack, const bs_mem_reader *mem, uint64_t *out,
+                  size_t cap)
 {
     if (cap == 0) return 0;
     size_t n = 0;
@@ -25,7 +34,7 @@ size_t bs_fp_walk(const bs_user_regs *at, const bs_stack_copy *stack, uint64_t *
     while (n < cap) {
         uint64_t next_bp, ret;
         if (bp > UINT64_MAX - 16) break;
-        if (!bs_stack_read8(stack, bp, &next_bp) || !bs_stack_read8(stack, bp + 8, &ret)) break;
+        if (!read8(stack, mem, bp, &next_bp) || !read8(stack, mem, bp + 8, &ret)) break;
         if (ret == 0) break;
         out[n++] = ret;
         /* Callers' frames lie higher up: anything else is a loop or garbage. */
@@ -50,8 +59,8 @@ static size_t kernel_resume(const uint64_t *tail, size_t n_tail, const uint64_t 
 }
 
 size_t bs_callchain_splice(const uint64_t *dwarf, size_t n_dwarf, int reached_jit, const bs_user_regs *at,
-                           const bs_stack_copy *stack, const uint64_t *kernel, size_t n_kernel, uint64_t *out,
-                           size_t cap)
+                           const bs_stack_copy *stack, const bs_mem_reader *mem, const uint64_t *kernel,
+                           size_t n_kernel, uint64_t *out, size_t cap)
 {
     size_t n = 0;
     if (n_dwarf == 0 && !reached_jit) {
@@ -61,7 +70,7 @@ size_t bs_callchain_splice(const uint64_t *dwarf, size_t n_dwarf, int reached_ji
     for (size_t i = 0; i < n_dwarf && n < cap; i++) out[n++] = dwarf[i];
     if (!reached_jit || n == cap) return n;
     size_t walk_start = n;
-    n += bs_fp_walk(at, stack, out + n, cap - n);
+    n += bs_fp_walk(at, stack, mem, out + n, cap - n);
     size_t j = kernel_resume(out + walk_start, n - walk_start, kernel, n_kernel);
     if (j == 0) return n;
     for (; j < n_kernel && n < cap; j++) out[n++] = kernel[j];

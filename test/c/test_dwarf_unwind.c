@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "cpu/dwarf_unwind.h"
+#include "cpu/proc_mem.h"
 
 #if __has_include(<valgrind/memcheck.h>)
 #include <valgrind/memcheck.h>
@@ -334,7 +335,7 @@ static void test_hands_over_at_jit_frame(void **state)
     assert_true(at.bp == s.caller_bp);
     /* Frame pointers from there: the thunk, then its caller (this test). */
     uint64_t fp[8];
-    size_t n = bs_fp_walk(&at, &st, fp, 8);
+    size_t n = bs_fp_walk(&at, &st, NULL, fp, 8);
     assert_true(n >= 2);
     assert_true(fp[0] == at.ip);
     assert_true(fp[1] == thunk_ret);
@@ -343,6 +344,93 @@ static void test_hands_over_at_jit_frame(void **state)
     free(s.copy);
     munmap(code, page);
 #endif
+}
+
+/* Like THUNK, but with its frame pointer on another stack, as the JIT's
+ * frames are on an Erlang process's stack, not the C stack the sample copies:
+ * thunk2(fn, s, frame) calls fn(s) with rbp = frame.
+ *   push %rbp; mov %rdx,%rbp; mov %rdi,%rax; mov %rsi,%rdi; call *%rax; pop %rbp; ret */
+static const unsigned char THUNK2[] = {0x55, 0x48, 0x89, 0xd5, 0x48, 0x89, 0xf8, 0x48,
+                                       0x89, 0xf7, 0xff, 0xd0, 0x5d, 0xc3};
+typedef int (*thunk2_fn)(int (*)(sample *), sample *, uint64_t *);
+
+static void test_jit_frames_on_another_stack(void **state)
+{
+    (void)state;
+#ifndef BS_HAVE_LIBDW
+    skip();
+#else
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    void *code = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(code != MAP_FAILED);
+    memcpy(code, THUNK2, sizeof THUNK2);
+    assert_int_equal(mprotect(code, page, PROT_READ | PROT_EXEC), 0);
+    thunk2_fn thunk;
+    void *p = code;
+    memcpy(&thunk, &p, sizeof thunk);
+    /* Two frames on the "Erlang stack": (next bp, return address) each. */
+    uint64_t *erl = calloc(8, sizeof *erl);
+    assert_non_null(erl);
+    erl[0] = (uint64_t)(uintptr_t)&erl[4], erl[1] = UINT64_C(0x5a5a5a5a5a01);
+    erl[4] = 0, erl[5] = UINT64_C(0x5a5a5a5a5a02);
+    bs_dwarf_unwinder *u = open_self();
+    sample s = {.copy = NULL};
+    assert_int_equal(thunk(a, &s, erl), 3);
+    uint64_t out[64];
+    bs_user_regs at;
+    int jit = 0;
+    bs_stack_copy st = copy_of(&s);
+    assert_int_equal(bs_dwarf_unwind(u, &s.regs, &st, out, 64, &at, &jit, NULL), 3);
+    assert_int_equal(jit, 1);
+    assert_true(at.bp == (uint64_t)(uintptr_t)erl); /* restored from the C frames' CFI */
+    /* The copy alone ends at the JIT frame; reading the process goes on. */
+    uint64_t fp[8];
+    assert_int_equal(bs_fp_walk(&at, &st, NULL, fp, 8), 1);
+    bs_proc_mem pm;
+    bs_proc_mem_init(&pm, getpid());
+    bs_mem_reader mem = {bs_proc_mem_read, &pm};
+    assert_int_equal(bs_fp_walk(&at, &st, &mem, fp, 8), 3);
+    assert_true(fp[0] == at.ip && fp[1] == UINT64_C(0x5a5a5a5a5a01) && fp[2] == UINT64_C(0x5a5a5a5a5a02));
+    assert_true(pm.calls >= 1 && pm.calls <= 2); /* pages kept between frames */
+    /* And spliced after the DWARF part. */
+    uint64_t all[16];
+    assert_int_equal(bs_callchain_splice(out, 3, 1, &at, &st, &mem, NULL, 0, all, 16), 6);
+    assert_true(all[2] == s.ret_b && all[3] == at.ip && all[5] == UINT64_C(0x5a5a5a5a5a02));
+    bs_dwarf_unwinder_close(u);
+    free(erl);
+    free(s.copy);
+    munmap(code, page);
+#endif
+}
+
+static void test_proc_mem_unmapped(void **state)
+{
+    (void)state;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char *two = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(two != MAP_FAILED);
+    memset(two, 0x11, 2 * page);
+    assert_int_equal(munmap(two + page, page), 0); /* the second page gone */
+    bs_proc_mem pm;
+    bs_proc_mem_init(&pm, getpid());
+    uint64_t v = 0;
+    uint64_t first = (uint64_t)(uintptr_t)two, gone = first + page;
+    assert_int_equal(bs_proc_mem_read(&pm, first + 8, &v, 8), 1);
+    assert_true(v == UINT64_C(0x1111111111111111));
+    assert_int_equal(bs_proc_mem_read(&pm, gone, &v, 8), 0);
+    assert_int_equal(bs_proc_mem_read(&pm, gone - 4, &v, 8), 0); /* straddles into it */
+    assert_int_equal(bs_proc_mem_read(&pm, 8, &v, 8), 0);
+    assert_int_equal(bs_proc_mem_read(&pm, UINT64_MAX - 3, &v, 8), 0);
+    /* A walk into unmapped memory stops there. */
+    uint64_t *frame = (uint64_t *)(void *)(two + page - 16);
+    frame[0] = gone + 64, frame[1] = 0x4242;
+    bs_user_regs at = {.ip = 0x4141, .sp = 0, .bp = (uint64_t)(uintptr_t)frame};
+    bs_mem_reader mem = {bs_proc_mem_read, &pm};
+    bs_proc_mem_forget(&pm);
+    uint64_t out[8];
+    assert_int_equal(bs_fp_walk(&at, NULL, &mem, out, 8), 2);
+    assert_true(out[1] == 0x4242);
+    munmap(two, page);
 }
 
 static void test_cap_leaves_files_out(void **state)
@@ -453,7 +541,7 @@ static void test_garbage_stacks(void **state)
         assert_int_equal(jit2, jit);
         assert_int_equal(stop2, stop);
         uint64_t fp[64];
-        assert_true(bs_fp_walk(&at, &st, fp, 64) <= 64);
+        assert_true(bs_fp_walk(&at, &st, NULL, fp, 64) <= 64);
     }
     assert_true(frames >= (size_t)rounds);
     free(noise);
@@ -485,28 +573,28 @@ static void test_fp_walk_hand_built(void **state)
     bs_stack_copy st;
     hand_built(w, &st);
     bs_user_regs at = {.ip = 0x400000, .sp = BASE, .bp = BASE + 4 * 8};
-    size_t n = bs_fp_walk(&at, &st, out, 16);
+    size_t n = bs_fp_walk(&at, &st, NULL, out, 16);
     assert_int_equal(n, 5);
     uint64_t want[] = {0x400000, 0x401111, 0x402222, 0x403333, 0x404444};
     assert_memory_equal(out, want, sizeof want);
     /* cap */
-    assert_int_equal(bs_fp_walk(&at, &st, out, 2), 2);
-    assert_int_equal(bs_fp_walk(&at, &st, out, 0), 0);
+    assert_int_equal(bs_fp_walk(&at, &st, NULL, out, 2), 2);
+    assert_int_equal(bs_fp_walk(&at, &st, NULL, out, 0), 0);
     /* the copy ends inside the second frame's words */
     st.size = 11 * 8;
-    assert_int_equal(bs_fp_walk(&at, &st, out, 16), 2);
+    assert_int_equal(bs_fp_walk(&at, &st, NULL, out, 16), 2);
     /* bp outside the copy, or at its very top word */
     st.size = 64 * 8;
     at.bp = BASE - 8;
-    assert_int_equal(bs_fp_walk(&at, &st, out, 16), 1);
+    assert_int_equal(bs_fp_walk(&at, &st, NULL, out, 16), 1);
     at.bp = BASE + 63 * 8;
-    assert_int_equal(bs_fp_walk(&at, &st, out, 16), 1);
+    assert_int_equal(bs_fp_walk(&at, &st, NULL, out, 16), 1);
     at.bp = UINT64_MAX - 4;
-    assert_int_equal(bs_fp_walk(&at, &st, out, 16), 1);
+    assert_int_equal(bs_fp_walk(&at, &st, NULL, out, 16), 1);
     /* a zero return address ends it */
     w[11] = 0;
     at.bp = BASE + 4 * 8;
-    assert_int_equal(bs_fp_walk(&at, &st, out, 16), 2);
+    assert_int_equal(bs_fp_walk(&at, &st, NULL, out, 16), 2);
 }
 
 static void test_splice_hand_built(void **state)
@@ -519,27 +607,27 @@ static void test_splice_hand_built(void **state)
     uint64_t dwarf[] = {0x7f0000001000, 0x7f0000002000};
     bs_user_regs at = {.ip = 0x400000, .sp = BASE, .bp = BASE + 4 * 8};
     uint64_t kernel[] = {0x7f0000001000, 0xdeadbeef, 0x401111, 0x402222, 0x403333, 0x404444, 0x405555};
-    size_t n = bs_callchain_splice(dwarf, 2, 1, &at, &st, kernel, 7, out, 16);
+    size_t n = bs_callchain_splice(dwarf, 2, 1, &at, &st, NULL, kernel, 7, out, 16);
     uint64_t want[] = {0x7f0000001000, 0x7f0000002000, 0x400000, 0x401111, 0x402222,
                        0x403333, 0x404444, 0x405555};
     assert_int_equal(n, 8);
     assert_memory_equal(out, want, sizeof want);
     /* cap cuts anywhere */
     for (size_t cap = 0; cap < 8; cap++) {
-        assert_int_equal(bs_callchain_splice(dwarf, 2, 1, &at, &st, kernel, 7, out, cap), cap);
+        assert_int_equal(bs_callchain_splice(dwarf, 2, 1, &at, &st, NULL, kernel, 7, out, cap), cap);
         assert_memory_equal(out, want, cap * sizeof want[0]);
     }
     /* the kernel's chain never meets the walk: the walk alone */
     uint64_t other[] = {0x7f0000001000, 0x402222, 0x401111, 0x499999};
-    assert_int_equal(bs_callchain_splice(dwarf, 2, 1, &at, &st, other, 4, out, 16), 6);
+    assert_int_equal(bs_callchain_splice(dwarf, 2, 1, &at, &st, NULL, other, 4, out, 16), 6);
     assert_memory_equal(out, want, 6 * sizeof want[0]);
     /* no DWARF part: the kernel's chain as it is */
-    assert_int_equal(bs_callchain_splice(NULL, 0, 0, &at, &st, kernel, 7, out, 16), 7);
+    assert_int_equal(bs_callchain_splice(NULL, 0, 0, &at, &st, NULL, kernel, 7, out, 16), 7);
     assert_memory_equal(out, kernel, sizeof kernel);
     /* a DWARF part that did not reach JIT code: that part alone */
-    assert_int_equal(bs_callchain_splice(dwarf, 2, 0, &at, &st, kernel, 7, out, 16), 2);
+    assert_int_equal(bs_callchain_splice(dwarf, 2, 0, &at, &st, NULL, kernel, 7, out, 16), 2);
     /* the leaf in JIT code (no DWARF frames): the walk, then the kernel */
-    assert_int_equal(bs_callchain_splice(NULL, 0, 1, &at, &st, kernel, 7, out, 16), 6);
+    assert_int_equal(bs_callchain_splice(NULL, 0, 1, &at, &st, NULL, kernel, 7, out, 16), 6);
     assert_memory_equal(out, want + 2, 6 * sizeof want[0]);
 }
 
@@ -585,6 +673,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_copy_cut_short),
         cmocka_unit_test(test_ip_outside_modules),
         cmocka_unit_test(test_hands_over_at_jit_frame),
+        cmocka_unit_test(test_jit_frames_on_another_stack),
+        cmocka_unit_test(test_proc_mem_unmapped),
         cmocka_unit_test(test_cap_leaves_files_out),
         cmocka_unit_test(test_open_refusals),
         cmocka_unit_test(test_garbage_stacks),
