@@ -199,15 +199,16 @@ $(foreach s,gcc asan,$(eval $(call test_c_rules,$(s))))
 # scripts/fuzz.sh: the libFuzzer targets fuzz/fuzz_*.c and the .bspy seed
 # maker (a plain build: it must write real checksums), in fuzz/build/.
 FUZZ_SRC   := $(ENGINE_SRC) $(WRITERS_SRC) $(READERS_SRC) $(COMMON_SRC) c_src/dist/eterm.c
+FUZZ_SRC   += $(filter-out $(FUZZ_SRC),$(DWARF_SRC))
 FUZZ_BINS  := $(patsubst fuzz/%.c,fuzz/build/%,$(wildcard fuzz/fuzz_*.c)) fuzz/build/make_bspy_seed
 
 fuzz/build/fuzz_%: fuzz/fuzz_%.c $(call objs,fuzz,$(FUZZ_SRC)) $(wildcard fuzz/*.h test/c/*.h)
 	@mkdir -p $(@D)
-	$(CC_fuzz) $(FLAGS_fuzz) -fsanitize=fuzzer $(INCLUDES) -Itest/c -o $@ $< $(call objs,fuzz,$(FUZZ_SRC)) $(EI_LIBS)
+	$(CC_fuzz) $(FLAGS_fuzz) -fsanitize=fuzzer $(INCLUDES) -Itest/c -o $@ $< $(call objs,fuzz,$(FUZZ_SRC)) $(EI_LIBS) $(LIBDW_LIBS)
 
 fuzz/build/make_bspy_seed: fuzz/make_bspy_seed.c $(call objs,gcc,$(FUZZ_SRC)) $(wildcard fuzz/*.h test/c/*.h)
 	@mkdir -p $(@D)
-	$(CC_gcc) $(FLAGS_gcc) $(INCLUDES) -Itest/c -o $@ $< $(call objs,gcc,$(FUZZ_SRC)) $(EI_LIBS)
+	$(CC_gcc) $(FLAGS_gcc) $(INCLUDES) -Itest/c -o $@ $< $(call objs,gcc,$(FUZZ_SRC)) $(EI_LIBS) $(LIBDW_LIBS)
 
 fuzz-bins: $(FUZZ_BINS)
 
