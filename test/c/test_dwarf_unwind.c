@@ -37,6 +37,9 @@
 #define VALGRIND_MAKE_MEM_DEFINED(addr, len) ((void)(addr), (void)(len))
 #endif
 
+/* Helpers one of the two builds (with libdw or without) does not use. */
+#define LIBDW_ONLY __attribute__((unused))
+
 #define COPY_MAX (64 * 1024)
 #define CAP_BYTES (256u << 20)
 
@@ -58,7 +61,7 @@ typedef struct sample {
 } sample;
 
 /* The top of this thread's stack (reading past it would fault). */
-static uint64_t stack_top(void)
+LIBDW_ONLY static uint64_t stack_top(void)
 {
     pthread_attr_t attr;
     void *addr;
@@ -106,7 +109,7 @@ CHAIN_FN static int b(sample *s)
     return c(s) + 1;
 }
 
-CHAIN_FN static int a(sample *s)
+LIBDW_ONLY CHAIN_FN static int a(sample *s)
 {
 #if defined(__clang__)
     /* With frame pointers (test/c's clang flags): a's prologue saved it there. */
@@ -120,18 +123,18 @@ CHAIN_FN static int a(sample *s)
 }
 
 /* deep(s): s->depth frames of itself, then c. */
-CHAIN_FN static int deep(sample *s)
+LIBDW_ONLY CHAIN_FN static int deep(sample *s)
 {
     if (s->depth-- <= 0) return c(s);
     return deep(s) + s->depth; /* not a tail call, nor one made into a loop */
 }
 
-static bs_stack_copy copy_of(const sample *s)
+LIBDW_ONLY static bs_stack_copy copy_of(const sample *s)
 {
     return (bs_stack_copy){.sp = s->regs.sp, .data = s->copy, .size = s->size};
 }
 
-static bs_dwarf_unwinder *open_self(void)
+LIBDW_ONLY static bs_dwarf_unwinder *open_self(void)
 {
     bs_dwarf_unwinder *u = NULL;
     char why[256] = "";
@@ -140,10 +143,21 @@ static bs_dwarf_unwinder *open_self(void)
     return u;
 }
 
-static int in_object(uint64_t addr, const char *needle)
+LIBDW_ONLY static int in_object(uint64_t addr, const char *needle)
 {
     Dl_info info;
     return dladdr((void *)(uintptr_t)addr, &info) != 0 && info.dli_fname && strstr(info.dli_fname, needle);
+}
+
+/* Built without libdw: opening refuses and names what is missing. */
+LIBDW_ONLY static void assert_refused(void)
+{
+    bs_dwarf_unwinder *u = (bs_dwarf_unwinder *)&u;
+    char why[256] = "";
+    assert_int_equal(bs_dwarf_unwinder_open(&u, getpid(), CAP_BYTES, why, sizeof why), -1);
+    assert_null(u);
+    assert_non_null(strstr(why, "libdw"));
+    assert_non_null(strstr(why, "libdw-dev"));
 }
 
 /* ------------------------------- unwind -------------------------------- */
@@ -152,11 +166,7 @@ static void test_unwinds_c_chain(void **state)
 {
     (void)state;
 #ifndef BS_HAVE_LIBDW
-    bs_dwarf_unwinder *u = NULL;
-    char why[256] = "";
-    assert_int_equal(bs_dwarf_unwinder_open(&u, getpid(), CAP_BYTES, why, sizeof why), -1);
-    assert_non_null(strstr(why, "libdw"));
-    skip();
+    assert_refused();
 #else
     sample s = {.copy = NULL};
     assert_int_equal(a(&s), 3);
@@ -204,7 +214,7 @@ static void test_recovers_overwritten_bp(void **state)
 {
     (void)state;
 #ifndef BS_HAVE_LIBDW
-    skip();
+    assert_refused(); /* each capability refuses, and says why */
 #else
     sample s = {.copy = NULL};
     assert_int_equal(a(&s), 3);
@@ -232,7 +242,7 @@ static void test_copy_cut_short(void **state)
 {
     (void)state;
 #ifndef BS_HAVE_LIBDW
-    skip();
+    assert_refused(); /* each capability refuses, and says why */
 #else
     sample s = {.copy = NULL};
     a(&s);
@@ -269,7 +279,7 @@ static void test_ip_outside_modules(void **state)
 {
     (void)state;
 #ifndef BS_HAVE_LIBDW
-    skip();
+    assert_refused(); /* each capability refuses, and says why */
 #else
     bs_dwarf_unwinder *u = open_self();
     unsigned char *heap = malloc(256);
@@ -296,7 +306,7 @@ static void test_ip_outside_modules(void **state)
  * return address at *ret.
  *   push %rbp; mov %rsp,%rbp; mov 8(%rbp),%rcx; mov %rcx,(%rdx);
  *   mov %rdi,%rax; mov %rsi,%rdi; call *%rax; pop %rbp; ret */
-static const unsigned char THUNK[] = {0x55, 0x48, 0x89, 0xe5, 0x48, 0x8b, 0x4d, 0x08, 0x48, 0x89, 0x0a,
+LIBDW_ONLY static const unsigned char THUNK[] = {0x55, 0x48, 0x89, 0xe5, 0x48, 0x8b, 0x4d, 0x08, 0x48, 0x89, 0x0a,
                                       0x48, 0x89, 0xf8, 0x48, 0x89, 0xf7, 0xff, 0xd0, 0x5d, 0xc3};
 typedef int (*thunk_fn)(int (*)(sample *), sample *, uint64_t *);
 
@@ -304,7 +314,7 @@ static void test_hands_over_at_jit_frame(void **state)
 {
     (void)state;
 #ifndef BS_HAVE_LIBDW
-    skip();
+    assert_refused(); /* each capability refuses, and says why */
 #else
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     void *code = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -350,7 +360,7 @@ static void test_hands_over_at_jit_frame(void **state)
  * frames are on an Erlang process's stack, not the C stack the sample copies:
  * thunk2(fn, s, frame) calls fn(s) with rbp = frame.
  *   push %rbp; mov %rdx,%rbp; mov %rdi,%rax; mov %rsi,%rdi; call *%rax; pop %rbp; ret */
-static const unsigned char THUNK2[] = {0x55, 0x48, 0x89, 0xd5, 0x48, 0x89, 0xf8, 0x48,
+LIBDW_ONLY static const unsigned char THUNK2[] = {0x55, 0x48, 0x89, 0xd5, 0x48, 0x89, 0xf8, 0x48,
                                        0x89, 0xf7, 0xff, 0xd0, 0x5d, 0xc3};
 typedef int (*thunk2_fn)(int (*)(sample *), sample *, uint64_t *);
 
@@ -358,7 +368,7 @@ static void test_jit_frames_on_another_stack(void **state)
 {
     (void)state;
 #ifndef BS_HAVE_LIBDW
-    skip();
+    assert_refused(); /* each capability refuses, and says why */
 #else
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     void *code = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -437,7 +447,7 @@ static void test_cap_leaves_files_out(void **state)
 {
     (void)state;
 #ifndef BS_HAVE_LIBDW
-    skip();
+    assert_refused(); /* each capability refuses, and says why */
 #else
     bs_dwarf_unwinder *u = NULL;
     char why[256];
@@ -464,7 +474,7 @@ static void test_open_refusals(void **state)
 {
     (void)state;
 #ifndef BS_HAVE_LIBDW
-    skip();
+    assert_refused(); /* each capability refuses, and says why */
 #else
     bs_dwarf_unwinder *u = (bs_dwarf_unwinder *)&u;
     char why[256] = "";
@@ -479,7 +489,7 @@ static void test_open_refusals(void **state)
 }
 
 /* xorshift64*: deterministic noise. */
-static uint64_t next_rand(uint64_t *x)
+LIBDW_ONLY static uint64_t next_rand(uint64_t *x)
 {
     *x ^= *x >> 12, *x ^= *x << 25, *x ^= *x >> 27;
     return *x * UINT64_C(2685821657736338717);
@@ -489,7 +499,7 @@ static void test_garbage_stacks(void **state)
 {
     (void)state;
 #ifndef BS_HAVE_LIBDW
-    skip();
+    assert_refused(); /* each capability refuses, and says why */
 #else
     sample s = {.copy = NULL};
     a(&s);
@@ -637,7 +647,7 @@ static void test_cost_of_ten_frames(void **state)
 {
     (void)state;
 #ifndef BS_HAVE_LIBDW
-    skip();
+    assert_refused(); /* each capability refuses, and says why */
 #else
     sample s = {.depth = 9};
     deep(&s);
