@@ -79,6 +79,14 @@ all: erlang elixir ebin/beamspy.app nif cli
 # `make print-VAR` prints a variable (scripts use it for lists, not flags).
 INCLUDES   := -Ic_src -I$(GEN) -I$(ERTS_INC) -Ic_src/dist $(LIBELF_CFLAGS)
 EI_LIBS    := -L$(EI_LIB) -lei -lpthread
+# The DWARF unwinder of mode => cpu's C frames (c_src/cpu/dwarf_unwind.h):
+# with elfutils' libdw when it is here (BS_HAVE_LIBDW), else it says why it
+# cannot unwind.
+DWARF_SRC  := c_src/cpu/dwarf_unwind.c c_src/cpu/cfi_expr.c c_src/cpu/cfi_rule.c c_src/cpu/fp_walk.c \
+    c_src/cpu/proc_mem.c
+HAVE_LIBDW := $(shell pkg-config --exists libdw 2>/dev/null && echo 1)
+LIBDW_LIBS := $(if $(HAVE_LIBDW),$(shell pkg-config --libs libdw))
+INCLUDES   += $(if $(HAVE_LIBDW),-DBS_HAVE_LIBDW)
 TEST_FLAGS := $(CSTD) -Wall -Wextra -Werror -g -pthread -O1
 SANITIZE   := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 CC_main    := $(CC)
@@ -144,7 +152,10 @@ $(GEN)/assets/%.h: c_src/writers/assets/% scripts/embed_text.sh
 
 nif: $(NIF_SO)
 
-NIF_OBJ := $(call objs,main,$(ENGINE_SRC) $(WRITERS_SRC) $(COMMON_SRC) $(CPU_SRC) $(NIF_SRC))
+# The DWARF unwinder is not called by the NIF yet (docs/cpu-unwind.md): it is
+# built and tested on its own (test/c, fuzz), and the NIF needs no libdw.
+NIF_OBJ := $(call objs,main,$(ENGINE_SRC) $(WRITERS_SRC) $(COMMON_SRC) $(filter-out $(DWARF_SRC),$(CPU_SRC)) \
+    $(NIF_SRC))
 
 $(NIF_SO): $(NIF_OBJ) | priv
 	$(CC) $(ALL_CFLAGS) -fPIC -shared -fvisibility=hidden -o $@ $(NIF_OBJ) $(LIBELF_LIBS)
@@ -186,13 +197,14 @@ no_symbols_of = syms=$$(nm -g --defined-only $(1) | awk 'NF == 3 { print $$3 }')
 # test/c/build/<set>/ (make test-c-gcc, make test-c-asan).
 TEST_C_SRC := $(ENGINE_SRC) $(WRITERS_SRC) $(READERS_SRC) $(COMMON_SRC) $(CPU_SRC) c_src/nif/pid_table.c \
     c_src/dist/eterm.c c_src/cli/wait_graph.c c_src/cli/term_frame.c c_src/cli/dump_names.c c_src/cli/function_arg.c
+TEST_C_SRC += $(filter-out $(TEST_C_SRC),$(DWARF_SRC))
 TEST_C     := $(patsubst test/c/%.c,%,$(wildcard test/c/test_*.c))
 
 define test_c_rules
 test/c/build/$(1)/%: test/c/%.c $$(call objs,$(1),$$(TEST_C_SRC)) $$(wildcard test/c/*.h)
 	@mkdir -p $$(@D)
 	$$(CC_$(1)) $$(FLAGS_$(1)) $$(INCLUDES) -Itest/c -o $$@ $$< $$(call objs,$(1),$$(TEST_C_SRC)) -lcmocka $$(EI_LIBS) \
-	    $$(LIBELF_LIBS)
+	    $$(LIBELF_LIBS) $$(LIBDW_LIBS)
 test-c-$(1): $$(addprefix test/c/build/$(1)/,$$(TEST_C))
 endef
 $(foreach s,gcc asan,$(eval $(call test_c_rules,$(s))))
@@ -201,15 +213,16 @@ $(foreach s,gcc asan,$(eval $(call test_c_rules,$(s))))
 # maker (a plain build: it must write real checksums), in fuzz/build/.
 FUZZ_SRC   := $(ENGINE_SRC) $(WRITERS_SRC) $(READERS_SRC) $(COMMON_SRC) c_src/dist/eterm.c \
     c_src/cpu/perf_map.c
+FUZZ_SRC   += $(filter-out $(FUZZ_SRC),$(DWARF_SRC))
 FUZZ_BINS  := $(patsubst fuzz/%.c,fuzz/build/%,$(wildcard fuzz/fuzz_*.c)) fuzz/build/make_bspy_seed
 
 fuzz/build/fuzz_%: fuzz/fuzz_%.c $(call objs,fuzz,$(FUZZ_SRC)) $(wildcard fuzz/*.h test/c/*.h)
 	@mkdir -p $(@D)
-	$(CC_fuzz) $(FLAGS_fuzz) -fsanitize=fuzzer $(INCLUDES) -Itest/c -o $@ $< $(call objs,fuzz,$(FUZZ_SRC)) $(EI_LIBS)
+	$(CC_fuzz) $(FLAGS_fuzz) -fsanitize=fuzzer $(INCLUDES) -Itest/c -o $@ $< $(call objs,fuzz,$(FUZZ_SRC)) $(EI_LIBS) $(LIBDW_LIBS)
 
 fuzz/build/make_bspy_seed: fuzz/make_bspy_seed.c $(call objs,gcc,$(FUZZ_SRC)) $(wildcard fuzz/*.h test/c/*.h)
 	@mkdir -p $(@D)
-	$(CC_gcc) $(FLAGS_gcc) $(INCLUDES) -Itest/c -o $@ $< $(call objs,gcc,$(FUZZ_SRC)) $(EI_LIBS)
+	$(CC_gcc) $(FLAGS_gcc) $(INCLUDES) -Itest/c -o $@ $< $(call objs,gcc,$(FUZZ_SRC)) $(EI_LIBS) $(LIBDW_LIBS)
 
 fuzz-bins: $(FUZZ_BINS)
 
