@@ -120,9 +120,10 @@ report(#{name := Name, desc := Desc, perf := Perf, columns := Cols}) ->
     _ = [io:format("| `~ts` |~s~n", [K, [[" ", cell(K, R), " |"] || {_, R} <- Sides]]) || {_, K} <- Sorted],
     ok.
 
-perf_line({ok, #{samples := N, unattributed := U, coverage := Cov, ms := Ms, command := Cmd}}) ->
-    io_lib:format("~w samples, ~w [unattributed], coverage ~.1f%, ~.1f s; `~ts`",
-                  [N, U, 100 * Cov, Ms / 1000, Cmd]);
+perf_line({ok, #{samples := N, unattributed := U, unattributed_gc := Gc, coverage := Cov, ms := Ms,
+                 command := Cmd}}) ->
+    io_lib:format("~w samples, ~w [unattributed] (~w of them in garbage collection), coverage ~.1f%, "
+                  "~.1f s; `~ts`", [N, U, Gc, 100 * Cov, Ms / 1000, Cmd]);
 perf_line({error, Why}) -> io_lib:format("n/a (~ts)", [Why]).
 
 column_line({ok, #{coverage := Cov, cpu_ms := Cpu, ms := Ms, truncated := Tr}}) ->

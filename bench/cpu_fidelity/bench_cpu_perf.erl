@@ -28,8 +28,10 @@ check() ->
             case Status of
                 0 -> ok;
                 _ -> {error, lists:flatten(io_lib:format(
-                         "perf record fails (exit ~w): ~ts~nkernel.perf_event_paranoid is ~ts: "
-                         "run as root, or `sysctl kernel.perf_event_paranoid=2` (or lower; 3 and up refuse any unprivileged use)",
+                         "perf record -e " ?EVENT " fails (exit ~w): ~ts~nkernel.perf_event_paranoid is ~ts: "
+                         "run the bench as root, or lower it as root: sysctl kernel.perf_event_paranoid=2 "
+                         "(3 and up refuse unprivileged users; in a container, a missing CAP_PERFMON or "
+                         "the seccomp profile can refuse perf_event_open too)",
                          [Status, string:trim(Out), paranoid()]))}
             end
     end.
@@ -46,6 +48,7 @@ paranoid() ->
 %% the wall time.
 -spec record(module(), dwarf | fp, file:filename(), [module()]) ->
           {ok, #{counts := #{binary() => pos_integer()}, unattributed := non_neg_integer(),
+                 unattributed_gc := non_neg_integer(),
                  samples := non_neg_integer(), command := string(), ms := non_neg_integer()}}
           | {error, term()}.
 record(Mod, CallGraph, BuildDir, WorkloadMods) ->
@@ -65,8 +68,8 @@ record(Mod, CallGraph, BuildDir, WorkloadMods) ->
     Result = case {Status, file:consult(Win)} of
                  {0, {ok, [{Pid, Start, End}]}} ->
                      Modset = maps:from_keys([atom_to_binary(M) || M <- WorkloadMods], true),
-                     {Counts, Unattr} = script(Perf, Data, Pid, Start, End, Modset),
-                     {ok, #{counts => Counts, unattributed => Unattr,
+                     {Counts, Unattr, Gc} = script(Perf, Data, Pid, Start, End, Modset),
+                     {ok, #{counts => Counts, unattributed => Unattr, unattributed_gc => Gc,
                             samples => Unattr + lists:sum(maps:values(Counts)),
                             command => Command, ms => Ms}};
                  {_, Consult} ->
@@ -82,7 +85,7 @@ script(Perf, Data, Pid, Start, End, Modset) ->
                      [{args, ["script", "--no-inline", "--ns", "-F", "pid,tid,time,ip,sym", "-i", Data]},
                       {line, 4096}, binary, exit_status, eof]),
     St = #{port => Port, pid => Pid, start => Start, 'end' => End, modset => Modset,
-           counts => #{}, unattributed => 0, cur => skip, found => false},
+           counts => #{}, unattributed => 0, gc => 0, cur => skip, found => false, in_gc => false},
     loop(St).
 
 loop(#{port := Port} = St) ->
@@ -93,7 +96,7 @@ loop(#{port := Port} = St) ->
             St1 = finish(St),
             receive {Port, {exit_status, _}} -> ok after 5000 -> ok end,
             port_close(Port),
-            {maps:get(counts, St1), maps:get(unattributed, St1)}
+            {maps:get(counts, St1), maps:get(unattributed, St1), maps:get(gc, St1)}
     end.
 
 line(<<>>, St) -> finish(St);
@@ -101,8 +104,9 @@ line(<<$\t, _/binary>> = Line, St) ->
     case St of
         #{cur := skip} -> St;
         #{found := false, modset := Modset} ->
-            case bench_cpu_attribute:perf_frame(frame_symbol(Line), Modset) of
-                false -> St;
+            Sym = frame_symbol(Line),
+            case bench_cpu_attribute:perf_frame(Sym, Modset) of
+                false -> St#{in_gc := maps:get(in_gc, St) orelse is_gc(Sym)};
                 Key -> St#{found := Key}
             end;
         _ -> St
@@ -114,9 +118,14 @@ line(Header, #{pid := Pid, start := Start, 'end' := End} = St0) ->
     [Sec, Frac] = binary:split(Time, <<".">>),
     Ns = binary_to_integer(Sec) * 1000000000 + binary_to_integer(Frac),
     case binary_to_integer(P) =:= Pid andalso Ns >= Start andalso Ns =< End of
-        true -> St#{cur := sample, found := false};
+        true -> St#{cur := sample, found := false, in_gc := false};
         false -> St#{cur := skip}
     end.
+
+%% The VM's garbage collector (a dirty scheduler's collection of a large
+%% heap has no Erlang frame at all).
+is_gc(Sym) ->
+    binary:match(Sym, [<<"garbage_collect">>, <<"erts_gc_">>]) =/= nomatch.
 
 frame_symbol(Line) ->
     case string:lexemes(Line, " \t") of
@@ -125,7 +134,8 @@ frame_symbol(Line) ->
     end.
 
 finish(#{cur := skip} = St) -> St;
-finish(#{found := false, unattributed := U} = St) -> St#{cur := skip, unattributed := U + 1};
+finish(#{found := false, unattributed := U, gc := G, in_gc := InGc} = St) ->
+    St#{cur := skip, unattributed := U + 1, gc := G + case InGc of true -> 1; false -> 0 end};
 finish(#{found := Key, counts := C} = St) ->
     St#{cur := skip, counts := maps:update_with(Key, fun(N) -> N + 1 end, 1, C)}.
 

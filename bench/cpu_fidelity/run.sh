@@ -20,9 +20,10 @@ if ! command -v perf >/dev/null 2>&1; then
     exit 2
 fi
 if ! perf record -q -F 999 -e cpu-clock:u -o /dev/null -- true >/dev/null 2>&1; then
-    echo "cpu_fidelity: perf record does not work here (kernel.perf_event_paranoid is" \
-         "$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo unknown)):" \
-         "run as root, or as root: sysctl kernel.perf_event_paranoid=2 (3 and up refuse unprivileged users)" >&2
+    echo "cpu_fidelity: perf record -e cpu-clock:u fails here (kernel.perf_event_paranoid is" \
+         "$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo unknown)): run the bench as root," \
+         "or lower it as root: sysctl kernel.perf_event_paranoid=2 (3 and up refuse unprivileged users;" \
+         "in a container, a missing CAP_PERFMON or the seccomp profile can refuse perf_event_open too)" >&2
     perf record -q -F 999 -e cpu-clock:u -o /dev/null -- true >&2 || true
     exit 2
 fi
