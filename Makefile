@@ -36,7 +36,9 @@ DIST_SRC    := $(wildcard c_src/dist/*.c)
 # dladdr() alone (dynamic symbols only; symbols.h says what changes).
 HAVE_LIBELF := $(shell pkg-config --exists libelf 2>/dev/null && echo 1 || { test -f /usr/include/libelf.h && echo 1; })
 LIBELF_CFLAGS := $(if $(HAVE_LIBELF),-DBS_HAVE_LIBELF)
-LIBELF_LIBS := $(if $(HAVE_LIBELF),$(shell pkg-config --libs libelf 2>/dev/null || echo -lelf)) -ldl
+# libelf is loaded when first needed (c_src/cpu/libelf_dl.h), never linked: a
+# node without libelf.so.1 still loads the NIF.
+LIBELF_LIBS := -ldl -lpthread
 # Generated files, one policy: whatever a build generates goes into build/ and
 # is never committed; every way of building runs make (mix.exs and
 # rebar.config run `make nif`, test/otp runs make in its chroot), so nothing

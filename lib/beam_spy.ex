@@ -202,7 +202,7 @@ defmodule BeamSpy do
       VM must run with `+JPperf true`, e.g. `elixir --erl "+JPperf true"`).
       Default `:trace`.
     * `:cpu_hz` — with `mode: :cpu`, samples a second of each busy
-      scheduler thread. Default 999.
+      scheduler thread. Default 199.
     * `:compensate` — subtract the tracer's own cost per traced event
       from traced times (the callbacks' time as measured, the VM's part as
       calibrated in a process of its own, kept for a minute), never below zero; every output says what its times are. `false` gives

@@ -98,7 +98,7 @@ option_table() ->
      {gc, api, #{apply => false}, "charge garbage collection to a GC leaf"},
      {compensate, api, #{apply => true}, "subtract the tracer's calibrated cost per event from traced times"},
      {mode, api, #{apply => trace}, "trace (every call: exact counts and stacks) or cpu (the kernel's CPU samples of the VM's scheduler threads; the VM must run with +JPperf true)"},
-     {cpu_hz, api, #{apply => 999}, "mode cpu: samples a second taken of each busy scheduler thread"},
+     {cpu_hz, api, #{apply => 199}, "mode cpu: samples a second taken of each busy scheduler thread"},
      {max_memory, api, #{apply => 256 * 1024 * 1024}, "bytes the recording may use"},
      {max_processes, api, #{apply => 10000}, "processes recorded at most"},
      {max_events, api, #{apply => infinity}, "events recorded at most"},

@@ -266,8 +266,8 @@ static void runner_options(const run_args *r, char *buf, size_t size)
         n += (size_t)snprintf(buf + n, size - n, ", start_when => %s", r->when_started);
     if (a->cpu)
         n += (size_t)snprintf(buf + n, size - n, ", mode => cpu");
-    if (a->cpu && a->cpu_hz)
-        n += (size_t)snprintf(buf + n, size - n, ", cpu_hz => %u", a->cpu_hz);
+    if (a->cpu)
+        n += (size_t)snprintf(buf + n, size - n, ", cpu_hz => %u", a->cpu_hz ? a->cpu_hz : BS_CPU_DEFAULT_HZ);
     snprintf(buf + n, size - n, "}");
 }
 

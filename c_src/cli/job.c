@@ -113,7 +113,7 @@ void bs_job_options_usage(FILE *out)
 {
     fputs("  --duration T        stop recording after T: 500ms, 10s, 2m\n"
           "  --hz N              mode cpu: samples a second of each busy scheduler\n"
-          "                      thread (default 999)\n"
+          "                      thread (default 199)\n"
           "  --gc                trace: charge garbage collection to a GC frame\n"
           "  --no-sleep          trace: leave out time spent scheduled out (WAIT, RUNNABLE)\n"
           "  --show-idle         whole-VM views (--all, run): keep the time processes\n"
@@ -257,8 +257,7 @@ static int encode_options(const bs_job_spec *s, const bs_delivery *d, ei_x_buff 
             rc |= put_int(&body, &n, "max_duration", (long long)safety);
             if (s->cpu) {
                 rc |= put_atom(&body, &n, "mode", "cpu");
-                if (s->cpu_hz)
-                    rc |= put_int(&body, &n, "cpu_hz", s->cpu_hz);
+                rc |= put_int(&body, &n, "cpu_hz", s->cpu_hz ? s->cpu_hz : BS_CPU_DEFAULT_HZ);
             }
         }
         /* No event limit unless asked for: a whole recording is what people
@@ -696,6 +695,6 @@ void bs_job_say_cpu_samples(const bs_job_spec *s, const bs_profile *p, const cha
     fprintf(stderr,
             "beamspy: %s%sCPU samples at %u Hz of the VM's scheduler threads (mode cpu): %llu samples in %u "
             "processes; a sample is 1/%u s of a thread's CPU time\n",
-            node ? node : "", node ? ": " : "", s->cpu_hz ? s->cpu_hz : 999, (unsigned long long)samples, procs,
-            s->cpu_hz ? s->cpu_hz : 999);
+            node ? node : "", node ? ": " : "", s->cpu_hz ? s->cpu_hz : BS_CPU_DEFAULT_HZ,
+            (unsigned long long)samples, procs, s->cpu_hz ? s->cpu_hz : BS_CPU_DEFAULT_HZ);
 }

@@ -23,6 +23,10 @@ typedef enum bs_job_target_kind {
 } bs_job_target_kind;
 
 /* What to run; filled from the command line. */
+/* mode cpu's rate when --hz is not given: beamspy_opts's default of cpu_hz
+ * (the help says it; beamspy_defaults_tests checks they agree). */
+#define BS_CPU_DEFAULT_HZ 199
+
 typedef struct bs_job_spec {
     int top;                          /* a top job (figures, no profile) */
     bs_job_target_kind target_kind;
@@ -33,7 +37,7 @@ typedef struct bs_job_spec {
     unsigned calls;
     int sample;                       /* stack sampling instead of tracing */
     int cpu;                          /* mode cpu: the kernel's CPU samples */
-    unsigned cpu_hz;                  /* mode cpu: samples a second (0: the node's default) */
+    unsigned cpu_hz;                  /* mode cpu: samples a second (0: BS_CPU_DEFAULT_HZ) */
     unsigned interval_ms;             /* sampling period (0: the node's default) */
     unsigned long long duration_ms;
     unsigned long long max_events;    /* 0: no limit */

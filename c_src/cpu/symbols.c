@@ -13,10 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifdef BS_HAVE_LIBELF
-#include <gelf.h>
-#include <libelf.h>
-#endif
+#include "cpu/libelf_dl.h"
 
 #define MAX_LOADS 16 /* PT_LOAD segments kept per object (ld makes 2-4) */
 
@@ -59,7 +56,7 @@ static uint64_t now_ms(void)
 const char *bs_symbols_backend(void)
 {
 #ifdef BS_HAVE_LIBELF
-    return "libelf (.symtab and .dynsym)";
+    return bs_libelf() ? "libelf (.symtab and .dynsym)" : "file names only (this system has no libelf.so.1)";
 #else
     return "dladdr (dynamic symbols only: built without libelf)";
 #endif
@@ -134,21 +131,26 @@ static int wanted(const GElf_Sym *e)
 static void object_load(bs_symbols *s, struct bs_sym_object *o)
 {
     o->tried = 1;
+    const bs_libelf_fns *L = bs_libelf();
+    if (!L) { /* no libelf.so.1 here: the file's name alone */
+        s->stats.objects_failed++;
+        return;
+    }
     int fd = open(o->path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         s->stats.objects_failed++;
         return;
     }
-    elf_version(EV_CURRENT);
-    Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    L->elf_version(EV_CURRENT);
+    Elf *e = L->elf_begin(fd, ELF_C_READ_MMAP, NULL);
     size_t phnum = 0;
-    if (!e || elf_kind(e) != ELF_K_ELF || elf_getphdrnum(e, &phnum) != 0) {
+    if (!e || L->elf_kind(e) != ELF_K_ELF || L->elf_getphdrnum(e, &phnum) != 0) {
         s->stats.objects_failed++;
         goto done;
     }
     for (size_t i = 0; i < phnum && o->n_loads < MAX_LOADS; i++) {
         GElf_Phdr ph;
-        if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD)
+        if (L->gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD)
             o->loads[o->n_loads++] = (load_seg){ph.p_vaddr, ph.p_offset, ph.p_memsz};
     }
     o->elf_ok = 1;
@@ -158,20 +160,20 @@ static void object_load(bs_symbols *s, struct bs_sym_object *o)
     for (int pass = 0; pass < 2; pass++) {
         size_t k = 0, nb = 0;
         Elf_Scn *scn = NULL;
-        while ((scn = elf_nextscn(e, scn)) != NULL) {
+        while ((scn = L->elf_nextscn(e, scn)) != NULL) {
             GElf_Shdr sh;
-            if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
+            if (!L->gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
                 sh.sh_entsize == 0)
                 continue;
-            Elf_Data *d = elf_getdata(scn, NULL);
+            Elf_Data *d = L->elf_getdata(scn, NULL);
             if (!d)
                 continue;
             size_t n = sh.sh_size / sh.sh_entsize;
             for (size_t i = 0; i < n; i++) {
                 GElf_Sym es;
-                if (!gelf_getsym(d, (int)i, &es) || !wanted(&es))
+                if (!L->gelf_getsym(d, (int)i, &es) || !wanted(&es))
                     continue;
-                const char *name = elf_strptr(e, sh.sh_link, es.st_name);
+                const char *name = L->elf_strptr(e, sh.sh_link, es.st_name);
                 if (!name || !name[0])
                     continue;
                 size_t len = strlen(name) + 1;
@@ -221,7 +223,7 @@ static void object_load(bs_symbols *s, struct bs_sym_object *o)
     s->stats.objects_loaded++;
 done:
     if (e)
-        elf_end(e);
+        L->elf_end(e);
     close(fd);
 }
 

@@ -22,6 +22,7 @@ cpu_test_() ->
      [{"the caller's samples are in the function that burns the CPU", {timeout, 120, fun caller_samples/0}},
       {"a sample of fib(25) has its real recursion depth", {timeout, 120, fun depth/0}},
       {"two workers running different code are told apart", {timeout, 120, fun two_workers/0}},
+      {"the default rate, said in the notes", {timeout, 120, fun default_rate/0}},
       {"bad mode and rate options are refused before anything runs", fun bad_options/0},
       {"a VM without +JPperf true is refused, naming the flag", {timeout, 120, fun no_perf_flag/0}}]}.
 
@@ -41,7 +42,7 @@ path_frames(M, Id) ->
 
 caller_samples() ->
     {ok, #{result := {return, Rounds}, profile := P}} =
-        beamspy:profile({bs_cpu_wl, burn, [400]}, #{mode => cpu}),
+        beamspy:profile({bs_cpu_wl, burn, [400]}, #{mode => cpu, cpu_hz => 999}),
     ?assert(Rounds >= 1),
     #{unit := samples, notes := Notes} = P,
     ?assertMatch({match, _}, re:run(Notes, "CPU samples at 999 Hz")),
@@ -56,7 +57,7 @@ caller_samples() ->
     assert_clean().
 
 depth() ->
-    {ok, #{profile := P}} = beamspy:profile({bs_cpu_wl, deep, [400]}, #{mode => cpu}),
+    {ok, #{profile := P}} = beamspy:profile({bs_cpu_wl, deep, [400]}, #{mode => cpu, cpu_hz => 999}),
     Nodes = own_tree(P),
     M = node_map(Nodes),
     Deepest = lists:max([0 | [length([F || F <- path_frames(M, Id), F =:= ?FIB])
@@ -70,7 +71,7 @@ two_workers() ->
     A = spawn(bs_cpu_wl, worker, [bs_cpu_alpha]),
     B = spawn(bs_cpu_wl, worker, [bs_cpu_beta]),
     wait_registered([bs_cpu_alpha, bs_cpu_beta]),
-    {ok, S} = beamspy:start([bs_cpu_alpha, bs_cpu_beta], #{mode => cpu}),
+    {ok, S} = beamspy:start([bs_cpu_alpha, bs_cpu_beta], #{mode => cpu, cpu_hz => 999}),
     A ! {run, alpha, 300, self()},
     B ! {run, beta, 300, self()},
     receive {done, A} -> ok end,
@@ -100,6 +101,13 @@ wait_registered(Names) ->
         [] -> ok;
         _ -> timer:sleep(5), wait_registered(Names)
     end.
+
+default_rate() ->
+    {ok, #{profile := #{notes := Notes} = P}} = beamspy:profile({bs_cpu_wl, burn, [300]}, #{mode => cpu}),
+    Rate = integer_to_list(beamspy_opts:default(cpu_hz)),
+    ?assertMatch({match, _}, re:run(Notes, "CPU samples at " ++ Rate ++ " Hz")),
+    ?assert(samples(own_tree(P)) >= 10),
+    assert_clean().
 
 bad_options() ->
     ?assertMatch({error, {bad_option, mode, fast, _}}, beamspy:profile({lists, seq, [1, 3]}, #{mode => fast})),
