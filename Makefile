@@ -25,9 +25,20 @@ ENGINE_SRC  := $(wildcard c_src/engine/*.c)
 WRITERS_SRC := $(wildcard c_src/writers/*.c)
 COMMON_SRC  := $(wildcard c_src/common/*.c)
 NIF_SRC     := $(wildcard c_src/nif/*.c)
+# CPU sampling (mode => cpu): the kernel's samples of the VM's threads, the
+# addresses' names, the join with processes; linked into the NIF.
+CPU_SRC     := $(wildcard c_src/cpu/*.c)
 CLI_SRC     := $(wildcard c_src/cli/*.c)
 READERS_SRC := $(wildcard c_src/readers/*.c)
 DIST_SRC    := $(wildcard c_src/dist/*.c)
+# Address -> frame resolution of mode => cpu (the JIT's perf map, ELF
+# symbols): with elfutils' libelf when it is here (BS_HAVE_LIBELF), else
+# dladdr() alone (dynamic symbols only; symbols.h says what changes).
+HAVE_LIBELF := $(shell pkg-config --exists libelf 2>/dev/null && echo 1 || { test -f /usr/include/libelf.h && echo 1; })
+LIBELF_CFLAGS := $(if $(HAVE_LIBELF),-DBS_HAVE_LIBELF)
+# libelf is loaded when first needed (c_src/cpu/libelf_dl.h), never linked: a
+# node without libelf.so.1 still loads the NIF.
+LIBELF_LIBS := -ldl -lpthread
 # Generated files, one policy: whatever a build generates goes into build/ and
 # is never committed; every way of building runs make (mix.exs and
 # rebar.config run `make nif`, test/otp runs make in its chroot), so nothing
@@ -68,8 +79,16 @@ all: erlang elixir ebin/beamspy.app nif cli
 #   asan  test/c's clang ASan/UBSan variant
 #   fuzz  scripts/fuzz.sh's libFuzzer targets (clang, instrumented)
 # `make print-VAR` prints a variable (scripts use it for lists, not flags).
-INCLUDES   := -Ic_src -I$(GEN) -I$(ERTS_INC) -Ic_src/dist
+INCLUDES   := -Ic_src -I$(GEN) -I$(ERTS_INC) -Ic_src/dist $(LIBELF_CFLAGS)
 EI_LIBS    := -L$(EI_LIB) -lei -lpthread
+# The DWARF unwinder of mode => cpu's C frames (c_src/cpu/dwarf_unwind.h):
+# with elfutils' libdw when it is here (BS_HAVE_LIBDW), else it says why it
+# cannot unwind.
+DWARF_SRC  := c_src/cpu/dwarf_unwind.c c_src/cpu/cfi_expr.c c_src/cpu/cfi_rule.c c_src/cpu/fp_walk.c \
+    c_src/cpu/proc_mem.c
+HAVE_LIBDW := $(shell pkg-config --exists libdw 2>/dev/null && echo 1)
+LIBDW_LIBS := $(if $(HAVE_LIBDW),$(shell pkg-config --libs libdw))
+INCLUDES   += $(if $(HAVE_LIBDW),-DBS_HAVE_LIBDW)
 TEST_FLAGS := $(CSTD) -Wall -Wextra -Werror -g -pthread -O1
 SANITIZE   := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 CC_main    := $(CC)
@@ -135,10 +154,13 @@ $(GEN)/assets/%.h: c_src/writers/assets/% scripts/embed_text.sh
 
 nif: $(NIF_SO)
 
-NIF_OBJ := $(call objs,main,$(ENGINE_SRC) $(WRITERS_SRC) $(COMMON_SRC) $(NIF_SRC))
+# The DWARF unwinder is not called by the NIF yet (docs/cpu-unwind.md): it is
+# built and tested on its own (test/c, fuzz), and the NIF needs no libdw.
+NIF_OBJ := $(call objs,main,$(ENGINE_SRC) $(WRITERS_SRC) $(COMMON_SRC) $(filter-out $(DWARF_SRC),$(CPU_SRC)) \
+    $(NIF_SRC))
 
 $(NIF_SO): $(NIF_OBJ) | priv
-	$(CC) $(ALL_CFLAGS) -fPIC -shared -fvisibility=hidden -o $@ $(NIF_OBJ)
+	$(CC) $(ALL_CFLAGS) -fPIC -shared -fvisibility=hidden -o $@ $(NIF_OBJ) $(LIBELF_LIBS)
 	@# A missing bs_ function would only show when the VM loads the NIF.
 	@if nm -u $@ | grep -q ' bs_'; then nm -u $@ | grep ' bs_'; rm -f $@; exit 1; fi
 	@# The NIF never reads a file: no reader may be linked into it.
@@ -175,30 +197,34 @@ no_symbols_of = syms=$$(nm -g --defined-only $(1) | awk 'NF == 3 { print $$3 }')
 # --- test, fuzz and bench binaries (their scripts run them) -----------------
 # test/c/run.sh: one binary per test/c/test_*.c and variant, in
 # test/c/build/<set>/ (make test-c-gcc, make test-c-asan).
-TEST_C_SRC := $(ENGINE_SRC) $(WRITERS_SRC) $(READERS_SRC) $(COMMON_SRC) c_src/nif/pid_table.c \
+TEST_C_SRC := $(ENGINE_SRC) $(WRITERS_SRC) $(READERS_SRC) $(COMMON_SRC) $(CPU_SRC) c_src/nif/pid_table.c \
     c_src/dist/eterm.c c_src/cli/wait_graph.c c_src/cli/term_frame.c c_src/cli/dump_names.c c_src/cli/function_arg.c
+TEST_C_SRC += $(filter-out $(TEST_C_SRC),$(DWARF_SRC))
 TEST_C     := $(patsubst test/c/%.c,%,$(wildcard test/c/test_*.c))
 
 define test_c_rules
 test/c/build/$(1)/%: test/c/%.c $$(call objs,$(1),$$(TEST_C_SRC)) $$(wildcard test/c/*.h)
 	@mkdir -p $$(@D)
-	$$(CC_$(1)) $$(FLAGS_$(1)) $$(INCLUDES) -Itest/c -o $$@ $$< $$(call objs,$(1),$$(TEST_C_SRC)) -lcmocka $$(EI_LIBS)
+	$$(CC_$(1)) $$(FLAGS_$(1)) $$(INCLUDES) -Itest/c -o $$@ $$< $$(call objs,$(1),$$(TEST_C_SRC)) -lcmocka $$(EI_LIBS) \
+	    $$(LIBELF_LIBS) $$(LIBDW_LIBS)
 test-c-$(1): $$(addprefix test/c/build/$(1)/,$$(TEST_C))
 endef
 $(foreach s,gcc asan,$(eval $(call test_c_rules,$(s))))
 
 # scripts/fuzz.sh: the libFuzzer targets fuzz/fuzz_*.c and the .bspy seed
 # maker (a plain build: it must write real checksums), in fuzz/build/.
-FUZZ_SRC   := $(ENGINE_SRC) $(WRITERS_SRC) $(READERS_SRC) $(COMMON_SRC) c_src/dist/eterm.c
+FUZZ_SRC   := $(ENGINE_SRC) $(WRITERS_SRC) $(READERS_SRC) $(COMMON_SRC) c_src/dist/eterm.c \
+    c_src/cpu/perf_map.c
+FUZZ_SRC   += $(filter-out $(FUZZ_SRC),$(DWARF_SRC))
 FUZZ_BINS  := $(patsubst fuzz/%.c,fuzz/build/%,$(wildcard fuzz/fuzz_*.c)) fuzz/build/make_bspy_seed
 
 fuzz/build/fuzz_%: fuzz/fuzz_%.c $(call objs,fuzz,$(FUZZ_SRC)) $(wildcard fuzz/*.h test/c/*.h)
 	@mkdir -p $(@D)
-	$(CC_fuzz) $(FLAGS_fuzz) -fsanitize=fuzzer $(INCLUDES) -Itest/c -o $@ $< $(call objs,fuzz,$(FUZZ_SRC)) $(EI_LIBS)
+	$(CC_fuzz) $(FLAGS_fuzz) -fsanitize=fuzzer $(INCLUDES) -Itest/c -o $@ $< $(call objs,fuzz,$(FUZZ_SRC)) $(EI_LIBS) $(LIBDW_LIBS)
 
 fuzz/build/make_bspy_seed: fuzz/make_bspy_seed.c $(call objs,gcc,$(FUZZ_SRC)) $(wildcard fuzz/*.h test/c/*.h)
 	@mkdir -p $(@D)
-	$(CC_gcc) $(FLAGS_gcc) $(INCLUDES) -Itest/c -o $@ $< $(call objs,gcc,$(FUZZ_SRC)) $(EI_LIBS)
+	$(CC_gcc) $(FLAGS_gcc) $(INCLUDES) -Itest/c -o $@ $< $(call objs,gcc,$(FUZZ_SRC)) $(EI_LIBS) $(LIBDW_LIBS)
 
 fuzz-bins: $(FUZZ_BINS)
 
@@ -250,6 +276,7 @@ bench: deps
 	@bench/render/run.sh
 	@bench/dist/run.sh
 	@bench/fidelity/run.sh
+	@bench/cpu_fidelity/run.sh
 
 # Dialyzer over the Erlang modules alone (make test runs it in the erlang
 # layer; see test/erlang/dialyzer.sh).

@@ -94,6 +94,8 @@ defmodule BeamSpy do
           | {:sleep, boolean()}
           | {:gc, boolean()}
           | {:compensate, boolean()}
+          | {:mode, :trace | :cpu}
+          | {:cpu_hz, pos_integer()}
           | {:max_memory, pos_integer()}
           | {:max_processes, pos_integer()}
           | {:names, :elixir | :erlang}
@@ -194,6 +196,13 @@ defmodule BeamSpy do
       by running time and leaves their `WAIT` time out of the outputs (their
       notes say how much); `true` keeps it. Default `false`.
     * `:gc` — charge garbage collections to a `GC` leaf. Default `false`.
+    * `:mode` — `:trace` traces every call (exact counts and stacks);
+      `:cpu` traces none and takes the kernel's CPU samples of the VM's
+      scheduler threads, each charged to the process the thread ran (the
+      VM must run with `+JPperf true`, e.g. `elixir --erl "+JPperf true"`).
+      Default `:trace`.
+    * `:cpu_hz` — with `mode: :cpu`, samples a second of each busy
+      scheduler thread. Default 199.
     * `:compensate` — subtract the tracer's own cost per traced event
       from traced times (the callbacks' time as measured, the VM's part as
       calibrated in a process of its own, kept for a minute), never below zero; every output says what its times are. `false` gives

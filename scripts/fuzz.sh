@@ -9,6 +9,10 @@
 #                   erl_interface's libei)
 #   fuzz_dbg        the dbg trace-port reader (c_src/readers/), to a profile
 #                   and to the --text listing
+#   fuzz_perf_map   the JIT's perf map (c_src/cpu/perf_map.c): each line, and
+#                   the input as a file read in two parts under a memory cap
+#   fuzz_dwarf_unwind  the DWARF unwinder of CPU samples (c_src/cpu/) on
+#                   broken copies of a real stack: both of its paths agree
 #
 #   scripts/fuzz.sh long     each target for FUZZ_SECONDS s (default 300): `make fuzz`
 #   scripts/fuzz.sh short    each target for FUZZ_SECONDS s (default 8): test/fuzz/run.sh
@@ -38,7 +42,7 @@ build | replay) secs=0 ;;
 esac
 
 build=fuzz/build
-targets=(folded bspy roundtrip eterm dbg seq)
+targets=(folded bspy roundtrip eterm dbg seq perf_map dwarf_unwind)
 jobs=$(nproc 2>/dev/null || echo 2)
 mkdir -p "$build/crashes" "$build/logs" "$build/seeds/bspy"
 

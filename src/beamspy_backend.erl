@@ -18,7 +18,7 @@
 %%% `beamspy:apply/2' always uses `legacy'.
 -module(beamspy_backend).
 
--export([sessions_supported/0, open/2, close/1, set_patterns/1, process/4,
+-export([sessions_supported/0, open/2, close/1, set_patterns/1, set_halt_patterns/1, process/4,
          conflicts/3, tracer_of/2, untraced_bifs/0]).
 -export([legacy_untrace/2, legacy_untrace_all/1, legacy_remove_meta/2]).
 
@@ -87,6 +87,15 @@ set_patterns(B) ->
     _ = pattern(B, on_load, ?CALLER_MS),
     _ = [pattern(B, {M, '_', '_'}, false) || M <- beamspy_session:excluded_modules()],
     _ = [pattern(B, MFA, false) || MFA <- untraced_bifs()],
+    ok.
+
+%% @doc Call patterns on the functions that halt the VM only
+%% (erlang:halt/0-2, init:stop/0-1): a session that samples CPU and writes
+%% its files at halt (until_halt) learns of the halt from their calls.
+-spec set_halt_patterns(backend()) -> ok.
+set_halt_patterns(B) ->
+    _ = pattern(B, {erlang, halt, '_'}, true),
+    _ = pattern(B, {init, stop, '_'}, true),
     ok.
 
 %% @doc The BIFs that local call patterns leave alone on this VM. From OTP 27

@@ -20,6 +20,8 @@
                      sleep := boolean(),
                      gc := boolean(),
                      compensate := boolean(),
+                     mode := trace | cpu,
+                     cpu_hz := pos_integer(),
                      max_memory := pos_integer(),
                      max_processes := pos_integer(),
                      max_events := infinity | pos_integer(),
@@ -95,6 +97,8 @@ option_table() ->
      {sleep, api, #{apply => true}, "charge scheduled-out time to a WAIT or RUNNABLE leaf"},
      {gc, api, #{apply => false}, "charge garbage collection to a GC leaf"},
      {compensate, api, #{apply => true}, "subtract the tracer's calibrated cost per event from traced times"},
+     {mode, api, #{apply => trace}, "trace (every call: exact counts and stacks) or cpu (the kernel's CPU samples of the VM's scheduler threads; the VM must run with +JPperf true)"},
+     {cpu_hz, api, #{apply => 199}, "mode cpu: samples a second taken of each busy scheduler thread"},
      {max_memory, api, #{apply => 256 * 1024 * 1024}, "bytes the recording may use"},
      {max_processes, api, #{apply => 10000}, "processes recorded at most"},
      {max_events, api, #{apply => infinity}, "events recorded at most"},
@@ -297,6 +301,10 @@ check({K, V}, Acc) when K =:= children; K =:= sleep; K =:= gc; K =:= compensate;
         true -> Acc#{K => V};
         false -> bad(K, V, "true or false")
     end;
+check({mode, V}, Acc) when V =:= trace; V =:= cpu -> Acc#{mode => V};
+check({mode, V}, _) -> bad(mode, V, "trace or cpu");
+check({cpu_hz, V}, Acc) when is_integer(V), V >= 1, V =< 10000 -> Acc#{cpu_hz => V};
+check({cpu_hz, V}, _) -> bad(cpu_hz, V, "an integer from 1 to 10000 (samples a second)");
 check({collapse_recursion, V}, Acc) when is_boolean(V); V =:= direct; V =:= all ->
     Acc#{collapse_recursion => V};
 check({collapse_recursion, V}, _) ->
@@ -517,10 +525,16 @@ nif_options(Opts, Outputs) ->
                  infinity -> 0;
                  E -> E
              end,
-    (maps:with([max_memory, max_processes, sleep, gc, compensate, ignore, telemetry, telemetry_metadata, max_spans],
-               Opts))#{timeline => Timeline,
-                                                               max_events => Events,
-                                                               halt_hook => maps:get(until_halt, Opts, false)}.
+    Nif = (maps:with([max_memory, max_processes, sleep, gc, compensate, ignore, telemetry, telemetry_metadata,
+                      max_spans], Opts))#{timeline => Timeline,
+                                          max_events => Events,
+                                          halt_hook => maps:get(until_halt, Opts, false)},
+    case maps:get(mode, Opts, trace) of
+        trace -> Nif;
+        %% Samples, not traced times: nothing to calibrate or compensate,
+        %% no timeline of calls.
+        cpu -> (maps:without([compensate], Nif))#{cpu => maps:get(cpu_hz, Opts), timeline => 0}
+    end.
 
 %% @doc The rendering options the writers take (see c_src/nif/write_request.h).
 -spec write_options(options()) -> map().

@@ -325,7 +325,10 @@ close(Backend) ->
 
 new_session(Opts) ->
     NifOpts = (maps:get(nif, Opts))#{exclude => excluded_modules(), owner => self()},
-    with_telemetry(beamspy_tracer:session_new(NifOpts), NifOpts).
+    case is_map_key(cpu, NifOpts) andalso beamspy_cpu:check() of
+        {error, _} = Error -> Error;
+        _ -> with_telemetry(beamspy_tracer:session_new(NifOpts), NifOpts)
+    end.
 
 %% @doc Spans with the stacks: attaches the handlers that feed Session
 %% (NIF options with a `telemetry' key); on failure stops it.
@@ -350,7 +353,7 @@ init_apply(Parent, Ref, Caller, Opts) ->
             Mon = erlang:monitor(process, Caller),
             Backend = beamspy_backend:open(Session, legacy),
             arm_watchdog(Opts, Backend),
-            ok = beamspy_backend:set_patterns(Backend),
+            ok = set_patterns(Backend, Opts),
             Timer = start_timer(Opts),
             _ = process_flag(priority, normal),
             Parent ! {Ref, {ok, Session}},
@@ -415,6 +418,7 @@ open_and_switch_on(Opts, BackendKind, Pids, Existing, New, Flags) ->
         Session ->
             Backend = beamspy_backend:open(Session, BackendKind),
             arm_watchdog(Opts, Backend),
+            ok = set_patterns(Backend, Opts),
             case switch_on(Backend, Pids, Existing, New, Flags) of
                 ok ->
                     {ok, Session, Backend};
@@ -456,7 +460,6 @@ existing_pids() ->
     erlang:processes() -- (Mine ++ Owners).
 
 switch_on(Backend, Pids0, Existing, New, Flags) ->
-    ok = beamspy_backend:set_patterns(Backend),
     NewOn = not New orelse beamspy_backend:process(Backend, new, true, Flags),
     Pids = case Existing of
                all -> existing_pids();
@@ -496,6 +499,8 @@ switch_on_each(Backend, [P | Ps], Flags) ->
 %% or entered meanwhile: an unknown caller becomes a root frame).
 switch_on_one(Backend, P, Flags) ->
     Session = nif_session(Backend),
+    %% Without return_to (mode cpu: no stack is rebuilt) there is nothing to seed.
+    Calls = lists:member(return_to, Flags),
     %% Read before any suspension (a suspended process is `suspended').
     Waiting = erlang:process_info(P, status) =:= {status, waiting},
     Suspend = suspend_while_switching_on(Waiting),
@@ -507,6 +512,9 @@ switch_on_one(Backend, P, Flags) ->
                         ok;
                     {foreign, T} ->
                         {error, {already_traced, P, T}};
+                    none when not Calls ->
+                        _ = beamspy_backend:process(Backend, P, true, Flags),
+                        ok;
                     none ->
                         case seed(Session, P, Waiting) of
                             ok ->
@@ -532,6 +540,12 @@ switch_on_one(Backend, P, Flags) ->
 %% cannot run before a message or its timeout comes.
 suspend_while_switching_on(Waiting) ->
     list_to_integer(erlang:system_info(otp_release)) < 28 orelse not Waiting.
+
+%% Call patterns. A session that samples CPU traces no call, except those
+%% that halt the VM when it writes the files at halt (until_halt).
+set_patterns(Backend, #{nif := #{cpu := _, halt_hook := true}}) -> beamspy_backend:set_halt_patterns(Backend);
+set_patterns(_Backend, #{nif := #{cpu := _}}) -> ok;
+set_patterns(Backend, _Opts) -> beamspy_backend:set_patterns(Backend).
 
 nif_session({legacy, S}) -> S;
 nif_session({session, S, _}) -> S.

@@ -77,7 +77,11 @@ void bs_cmd_record_usage(FILE *out)
           "  --calls K           with --function: how many calls (default 1)\n"
           "\n"
           "how:\n"
-          "  --mode trace|sample trace (default): every call and return, exact;\n"
+          "  --mode trace|sample|cpu\n"
+          "                      trace (default): every call and return, exact;\n"
+          "                      cpu: the kernel's CPU samples of the node's scheduler\n"
+          "                      threads (--hz), charged to the process each ran: where\n"
+          "                      the CPU time goes; the node must run with +JPperf true;\n"
           "                      sample: the stacks of the targets every --interval,\n"
           "                      cheap on busy nodes, approximate (not with --function);\n"
           "                      a running process is read where it is preempted, one\n"
@@ -164,12 +168,10 @@ static int parse_args(int argc, char **argv, record_args *a)
                 return rc;
             break;
         case OPT_MODE:
-            if (strcmp(optarg, "trace") == 0)
-                a->job.sample = 0;
-            else if (strcmp(optarg, "sample") == 0)
-                a->job.sample = 1;
-            else
-                return bs_cli_usage_error(CMD, "unknown mode '%s' (trace or sample)", optarg);
+            a->job.sample = strcmp(optarg, "sample") == 0;
+            a->job.cpu = strcmp(optarg, "cpu") == 0;
+            if (!a->job.sample && !a->job.cpu && strcmp(optarg, "trace") != 0)
+                return bs_cli_usage_error(CMD, "unknown mode '%s' (trace, sample or cpu)", optarg);
             break;
         case OPT_PID:
         case OPT_NAME:
@@ -229,6 +231,8 @@ static int check_args(const record_args *a)
         return bs_cli_usage_error(CMD, "nothing to record: give --pid, --name, --all or --function");
     if (a->job.target_kind == BS_TARGET_FUNCTION && a->job.sample)
         return bs_cli_usage_error(CMD, "--function records calls exactly: it cannot be combined with --mode sample");
+    if (a->job.cpu && a->job.target_kind == BS_TARGET_FUNCTION)
+        return bs_cli_usage_error(CMD, "--function records calls exactly: it cannot be combined with --mode cpu");
     if (a->n_outputs == 0)
         return bs_cli_usage_error(CMD, "no output: give -o FILE");
     for (int i = 0; i < a->n_outputs; i++)
@@ -286,9 +290,9 @@ static void describe_record(const record_args *a, bs_profile_meta *m)
         n = add_word(m->source, cap, n, "--calls");
         n = add_word(m->source, cap, n, calls);
     }
-    if (j->sample) {
+    if (j->sample || j->cpu) {
         n = add_word(m->source, cap, n, "--mode");
-        n = add_word(m->source, cap, n, "sample");
+        n = add_word(m->source, cap, n, j->sample ? "sample" : "cpu");
     }
     if (n >= cap) /* cut: say so */
         memcpy(m->source + cap - 4, "...", 4);
@@ -296,7 +300,9 @@ static void describe_record(const record_args *a, bs_profile_meta *m)
     /* At most about 300 bytes (every number at its widest): options holds 512. */
     char *o = m->options;
     size_t ocap = sizeof m->options, k = 0;
-    k += (size_t)snprintf(o + k, ocap - k, "#{mode => %s", j->sample ? "sample" : "trace");
+    k += (size_t)snprintf(o + k, ocap - k, "#{mode => %s", j->sample ? "sample" : j->cpu ? "cpu" : "trace");
+    if (j->cpu && j->cpu_hz)
+        k += (size_t)snprintf(o + k, ocap - k, ", cpu_hz => %u", j->cpu_hz);
     if (j->sample && j->interval_ms)
         k += (size_t)snprintf(o + k, ocap - k, ", interval => %u", j->interval_ms);
     k += (size_t)snprintf(o + k, ocap - k, ", max_duration => %llu", j->duration_ms);
@@ -316,6 +322,7 @@ static void describe_record(const record_args *a, bs_profile_meta *m)
 static int write_profile(const record_args *a, const bs_profile *p, const char *node)
 {
     bs_render_opts o = a->render;
+    bs_job_say_cpu_samples(&a->job, p, node);
     bs_profile shown = *p; /* the same trees, described as the user asked for them */
     describe_record(a, &shown.meta);
     if (a->job.target_kind == BS_TARGET_ALL)

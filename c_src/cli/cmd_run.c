@@ -50,7 +50,7 @@ typedef struct run_args {
     const char *when_started; /* --when-started APP: record once APP has started */
 } run_args;
 
-enum { OPT_WHEN_STARTED = 0x500 };
+enum { OPT_WHEN_STARTED = 0x500, OPT_MODE };
 
 void bs_cmd_run_usage(FILE *out)
 {
@@ -70,6 +70,11 @@ void bs_cmd_run_usage(FILE *out)
           "                      .trace.json .perf.txt .bspy\n"
           "                      .callgrind (or callgrind.out.*)\n"
           "  -e, --eval EXPR     the Erlang expressions to run (instead of a command)\n"
+          "  --mode trace|cpu    trace (default): every call and return, exact counts\n"
+          "                      and stacks; cpu: the kernel's CPU samples of the\n"
+          "                      VM's scheduler threads (--hz), charged to the process\n"
+          "                      each ran: where the CPU time goes (the VM is started\n"
+          "                      with +JPperf true for it)\n"
           "  --when-started APP  record from when application APP has started (looked\n"
           "                      at every 10 ms), e.g. ex_unit with mix test: the\n"
           "                      tests, not the compilation and start before them\n"
@@ -98,6 +103,7 @@ void bs_cmd_run_usage(FILE *out)
           "  beamspy run -o sort.svg -e 'lists:sort(lists:seq(1, 100000))'\n"
           "  beamspy run -o boot.html -- erl -noshell -s my_app main -s init stop\n"
           "  beamspy run -o tests.svg --elixir -- mix test\n"
+          "  beamspy run --mode cpu -o compile.svg -- erlc -o /tmp big_module.erl\n"
           "\n",
           out);
 }
@@ -124,6 +130,7 @@ static int parse_args(int argc, char **argv, run_args *a)
         {"output", required_argument, NULL, 'o'},
         {"eval", required_argument, NULL, 'e'},
         {"when-started", required_argument, NULL, OPT_WHEN_STARTED},
+        {"mode", required_argument, NULL, OPT_MODE},
         {"help", no_argument, NULL, 'h'},
         BS_RECORDING_LONG_OPTIONS,
         BS_CLI_SHARED_LONG_OPTIONS,
@@ -149,6 +156,11 @@ static int parse_args(int argc, char **argv, run_args *a)
             break;
         case 'e':
             a->expr = optarg;
+            break;
+        case OPT_MODE:
+            if (strcmp(optarg, "trace") != 0 && strcmp(optarg, "cpu") != 0)
+                return bs_cli_usage_error(CMD, "unknown mode '%s' (trace or cpu)", optarg);
+            a->job.cpu = strcmp(optarg, "cpu") == 0;
             break;
         case OPT_WHEN_STARTED:
             /* An application name, written into an Erlang term as is. */
@@ -252,6 +264,10 @@ static void runner_options(const run_args *r, char *buf, size_t size)
     n = bs_job_limits_text(a, buf, size, n);
     if (r->when_started)
         n += (size_t)snprintf(buf + n, size - n, ", start_when => %s", r->when_started);
+    if (a->cpu)
+        n += (size_t)snprintf(buf + n, size - n, ", mode => cpu");
+    if (a->cpu)
+        n += (size_t)snprintf(buf + n, size - n, ", cpu_hz => %u", a->cpu_hz ? a->cpu_hz : BS_CPU_DEFAULT_HZ);
     snprintf(buf + n, size - n, "}");
 }
 
@@ -335,7 +351,9 @@ static int wait_for_vm(pid_t child, int control, const sigset_t *waiting_mask)
 static int run_command(const run_args *a, const char *dir, int *stopped_by)
 {
     char aflags[8400], ours[4300], output[4300], options[1024], control_fd[16];
-    snprintf(ours, sizeof ours, "+Bi -pa %s/ebin -eval beamspy_runner:boot()", dir);
+    /* Mode cpu: the JIT keeps frame pointers and writes its perf map. */
+    snprintf(ours, sizeof ours, "+Bi%s -pa %s/ebin -eval beamspy_runner:boot()", a->job.cpu ? " +JPperf true" : "",
+             dir);
     const char *theirs = getenv("ERL_AFLAGS");
     snprintf(aflags, sizeof aflags, "%s%s%s", ours, theirs && *theirs ? " " : "", theirs ? theirs : "");
     snprintf(output, sizeof output, "%s/run.bspy", dir);
@@ -457,6 +475,7 @@ static int render(const run_args *a, const char *dir, char *truncated, size_t ca
         return BS_EXIT_FAILURE;
     }
     snprintf(truncated, cap, "%s", p.truncated);
+    bs_job_say_cpu_samples(&a->job, &p, NULL);
     describe_run(a, &p.meta);
     bs_render_opts o = a->render;
     bs_job_whole_vm_view(&a->job, &p, &o);

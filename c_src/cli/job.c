@@ -50,6 +50,11 @@ int bs_job_option(const char *cmd, int code, const char *arg, bs_job_spec *s, bs
     case BS_OPT_SHOW_IDLE:
         s->show_idle = 1;
         return 0;
+    case BS_OPT_HZ:
+        if (bs_parse_count(arg, &v) < 0 || v < 1 || v > 10000)
+            return bs_cli_usage_error(cmd, "bad --hz '%s' (samples a second, 1 to 10000)", arg);
+        s->cpu_hz = (unsigned)v;
+        return 0;
     case BS_OPT_NO_COMPENSATE:
         s->no_compensate = 1;
         return 0;
@@ -107,6 +112,8 @@ int bs_job_function_option(const char *cmd, int code, const char *arg, bs_job_sp
 void bs_job_options_usage(FILE *out)
 {
     fputs("  --duration T        stop recording after T: 500ms, 10s, 2m\n"
+          "  --hz N              mode cpu: samples a second of each busy scheduler\n"
+          "                      thread (default 199)\n"
           "  --gc                trace: charge garbage collection to a GC frame\n"
           "  --no-sleep          trace: leave out time spent scheduled out (WAIT, RUNNABLE)\n"
           "  --show-idle         whole-VM views (--all, run): keep the time processes\n"
@@ -248,6 +255,10 @@ static int encode_options(const bs_job_spec *s, const bs_delivery *d, ei_x_buff 
         } else {
             rc |= put_targets(&body, &n, s);
             rc |= put_int(&body, &n, "max_duration", (long long)safety);
+            if (s->cpu) {
+                rc |= put_atom(&body, &n, "mode", "cpu");
+                rc |= put_int(&body, &n, "cpu_hz", s->cpu_hz ? s->cpu_hz : BS_CPU_DEFAULT_HZ);
+            }
         }
         /* No event limit unless asked for: a whole recording is what people
          * expect, and max_memory is what protects the node. */
@@ -676,4 +687,24 @@ size_t bs_job_limits_text(const bs_job_spec *s, char *buf, size_t size, size_t n
     else if (s->timeline > 0)
         n = append_number(buf, size, n, ", timeline => %llu", (unsigned long long)s->timeline);
     return n;
+}
+
+void bs_job_say_cpu_samples(const bs_job_spec *s, const bs_profile *p, const char *node)
+{
+    if (!s->cpu)
+        return;
+    uint64_t samples = 0;
+    unsigned procs = 0;
+    for (uint32_t t = 0; t < p->n_trees; t++) {
+        uint64_t in_tree = 0;
+        for (uint32_t i = 0; i < p->trees[t].n_nodes; i++)
+            in_tree += p->trees[t].nodes[i].self_ns;
+        samples += in_tree;
+        procs += in_tree > 0;
+    }
+    fprintf(stderr,
+            "beamspy: %s%sCPU samples at %u Hz of the VM's scheduler threads (mode cpu): %llu samples in %u "
+            "processes; a sample is 1/%u s of a thread's CPU time\n",
+            node ? node : "", node ? ": " : "", s->cpu_hz ? s->cpu_hz : BS_CPU_DEFAULT_HZ,
+            (unsigned long long)samples, procs, s->cpu_hz ? s->cpu_hz : BS_CPU_DEFAULT_HZ);
 }

@@ -23,6 +23,10 @@ typedef enum bs_job_target_kind {
 } bs_job_target_kind;
 
 /* What to run; filled from the command line. */
+/* mode cpu's rate when --hz is not given: beamspy_opts's default of cpu_hz
+ * (the help says it; beamspy_defaults_tests checks they agree). */
+#define BS_CPU_DEFAULT_HZ 199
+
 typedef struct bs_job_spec {
     int top;                          /* a top job (figures, no profile) */
     bs_job_target_kind target_kind;
@@ -32,6 +36,8 @@ typedef struct bs_job_spec {
     int arity;
     unsigned calls;
     int sample;                       /* stack sampling instead of tracing */
+    int cpu;                          /* mode cpu: the kernel's CPU samples */
+    unsigned cpu_hz;                  /* mode cpu: samples a second (0: BS_CPU_DEFAULT_HZ) */
     unsigned interval_ms;             /* sampling period (0: the node's default) */
     unsigned long long duration_ms;
     unsigned long long max_events;    /* 0: no limit */
@@ -87,6 +93,7 @@ enum {
     BS_OPT_CALLS,
     BS_OPT_LEASE,
     BS_OPT_SHOW_IDLE,
+    BS_OPT_HZ,
     BS_OPT_RECORDING_FIRST_OWN
 };
 
@@ -104,7 +111,8 @@ enum {
     {"flamechart", no_argument, NULL, BS_OPT_FLAMECHART},                \
     {"palette", required_argument, NULL, BS_OPT_PALETTE},                \
     {"strict", no_argument, NULL, BS_OPT_STRICT},                        \
-    {"show-idle", no_argument, NULL, BS_OPT_SHOW_IDLE}
+    {"show-idle", no_argument, NULL, BS_OPT_SHOW_IDLE},                  \
+    {"hz", required_argument, NULL, BS_OPT_HZ}
 
 /* Applies recording option `code`: 0 done, -1 not a recording option,
  * else the exit code (message printed). */
@@ -156,6 +164,11 @@ int bs_job_finish_raw(bs_job *j, unsigned timeout_ms, bs_eterm_tree **out, const
 /* Ends the job, discarding any result. */
 void bs_job_stop(bs_job *j);
 void bs_job_free(bs_job *j);
+
+/* Mode cpu: says on stderr what the profile's counts are (CPU samples at
+ * the rate asked for, how many, of how many processes): the .bspy a node
+ * sends does not carry the profile's notes. */
+void bs_job_say_cpu_samples(const bs_job_spec *s, const bs_profile *p, const char *node);
 
 /* Whole-VM views (`record --all', `run'): processes ordered by running
  * time and, unless --show-idle, WAIT frames left out of o; says on stderr

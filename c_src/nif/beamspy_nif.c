@@ -8,6 +8,7 @@
 
 #include "../engine/filter.h"
 #include "../writers/writers.h"
+#include "cpu_session.h"
 #include "name_nif.h"
 #include "nif_atoms.h"
 #include "profile_export.h"
@@ -202,6 +203,29 @@ static ERL_NIF_TERM session_new(ErlNifEnv *env, int argc, const ERL_NIF_TERM arg
         while (enif_get_list_cell(env, ignore, &head, &ignore) && s->n_ignored < BS_MAX_IGNORED)
             if (enif_get_local_pid(env, head, &p))
                 s->ignored[s->n_ignored++] = (uint64_t)enif_make_pid(env, &p);
+    }
+    ERL_NIF_TERM cpu;
+    if (enif_get_map_value(env, argv[0], enif_make_atom(env, "cpu"), &cpu)) {
+        /* Last: it starts sampling (cpu_session.h). */
+        unsigned hz;
+        char why[768];
+        if (!enif_get_uint(env, cpu, &hz)) {
+            enif_release_resource(s);
+            return enif_make_badarg(env);
+        }
+        int all = opt_bool(env, argv[0], enif_make_atom(env, "cpu_all"), 0);
+        s->cpu = bs_cpu_open(env, s, hz, all, why, sizeof why);
+        if (!s->cpu) {
+            enif_release_resource(s);
+            ErlNifBinary bin;
+            size_t n = strlen(why);
+            if (!enif_alloc_binary(n, &bin))
+                return error_tuple(env, "enomem");
+            memcpy(bin.data, why, n);
+            return enif_make_tuple2(env, a->error,
+                                    enif_make_tuple2(env, enif_make_atom(env, "cpu_unavailable"),
+                                                     enif_make_binary(env, &bin)));
+        }
     }
     ERL_NIF_TERM term = enif_make_resource(env, s);
     enif_release_resource(s);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cpu_session.h"
 #include "name_nif.h"
 #include "nif_atoms.h"
 #include "span_nif.h"
@@ -15,11 +16,14 @@
 typedef struct namer_ctx {
     ErlNifEnv *env;
     bs_name_style style;
+    const bs_cpu *cpu;
 } namer_ctx;
 
 static int name_key(void *vctx, const bs_key *k, char *buf, size_t cap)
 {
     namer_ctx *ctx = vctx;
+    if (k->module == BS_CPU_FRAME_MODULE && ctx->cpu) /* a sampled frame (cpu_session.h) */
+        return bs_cpu_frame_name(ctx->cpu, k->function, ctx->style, buf, cap);
     if (bs_key_is_span(k)) /* a telemetry span: its name is an atom, [my_app.repo.query] */
         return (int)bs_nif_atom_text(ctx->env, (ERL_NIF_TERM)k->function, buf, cap);
     char mod[1024], fun[1024];
@@ -78,7 +82,7 @@ int bs_export_profile(ErlNifEnv *env, bs_session *s, bs_name_style style, ERL_NI
     out->compensation.state = s->comp_state;
     if (s->comp_state == BS_COMP_APPLIED)
         memcpy(out->compensation.ns, s->comp_costs.ns, sizeof out->compensation.ns);
-    namer_ctx ctx = {env, style};
+    namer_ctx ctx = {env, style, s->cpu};
     char label[512];
     for (uint32_t i = 0; i < s->pids.cap; i++) {
         bs_traced_proc *r = atomic_load(&s->pids.slots[i].record);
@@ -103,6 +107,8 @@ int bs_export_profile(ErlNifEnv *env, bs_session *s, bs_name_style style, ERL_NI
     if (reason != BS_STOP_NONE && reason != BS_STOP_REQUESTED)
         bs_profile_set_truncated(out, bs_stop_reason_name(reason));
     bs_span_notes(s, out->notes, sizeof out->notes);
+    if (s->cpu && bs_cpu_export(s->cpu, out, name_key, &ctx) < 0) /* after the notes: it adds one */
+        return -1;
     out->duration_ns = (s->stop_ns ? s->stop_ns : bs_now_ns()) - s->start_ns;
     out->start_ns = s->start_ns;
     out->has_timeline = s->keep_timeline;
@@ -172,14 +178,17 @@ ERL_NIF_TERM bs_profile_to_term(ErlNifEnv *env, const bs_session *s, const bs_pr
     enif_free(names);
     ERL_NIF_TERM keys[] = {a->processes, a->truncated, a->events, a->dropped, a->memory_peak, a->duration_ns,
                            enif_make_atom(env, "timeline"), enif_make_atom(env, "timeline_truncated"),
-                           enif_make_atom(env, "compensation")};
+                           enif_make_atom(env, "compensation"), enif_make_atom(env, "unit"),
+                           enif_make_atom(env, "notes")};
     ERL_NIF_TERM vals[] = {procs, p->truncated[0] ? enif_make_atom(env, p->truncated) : a->false,
                            enif_make_uint64(env, events), enif_make_uint64(env, dropped),
                            enif_make_uint64(env, atomic_load(&((bs_session *)s)->budget.peak)),
                            enif_make_uint64(env, p->duration_ns),
                            p->has_timeline ? a->true : a->false,
                            p->timeline_truncated ? a->true : a->false,
-                           compensation_term(env, &p->compensation)};
+                           compensation_term(env, &p->compensation),
+                           enif_make_atom(env, p->unit == BS_UNIT_COUNT ? "samples" : "ns"),
+                           make_string(env, p->notes)};
     ERL_NIF_TERM map;
     if (!enif_make_map_from_arrays(env, keys, vals, sizeof keys / sizeof keys[0], &map))
         return enif_make_tuple2(env, a->error, a->badarg);

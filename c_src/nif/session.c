@@ -9,6 +9,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "session.h"
 
+#include "cpu_session.h"
 #include "halt_write.h"
 #include "nif_atoms.h"
 
@@ -58,6 +59,8 @@ int bs_session_init(bs_session *s, size_t max_memory, uint32_t max_procs)
 
 void bs_session_destroy(bs_session *s)
 {
+    bs_cpu_close(s->cpu); /* its drain thread reads the pid table */
+    s->cpu = NULL;
     bs_halt_plan_free(s);
     bs_pid_table_free(&s->pids, &s->budget);
     if (s->insert_lock)
@@ -114,7 +117,10 @@ void bs_session_stop(bs_session *s, int reason, int wait)
 void bs_session_flush(bs_session *s)
 {
     enif_mutex_lock(s->insert_lock);
-    if (!s->flushed) {
+    if (!s->flushed && s->cpu) { /* the trees hold samples, not time: nothing to charge */
+        s->flushed = 1;
+        bs_cpu_stop(s->cpu);
+    } else if (!s->flushed) {
         s->flushed = 1;
         for (uint32_t i = 0; i < s->pids.cap; i++) {
             bs_traced_proc *r = atomic_load(&s->pids.slots[i].record);

@@ -59,6 +59,8 @@ typedef struct bs_session {
     /* sampling (run_state.c): only in/out are traced, nothing is recorded */
     int run_states;
     _Atomic uint64_t run_notes_lost; /* `out` messages that could not be sent */
+    /* CPU sampling (cpu_session.h): only in/out are traced, samples fill the trees */
+    struct bs_cpu *cpu;
 } bs_session;
 
 typedef enum bs_stop_reason {

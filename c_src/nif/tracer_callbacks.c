@@ -8,6 +8,7 @@
 #include "tracer_callbacks.h"
 
 #include "capture.h"
+#include "cpu_session.h"
 #include "nif_atoms.h"
 #include "halt_write.h"
 #include "load_factor.h"
@@ -156,6 +157,16 @@ static int dispatch(ErlNifEnv *env, const bs_atoms *a, bs_session *s, bs_proc *p
     return 0;
 }
 
+/* CPU sessions: the thread this callback runs on now runs r's process
+ * (`in') or none (`out'). */
+static void cpu_switch(const bs_atoms *a, bs_session *s, bs_traced_proc *r, ERL_NIF_TERM tag, uint64_t t)
+{
+    if (tag == a->in || tag == a->in_exiting)
+        bs_cpu_switch(s->cpu, r->pid, t);
+    else if (tag == a->out || tag == a->out_exiting || tag == a->out_exited)
+        bs_cpu_switch(s->cpu, 0, t);
+}
+
 static int is_sched(const bs_atoms *a, ERL_NIF_TERM tag)
 {
     return tag == a->in || tag == a->out || tag == a->in_exiting || tag == a->out_exiting || tag == a->out_exited;
@@ -219,6 +230,8 @@ ERL_NIF_TERM bs_nif_trace(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
         int recorded = 0;
         if (s->run_states)
             bs_run_state_event(env, a, s, r, argv[0], argv[3]);
+        else if (s->cpu)
+            cpu_switch(a, s, r, argv[0], t);
         else if (is_meta)
             rc = bs_capture_on_meta(env, a, s, r, argv[0], argv[3], t);
         else if (!s->capture_mode || atomic_load(&r->capturing)) {

@@ -19,7 +19,7 @@
 # that idle servers of an Elixir command are WAIT, not RUNNABLE
 # (idle_checks.sh), ONLY=meta what record's outputs say was recorded and how
 # (record_meta_checks.sh), ONLY=many_calls a capture of 100,000 calls
-# (many_calls.sh).
+# (many_calls.sh), ONLY=cpu mode cpu from run and record (cpu_checks.sh).
 set -u
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -63,8 +63,8 @@ fi
 rm -f "$build.make.log"
 rm -rf "$build"
 mkdir -p "$build/out"
-erlc -o "$build" "$here/bs_dist_wl.erl" "$here/bs_deadlock_wl.erl" "$root/test/erlang/bs_decode_wl.erl" "$root/test/erlang/bs_idle_wl.erl" || {
-    fail build "erlc bs_dist_wl.erl bs_deadlock_wl.erl bs_decode_wl.erl bs_idle_wl.erl"
+erlc -o "$build" "$here/bs_dist_wl.erl" "$here/bs_deadlock_wl.erl" "$root/test/erlang/bs_decode_wl.erl" "$root/test/erlang/bs_idle_wl.erl" "$root/test/erlang/bs_cpu_wl.erl" || {
+    fail build "erlc bs_dist_wl.erl bs_deadlock_wl.erl bs_decode_wl.erl bs_idle_wl.erl bs_cpu_wl.erl"
     finish
 }
 
@@ -174,6 +174,12 @@ fi
 # ONLY=meta: what record's outputs say was recorded, alone.
 if [ "${ONLY:-}" = meta ]; then
     . "$here/record_meta_checks.sh"
+    finish
+fi
+
+# ONLY=cpu: mode cpu from the command line (cpu_checks.sh) alone.
+if [ "${ONLY:-}" = cpu ]; then
+    . "$here/cpu_checks.sh"
     finish
 fi
 
@@ -582,6 +588,7 @@ check "run --when-started: a bad application name is a usage error" eval '[ $rc 
 "$cli" run -o "$out/x.folded" -- no-such-command-here >/dev/null 2>"$out/run4.err"
 check "run: a command that does not exist" [ $? -ne 0 ] && grep -q 'cannot run no-such-command-here' "$out/run4.err"
 . "$here/idle_checks.sh"
+. "$here/cpu_checks.sh"
 
 echo "--- run: limits, --duration, signals, a killed tool"
 # Temporary directories of these runs go to a directory of their own.

@@ -15,6 +15,8 @@
               {record, "--max-memory", max_memory},
               {record, "--max-processes", max_processes},
               {run, "--timeline", timeline_calls},
+              {record, "--hz", cpu_hz},
+              {run, "--hz", cpu_hz},
               {run, "--max-memory", max_memory},
               {run, "--max-processes", max_processes},
               {dump, "--interval", dump_interval_ms},

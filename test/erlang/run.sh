@@ -90,8 +90,11 @@ for mod in $modules; do
     echo "--- $mod"
     out="$BUILD/$mod.out"
     t0=$(date +%s)
+    # mode cpu needs the JIT's frame pointers and perf map.
+    vm_flags=""
+    [ "$mod" = beamspy_cpu_tests ] && vm_flags="+JPperf true"
     (cd "$BUILD" && BEAMSPY_TEST_TMP="$BUILD/tmp" timeout -k 10 "$MODULE_TIMEOUT" \
-        "$ERL" -noshell -pa "$ROOT/ebin" -pa "$BUILD" -pa "$BUILD/telemetry" \
+        "$ERL" $vm_flags -noshell -pa "$ROOT/ebin" -pa "$BUILD" -pa "$BUILD/telemetry" \
         -eval "R = eunit:test($mod, [verbose]), halt(case R of ok -> 0; _ -> 1 end)." \
         >"$out" 2>&1)
     rc=$?

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # run.sh — the fuzz test layer: builds the fuzz targets of fuzz/ (the folded
-# reader, the .bspy reader, read -> .bspy -> read, the term decoder and the
-# dbg trace-port reader), replays their corpus
+# reader, the .bspy reader, read -> .bspy -> read, the term decoder, the
+# dbg trace-port reader and the JIT's perf map), replays their corpus
 # once, then fuzzes each briefly (scripts/fuzz.sh short: FUZZ_SECONDS,
-# default 15 s each; about 110 s in all). A crash, a sanitizer report or a
+# default 15 s each; about 125 s in all). A crash, a sanitizer report or a
 # broken round-trip property fails the layer; the input that did it is left
 # in fuzz/build/crashes/ (fix the bug, then add the input to
 # fuzz/corpus/<target>/). The last line is `LAYER fuzz: <P> passed, <F>

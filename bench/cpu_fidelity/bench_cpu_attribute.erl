@@ -1,0 +1,94 @@
+%%% bench_cpu_attribute — the one attribution rule of the CPU-time
+%%% fidelity bench, applied to both sides, and the distance between them.
+%%%
+%%% Rule: a sample (perf) or a frame's self time (beamspy) goes to its
+%%% innermost frame that belongs to one of the workload's own modules,
+%%% itself included, so that time in a BIF, in the VM's C code or in a
+%%% library function goes to the workload function that called it. What
+%%% reaches no such frame is `[unattributed]': its share of the whole is
+%%% printed as the coverage, and the distance compares the attributed
+%%% shares only. Scheduled-out time of a traced process (WAIT, RUNNABLE,
+%%% SLEEP leaves) is not CPU time and is left out.
+-module(bench_cpu_attribute).
+
+-export([rule/0, perf_frame/2, beamspy_tree/2, shares/1, tvd/2, top/2]).
+
+-define(NOT_CPU, [<<"WAIT">>, <<"RUNNABLE">>, <<"SLEEP">>]).
+
+%% @doc The rule, as printed with the results.
+-spec rule() -> string().
+rule() ->
+    "each perf sample, and each beamspy frame's self time, goes to its innermost frame of the "
+    "workload's own modules (itself included): a BIF's, the VM's or a library's time goes to the "
+    "workload function that called it; what reaches no such frame is [unattributed] (coverage = "
+    "attributed share); WAIT/RUNNABLE/SLEEP (not CPU) are left out; TVD = half the sum over "
+    "functions of |p - q| on the attributed shares".
+
+%% @doc The key of a perf frame symbol (`$mod:fun/arity' from the JIT's
+%% perf map) when its module is one of Modset's, else false.
+-spec perf_frame(binary(), #{binary() => true}) -> binary() | false.
+perf_frame(<<$$, Sym/binary>>, Modset) ->
+    case binary:split(Sym, <<":">>) of
+        [Mod, Rest] when is_map_key(Mod, Modset) ->
+            Fun = case binary:split(Rest, <<"-CodeInfoPrologue">>) of
+                      [F, <<>>] -> F;
+                      _ -> Rest
+                  end,
+            unquote(Mod, Fun);
+        _ -> false
+    end;
+perf_frame(_, _) -> false.
+
+%% @doc A beamspy profile's per-process trees attributed by the rule:
+%% {#{Key => Ns}, UnattributedNs}. Node ids come parent first.
+-spec beamspy_tree([{binary(), [beamspy:tree_node()]}], #{binary() => true}) ->
+          {#{binary() => non_neg_integer()}, non_neg_integer()}.
+beamspy_tree(Processes, Modset) ->
+    lists:foldl(fun({_, Nodes}, Acc) -> nodes(Nodes, Modset, #{}, Acc) end, {#{}, 0}, Processes).
+
+nodes([], _, _, Acc) -> Acc;
+nodes([{Id, Parent, Frame, Self, _, _} | Rest], Modset, Keys, {Counts, Unattr}) ->
+    Inherited = case Parent of
+                    undefined -> false;
+                    _ -> maps:get(Parent, Keys, false)
+                end,
+    Key = case beamspy_frame(Frame, Modset) of
+              false -> Inherited;
+              K -> K
+          end,
+    Acc = case lists:member(Frame, ?NOT_CPU) of
+              true -> {Counts, Unattr};
+              false when Key =:= false -> {Counts, Unattr + Self};
+              false -> {maps:update_with(Key, fun(N) -> N + Self end, Self, Counts), Unattr}
+          end,
+    nodes(Rest, Modset, Keys#{Id => Key}, Acc).
+
+beamspy_frame(Frame, Modset) ->
+    case binary:split(Frame, <<":">>) of
+        [Mod, Fun] when is_map_key(Mod, Modset) -> unquote(Mod, Fun);
+        _ -> false
+    end.
+
+%% Both perf's map and beamspy quote a function name that needs it
+%% (`'-f/1-fun-0-'/1'); the key is spelled unquoted.
+unquote(Mod, <<$', Rest/binary>>) ->
+    <<Mod/binary, $:, (binary:replace(Rest, <<"'/">>, <<"/">>))/binary>>;
+unquote(Mod, Fun) ->
+    <<Mod/binary, $:, Fun/binary>>.
+
+%% @doc Counts to shares of their sum.
+-spec shares(#{binary() => number()}) -> #{binary() => float()}.
+shares(Counts) ->
+    Sum = lists:sum(maps:values(Counts)),
+    maps:map(fun(_, N) -> N / max(Sum, 1) end, Counts).
+
+%% @doc Total variation distance of two share maps.
+-spec tvd(#{binary() => float()}, #{binary() => float()}) -> float().
+tvd(P, Q) ->
+    Keys = lists:usort(maps:keys(P) ++ maps:keys(Q)),
+    lists:sum([abs(maps:get(K, P, 0.0) - maps:get(K, Q, 0.0)) || K <- Keys]) / 2.
+
+%% @doc The N largest shares, largest first.
+-spec top(#{binary() => float()}, pos_integer()) -> [{binary(), float()}].
+top(Shares, N) ->
+    lists:sublist(lists:reverse(lists:keysort(2, maps:to_list(Shares))), N).

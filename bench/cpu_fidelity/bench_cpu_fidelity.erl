@@ -1,0 +1,173 @@
+%%% bench_cpu_fidelity — where the CPU time goes, per function, as beamspy
+%%% records it against `perf record' of the same untraced workload, side
+%%% by side in one run (issue 23's fidelity judgement).
+%%%
+%%% For each workload (bench_cpu_json, bench_cpu_compiler,
+%%% bench_cpu_server): perf record at 999 Hz with `--call-graph dwarf' and
+%%% with `--call-graph fp', each in a fresh VM (bench_cpu_perf); then the
+%%% same workload in this VM under each beamspy column of columns/0. Both
+%%% sides attributed by bench_cpu_attribute's rule. Prints the rule, each
+%%% workload's top functions on every side, the total variation distance
+%%% of each column to each perf call graph and the coverage, as Markdown
+%%% on stdout (run.sh copies it to bench/build/cpu_fidelity.md).
+-module(bench_cpu_fidelity).
+
+-export([main/0, main/1, columns/0]).
+
+-define(TOP, 10).
+
+%% @doc The beamspy columns: a label and the options of
+%% beamspy:profile/2. A column whose options beamspy refuses is printed
+%% `n/a (reason)', so a mode can be listed before it exists.
+-spec columns() -> [{string(), map()}].
+columns() ->
+    [{"beamspy compensated", #{}},
+     {"beamspy raw", #{compensate => false}},
+     %% 999 Hz: beamspy records one run of a workload, perf several (a
+     %% fidelity bench wants samples, not the default rate's low cost).
+     {"beamspy mode => cpu", #{mode => cpu, cpu_hz => 999}}].
+
+%% Given to every column: the compiler's deep, varied stacks need more
+%% than the default 256 MiB.
+base_options() -> #{max_memory => 2048 * 1024 * 1024}.
+
+workloads() ->
+    [{json, bench_cpu_json}, {compiler, bench_cpu_compiler}, {server, bench_cpu_server}].
+
+main() -> main([]).
+
+%% @doc `erl -run bench_cpu_fidelity main BuildDir'.
+-spec main([string()]) -> no_return().
+main([BuildDir]) ->
+    T0 = erlang:monotonic_time(millisecond),
+    case bench_cpu_perf:check() of
+        ok -> ok;
+        {error, Why} ->
+            io:format(standard_error, "cpu_fidelity: ~ts~n", [Why]),
+            halt(2)
+    end,
+    Selected = case os:getenv("CPU_BENCH_WORKLOADS") of
+                   false -> workloads();
+                   S -> [W || {Name, _} = W <- workloads(), lists:member(atom_to_list(Name), string:lexemes(S, ","))]
+               end,
+    Results = [workload(Name, Mod, BuildDir) || {Name, Mod} <- Selected],
+    io:format("# CPU-time fidelity: beamspy against perf~n~n"
+              "OTP ~s, ~w schedulers, ~s UTC; perf record -F 999 -e cpu-clock:u of the untraced "
+              "workload in a fresh VM (`+JPperf true +sbwt none`), `--call-graph dwarf` and `fp`.~n~n"
+              "Attribution rule: ~s.~n",
+              [erlang:system_info(otp_release), erlang:system_info(schedulers_online), now_utc(),
+               bench_cpu_attribute:rule()]),
+    _ = [report(R) || R <- Results],
+    summary(Results),
+    io:format("~nWall time of the whole bench: ~w s.~n", [(erlang:monotonic_time(millisecond) - T0) div 1000]),
+    halt(0).
+
+%%% One workload ----------------------------------------------------------
+
+workload(Name, Mod, BuildDir) ->
+    progress("~s: preparing", [Name]),
+    case Mod:prepare() of
+        {error, Why} ->
+            #{name => Name, error => Why};
+        {ok, Input, Desc} ->
+            progress("~s: ~s", [Name, Desc]),
+            Modset = maps:from_keys([atom_to_binary(M) || M <- Mod:modules()], true),
+            Perf = [{CG, perf(Mod, CG, BuildDir)} || CG <- [dwarf, fp]],
+            _ = Mod:run(Input),
+            Cols = [{Label, column(Name, Mod, Input, Label, Opts, Modset)} || {Label, Opts} <- columns()],
+            #{name => Name, desc => Desc, perf => Perf, columns => Cols}
+    end.
+
+perf(Mod, CallGraph, BuildDir) ->
+    progress("~s: perf record --call-graph ~s", [Mod, CallGraph]),
+    case bench_cpu_perf:record(Mod, CallGraph, BuildDir, Mod:modules()) of
+        {ok, #{counts := C, unattributed := U, samples := N} = R} ->
+            progress("~s: ~w samples in the window, ~w attributed, ~w ms", [Mod, N, N - U, maps:get(ms, R)]),
+            {ok, R#{shares => bench_cpu_attribute:shares(C), coverage => (N - U) / max(N, 1)}};
+        {error, Why} ->
+            progress("~s: perf failed: ~p", [Mod, Why]),
+            {error, lists:flatten(io_lib:format("~p", [Why]))}
+    end.
+
+column(Name, Mod, Input, Label, Opts, Modset) ->
+    progress("~s: ~s", [Name, Label]),
+    T0 = erlang:monotonic_time(millisecond),
+    case beamspy:profile({Mod, run, [Input]}, maps:merge(base_options(), Opts)) of
+        {ok, #{profile := #{processes := Procs} = Profile}} ->
+            Ms = erlang:monotonic_time(millisecond) - T0,
+            {Ns, Unattr} = bench_cpu_attribute:beamspy_tree(Procs, Modset),
+            Total = Unattr + lists:sum(maps:values(Ns)),
+            progress("~s: ~s: ~w ms, ~w events", [Name, Label, Ms, maps:get(events, Profile)]),
+            {ok, #{shares => bench_cpu_attribute:shares(Ns), coverage => (Total - Unattr) / max(Total, 1),
+                   cpu_ms => Total div 1000000, ms => Ms, truncated => maps:get(truncated, Profile)}};
+        {error, Why} ->
+            {error, lists:flatten(beamspy:format_error(Why))}
+    end.
+
+%%% Report ----------------------------------------------------------------
+
+report(#{name := Name, error := Why}) ->
+    io:format("~n## ~s~n~nnot run: ~ts~n", [Name, Why]);
+report(#{name := Name, desc := Desc, perf := Perf, columns := Cols}) ->
+    io:format("~n## ~s~n~n~ts~n~n", [Name, Desc]),
+    _ = [io:format("- perf `--call-graph ~s`: ~ts~n", [CG, perf_line(R)]) || {CG, R} <- Perf],
+    _ = [io:format("- ~s: ~ts~n", [L, column_line(R)]) || {L, R} <- Cols],
+    Sides = [{"perf " ++ atom_to_list(CG), R} || {CG, R} <- Perf] ++ Cols,
+    Ok = [{L, S} || {L, {ok, #{shares := S}}} <- Sides],
+    Rows = lists:usort(lists:append([[K || {K, _} <- bench_cpu_attribute:top(S, ?TOP)] || {_, S} <- Ok])),
+    Truth = case Ok of [{_, T} | _] -> T; [] -> #{} end,
+    Sorted = lists:reverse(lists:sort([{maps:get(K, Truth, 0.0), K} || K <- Rows])),
+    io:format("~nTop ~w functions of each side (share of the attributed time, %):~n~n| function |~s~n|---|~s~n",
+              [?TOP, [[" ", L, " |"] || {L, _} <- Sides], [["---:|"] || _ <- Sides]]),
+    _ = [io:format("| `~ts` |~s~n", [K, [[" ", cell(K, R), " |"] || {_, R} <- Sides]]) || {_, K} <- Sorted],
+    ok.
+
+perf_line({ok, #{samples := N, unattributed := U, unattributed_gc := Gc, coverage := Cov, ms := Ms,
+                 command := Cmd}}) ->
+    io_lib:format("~w samples, ~w [unattributed] (~w of them in garbage collection), coverage ~.1f%, "
+                  "~.1f s; `~ts`", [N, U, Gc, 100 * Cov, Ms / 1000, Cmd]);
+perf_line({error, Why}) -> io_lib:format("n/a (~ts)", [Why]).
+
+column_line({ok, #{coverage := Cov, cpu_ms := Cpu, ms := Ms, truncated := Tr}}) ->
+    io_lib:format("~w ms of traced CPU time, coverage ~.1f%, ~.1f s~s",
+                  [Cpu, 100 * Cov, Ms / 1000, case Tr of false -> ""; _ -> io_lib:format(", TRUNCATED (~w)", [Tr]) end]);
+column_line({error, Why}) -> io_lib:format("n/a (~ts)", [Why]).
+
+cell(K, {ok, #{shares := S}}) ->
+    case maps:find(K, S) of
+        {ok, V} -> io_lib:format("~.1f", [100 * V]);
+        error -> "-"
+    end;
+cell(_, {error, _}) -> "n/a".
+
+summary(Results) ->
+    io:format("~n## Summary~n~nTVD of each column's per-function shares to perf's (0 = the same, 1 = disjoint), "
+              "and the coverage (attributed share) of each side.~n~n"
+              "| workload | column | TVD to perf dwarf | TVD to perf fp | coverage |~n|---|---|---:|---:|---:|~n"),
+    _ = [summary_rows(R) || R <- Results],
+    ok.
+
+summary_rows(#{name := Name, error := Why}) ->
+    io:format("| ~s | all | n/a (~ts) | | |~n", [Name, Why]);
+summary_rows(#{name := Name, perf := Perf, columns := Cols}) ->
+    Dwarf = proplists:get_value(dwarf, Perf),
+    Fp = proplists:get_value(fp, Perf),
+    _ = [io:format("| ~s | perf ~s | ~s | ~s | ~s |~n",
+                   [Name, CG, tvd(R, Dwarf), tvd(R, Fp), coverage(R)]) || {CG, R} <- Perf],
+    _ = [io:format("| ~s | ~s | ~s | ~s | ~s |~n", [Name, L, tvd(R, Dwarf), tvd(R, Fp), coverage(R)])
+         || {L, R} <- Cols],
+    ok.
+
+tvd({ok, #{shares := P}}, {ok, #{shares := Q}}) -> io_lib:format("~.3f", [bench_cpu_attribute:tvd(P, Q)]);
+tvd({error, Why}, _) -> io_lib:format("n/a (~ts)", [Why]);
+tvd(_, _) -> "n/a".
+
+coverage({ok, #{coverage := C}}) -> io_lib:format("~.1f%", [100 * C]);
+coverage(_) -> "n/a".
+
+progress(Fmt, Args) ->
+    io:format(standard_error, "cpu_fidelity: " ++ Fmt ++ "~n", Args).
+
+now_utc() ->
+    {{Y, Mo, D}, {H, Mi, _}} = calendar:universal_time(),
+    io_lib:format("~w-~2..0w-~2..0w ~2..0w:~2..0w", [Y, Mo, D, H, Mi]).

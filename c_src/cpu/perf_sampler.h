@@ -1,0 +1,92 @@
+/* perf_sampler.h — CPU samples of chosen threads of this process, taken by
+ * the kernel (perf_event_open(2)): the event, its ring buffers and their
+ * decoding. Linux only; elsewhere opening fails with "CPU sampling needs
+ * Linux". Plain C11, no Erlang headers: built into the NIF and into test/c.
+ *
+ * One event per thread: PERF_TYPE_SOFTWARE / PERF_COUNT_SW_TASK_CLOCK (virtual
+ * machines have no PMU; the task clock advances only while the thread runs,
+ * so a sleeping thread takes no samples), freq = hz, user space only
+ * (exclude_kernel: perf_event_paranoid 2, the usual default, allows it for
+ * the process's own threads), sample_type TID | TIME | CALLCHAIN (the kernel
+ * walks the frame pointers), times on CLOCK_MONOTONIC (use_clockid). Events
+ * start disabled; bs_perf_sampler_enable starts them.
+ *
+ * Memory, all allocated by open and bounded: per thread one ring buffer of
+ * BS_PERF_RING_PAGES data pages plus the kernel's header page (36 KiB with
+ * 4 KiB pages), plus one scratch record and one address array of the ring's
+ * size for the whole sampler. A sample at the kernel's deepest chain
+ * (perf_event_max_stack, 127 by default) is about 1.1 KiB, so a ring holds
+ * some 30 of the deepest samples: 30 ms of one busy thread at 999 Hz, three
+ * times the drain period of ~10 ms the NIF uses. What does not fit is lost
+ * and counted (bs_perf_stats.lost and ring_full). Ring buffers are locked
+ * memory: the kernel allows perf_event_mlock_kb (516 KiB) per CPU beyond
+ * RLIMIT_MEMLOCK, enough for ~14 threads per CPU without a raised limit. */
+#ifndef BS_PERF_SAMPLER_H
+#define BS_PERF_SAMPLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BS_PERF_RING_PAGES 8 /* data pages per thread (a power of two, as the kernel requires) */
+#define BS_PERF_MAX_THREADS 4096 /* threads one sampler takes */
+
+typedef struct bs_cpu_sample {
+    int tid;
+    uint64_t time_ns;     /* CLOCK_MONOTONIC, comparable with clock_gettime */
+    uint32_t n_ips;       /* user-space addresses, leaf first: the sampled
+                             instruction, then return addresses; the kernel's
+                             context markers (PERF_CONTEXT_USER...) removed */
+    const uint64_t *ips;  /* valid only during the callback */
+    int chain_truncated;  /* the chain reached the kernel's limit
+                             (kernel.perf_event_max_stack): outer frames are missing */
+} bs_cpu_sample;
+
+typedef struct bs_perf_sampler bs_perf_sampler;
+
+typedef void bs_cpu_sample_fn(void *ctx, const bs_cpu_sample *sample);
+
+/* Opens one disabled sampling event at hz samples per second of CPU time on
+ * each of the n_tids threads tids (threads of this process), with its ring
+ * buffer. A thread that has already exited is left out (bs_perf_stats.threads
+ * says how many are sampled). Returns 0 with *out set, or -1 with a sentence
+ * in why (at most why_cap bytes, NUL-terminated) that says what failed and how
+ * to fix it; nothing is left open then. */
+int bs_perf_sampler_open(bs_perf_sampler **out, const int *tids, unsigned n_tids, unsigned hz,
+                         char *why, size_t why_cap);
+
+/* Starts (stops) sampling on every thread: PERF_EVENT_IOC_ENABLE (DISABLE)
+ * on each event. 0, or -1 with errno. */
+int bs_perf_sampler_enable(bs_perf_sampler *s);
+int bs_perf_sampler_disable(bs_perf_sampler *s);
+
+/* Reads what every ring buffer holds now, calls on_sample for each sample
+ * (in order per thread) and counts the samples the kernel reports lost. Call
+ * from one thread at a time; never blocks. Returns the samples delivered. */
+size_t bs_perf_sampler_drain(bs_perf_sampler *s, bs_cpu_sample_fn *on_sample, void *ctx);
+
+typedef struct bs_perf_stats {
+    uint64_t samples;    /* delivered by drain */
+    uint64_t lost;       /* reported lost by the kernel (a ring was full) */
+    uint64_t truncated;  /* delivered with chain_truncated */
+    uint64_t malformed;  /* records that did not decode (the rest of that ring was skipped) */
+    uint64_t bytes;      /* ring bytes read */
+    uint64_t ring_full;  /* drains that found a ring with no room for one more of the
+                            deepest samples: samples were probably lost, also when the
+                            kernel could not say so yet (lost counts them only once its
+                            next sample fits, never after sampling stops) */
+    unsigned threads;    /* threads sampled */
+    unsigned max_stack;  /* kernel.perf_event_max_stack when opened */
+} bs_perf_stats;
+
+void bs_perf_sampler_stats(const bs_perf_sampler *s, bs_perf_stats *out);
+
+/* Closes every event and frees everything; NULL does nothing. */
+void bs_perf_sampler_close(bs_perf_sampler *s);
+
+/* The sentence open gives when perf_event_open fails with err, for a kernel
+ * whose perf_event_paranoid is paranoid (INT_MIN: unknown) and a process
+ * whose seccomp mode (/proc/self/status "Seccomp:") is seccomp (0 none,
+ * 1 strict, 2 filter, -1 unknown). Pure, for tests; returns why. */
+const char *bs_perf_refusal_text(char *why, size_t why_cap, int err, int paranoid, int seccomp);
+
+#endif

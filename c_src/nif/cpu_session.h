@@ -1,0 +1,75 @@
+/* cpu_session.h — `mode => cpu': CPU samples of the VM's scheduler threads
+ * taken by the kernel, charged to the Erlang process each thread ran.
+ *
+ * A session made with the `cpu' option traces only `running' (in/out) of
+ * its target processes; each callback logs, on the scheduler thread itself,
+ * which process that thread now runs (cpu/thread_slices.h). The kernel
+ * samples every scheduler thread (normal, dirty CPU, dirty I/O) at `hz'
+ * with their user-space call chains (cpu/perf_sampler.h: the JIT keeps
+ * frame pointers when the VM runs with +JPperf true). A drain thread of the
+ * NIF empties the kernel's buffers every BS_CPU_DRAIN_MS, names each
+ * address (cpu/symbols.h: the JIT's perf map for Erlang code, ELF symbols
+ * for the VM's C code and libraries) and adds the stack, root first, to
+ * the call tree of the process that held the thread at the sample's time
+ * (its record in the session's pid table): one sample is a weight of 1 at
+ * the stack's leaf. When the session traces every process (`all'), samples
+ * while the thread ran none go to a tree of the scheduler itself
+ * (`[scheduler]', `[dirty cpu scheduler]', `[dirty io scheduler]'), and
+ * samples whose thread log was lapped or is still empty to `[unknown
+ * process]'; a session of chosen processes leaves them out (they are other
+ * processes' work as well as the scheduler's) and counts them. A chain the kernel cut at its limit
+ * (perf_event_max_stack) keeps its innermost frames under `[truncated]'.
+ *
+ * Memory: the trees are charged to the session's budget (max_memory); the
+ * address cache is BS_CPU_ADDR_CACHE entries (1 MiB); the frame table holds
+ * one entry per distinct code address named (at most BS_CPU_MAX_FRAMES; any
+ * further one is `[other code]'); the thread logs 256 KiB a thread; the
+ * kernel's ring buffers as perf_sampler.h says. */
+#ifndef BS_CPU_SESSION_H
+#define BS_CPU_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <erl_nif.h>
+
+#include "../engine/frame_name.h"
+#include "../engine/profile.h"
+
+#define BS_CPU_DRAIN_MS 10
+#define BS_CPU_ADDR_CACHE 65536u /* power of two */
+#define BS_CPU_MAX_FRAMES 1000000u
+#define BS_CPU_MIN_HZ 1u
+#define BS_CPU_MAX_HZ 10000u
+
+/* The module word of a CPU frame's key (frame_key.h): its function word is
+ * the frame's id in the session's CPU frame table. */
+#define BS_CPU_FRAME_MODULE (UINT64_MAX - 1)
+
+struct bs_session;
+typedef struct bs_cpu bs_cpu;
+
+/* Opens sampling of this VM's scheduler threads at hz for session s and
+ * starts the drain thread. NULL, with a sentence in why (what failed, and
+ * how to fix it), when it cannot. */
+bs_cpu *bs_cpu_open(ErlNifEnv *env, struct bs_session *s, unsigned hz, int all, char *why, size_t cap);
+
+/* From the tracer's callback, on the scheduler thread: from t on this
+ * thread runs pid (0: none, after an `out'). */
+void bs_cpu_switch(bs_cpu *c, uint64_t pid, uint64_t t);
+
+/* Stops sampling, joins the drain thread and drains what is left; the trees
+ * are final afterwards. Idempotent. */
+void bs_cpu_stop(bs_cpu *c);
+
+/* Stops if needed and frees everything; NULL-safe. */
+void bs_cpu_close(bs_cpu *c);
+
+/* The name of a CPU frame key in style; its length, or -1. */
+int bs_cpu_frame_name(const bs_cpu *c, uint64_t frame, bs_name_style style, char *buf, size_t cap);
+
+/* Adds the trees of samples outside any traced process, sets the profile's
+ * unit (samples) and its note on how they were taken. After bs_cpu_stop. */
+int bs_cpu_export(bs_cpu *c, bs_profile *out, bs_key_namer namer, void *ctx);
+
+#endif

@@ -1,0 +1,54 @@
+# cpu_checks.sh — mode cpu from the command line, sourced by run.sh (ONLY=cpu
+# runs only these): `run --mode cpu` starts the VM with +JPperf true and
+# charges the kernel's CPU samples to the process that burned them; `record
+# --mode cpu` does so on a running node started with the flag (code
+# delivered, nothing left after); a node without the flag is refused with
+# the flag to add, and nothing is left there either.
+
+# samples_under FILE REGEX: the samples of the folded lines matching REGEX.
+samples_under() {
+    awk -v re="$2" '$0 ~ re { s += $NF } END { printf "%d\n", s }' "$1"
+}
+
+echo "--- run --mode cpu"
+"$cli" run --mode cpu --hz 999 -o "$out/cpu_run.folded" -o "$out/cpu_run.svg" -- \
+    erl -noshell -pa "$build" -eval 'bs_cpu_wl:burn(500), halt().' >/dev/null 2>"$out/cpu_run.err"
+check "run --mode cpu: exit 0" [ $? -eq 0 ]
+all=$(samples_under "$out/cpu_run.folded" '.')
+fib=$(samples_under "$out/cpu_run.folded" '^<0[.]9[.]0>;.*bs_cpu_wl:fib/1')
+echo "    run --mode cpu: $all samples, $fib in <0.9.0> under bs_cpu_wl:fib/1"
+# 500 ms of CPU at 999 Hz: some 500 samples in fib/1, nearly all of the run's.
+check "run --mode cpu: the samples are in the function that burned the CPU, in its process" \
+    eval '[ "$fib" -ge 150 ] && [ $((fib * 10)) -ge $((all * 6)) ]'
+check "run --mode cpu: the SVG is well-formed" xmllint --noout "$out/cpu_run.svg"
+check "run --mode cpu: stderr says what the counts are" grep -q 'CPU samples at 999 Hz' "$out/cpu_run.err"
+"$cli" run --mode fast -o "$out/x.folded" -- erl -noshell -eval 'halt().' >/dev/null 2>"$out/cpu_bad.err"
+rc=$?
+check "run --mode fast: a usage error" eval '[ $rc -eq 2 ] && grep -q "unknown mode" "$out/cpu_bad.err"'
+
+echo "--- record --mode cpu"
+start_node c1 +JPperf true || fail setup "node c1 (+JPperf true) did not start"
+c1=$(node_name c1)
+bs record --node "$c1" --name busy --mode cpu --duration 2s -o "$out/cpu_rec.folded" -o "$out/cpu_rec.html" \
+    2>"$out/cpu_rec.err"
+check "record --mode cpu: exit 0" [ $? -eq 0 ]
+busy=$(samples_under "$out/cpu_rec.folded" '^<[0-9.]*> busy;.*bs_dist_wl:spin/1')
+all=$(samples_under "$out/cpu_rec.folded" '.')
+echo "    record --mode cpu: $all samples, $busy of busy under bs_dist_wl:spin/1"
+# The busy process spins for the 2 s (up to 400 samples at 199 Hz on an idle core;
+# far fewer on a loaded machine): any real number shows the join worked.
+# Samples that land in the VM's C code (lists:sort/1's BIFs, GC) without
+# frame pointers reach no Erlang frame yet: at least 30% reach spin/1.
+check "record --mode cpu: the busy process's samples, under its own functions" \
+    eval '[ "$busy" -ge 20 ] && [ $((busy * 10)) -ge $((all * 3)) ]'
+check "record --mode cpu: stderr says what the counts are, at the default rate" grep -q 'CPU samples at 199 Hz' "$out/cpu_rec.err"
+check "record --mode cpu: only that process" \
+    bash -c "! grep -v '^<[0-9.]*> busy;' '$out/cpu_rec.folded' | grep -q ."
+check "record --mode cpu: nothing left on the node" clean c1
+
+bs record --node "$n1" --name busy --mode cpu --duration 300ms -o "$out/cpu_noflag.folded" 2>"$out/cpu_noflag.err"
+rc=$?
+check "record --mode cpu on a node without +JPperf true: refused" [ $rc -ne 0 ]
+check "... saying which flag to add" grep -q '+JPperf true' "$out/cpu_noflag.err"
+check "... no file written" [ ! -e "$out/cpu_noflag.folded" ]
+check "... nothing left on the node" clean n1

@@ -1,0 +1,133 @@
+%%% mode => cpu: the kernel's CPU samples of the VM's scheduler threads,
+%%% charged to the process each thread ran. This module's VM runs with
+%%% +JPperf true (test/erlang/run.sh), as mode cpu needs. Checked on real
+%%% Erlang code: the caller's samples land in the function that burns the
+%%% CPU, with the real recursion depth; two workers running different code
+%%% are told apart; a VM started without the flag is refused with the flag
+%%% to add; nothing is left traced.
+-module(beamspy_cpu_tests).
+
+-include_lib("eunit/include/eunit.hrl").
+
+-import(bs_test_lib, [own_tree/1, tree_of/2, node_map/1, assert_clean/0]).
+
+-define(FIB, <<"bs_cpu_wl:fib/1">>).
+
+setup() ->
+    [{module, M} = code:ensure_loaded(M) || M <- [bs_cpu_wl]],
+    ok.
+
+cpu_test_() ->
+    {setup, fun setup/0, fun(_) -> ok end,
+     [{"the caller's samples are in the function that burns the CPU", {timeout, 120, fun caller_samples/0}},
+      {"a sample of fib(25) has its real recursion depth", {timeout, 120, fun depth/0}},
+      {"two workers running different code are told apart", {timeout, 120, fun two_workers/0}},
+      {"the default rate, said in the notes", {timeout, 120, fun default_rate/0}},
+      {"bad mode and rate options are refused before anything runs", fun bad_options/0},
+      {"a VM without +JPperf true is refused, naming the flag", {timeout, 120, fun no_perf_flag/0}}]}.
+
+%% Samples (self weights) of a tree, and those whose path holds Frame.
+samples(Nodes) ->
+    lists:sum([S || {_, _, _, S, _, _} <- Nodes]).
+
+samples_under(Nodes, Frame) ->
+    M = node_map(Nodes),
+    lists:sum([S || {Id, _, _, S, _, _} <- Nodes, S > 0, lists:member(Frame, path_frames(M, Id))]).
+
+path_frames(M, Id) ->
+    case maps:get(Id, M) of
+        {_, undefined, F, _, _, _} -> [F];
+        {_, Parent, F, _, _, _} -> [F | path_frames(M, Parent)]
+    end.
+
+caller_samples() ->
+    {ok, #{result := {return, Rounds}, profile := P}} =
+        beamspy:profile({bs_cpu_wl, burn, [400]}, #{mode => cpu, cpu_hz => 999}),
+    ?assert(Rounds >= 1),
+    #{unit := samples, notes := Notes} = P,
+    ?assertMatch({match, _}, re:run(Notes, "CPU samples at 999 Hz")),
+    Nodes = own_tree(P),
+    All = samples(Nodes),
+    Fib = samples_under(Nodes, ?FIB),
+    ?debugFmt("caller: ~w samples, ~w under fib/1; notes: ~ts", [All, Fib, Notes]),
+    %% 400 ms of CPU at 999 Hz: some 400 samples; far fewer would mean the
+    %% join with the caller failed.
+    ?assert(All >= 100),
+    ?assert(Fib >= 0.8 * All),
+    assert_clean().
+
+depth() ->
+    {ok, #{profile := P}} = beamspy:profile({bs_cpu_wl, deep, [400]}, #{mode => cpu, cpu_hz => 999}),
+    Nodes = own_tree(P),
+    M = node_map(Nodes),
+    Deepest = lists:max([0 | [length([F || F <- path_frames(M, Id), F =:= ?FIB])
+                              || {Id, _, _, S, _, _} <- Nodes, S > 0]]),
+    ?debugFmt("deepest sample: ~w fib/1 frames", [Deepest]),
+    ?assert(Deepest >= 20),
+    ?assert(Deepest =< 26),
+    assert_clean().
+
+two_workers() ->
+    A = spawn(bs_cpu_wl, worker, [bs_cpu_alpha]),
+    B = spawn(bs_cpu_wl, worker, [bs_cpu_beta]),
+    wait_registered([bs_cpu_alpha, bs_cpu_beta]),
+    {ok, S} = beamspy:start([bs_cpu_alpha, bs_cpu_beta], #{mode => cpu, cpu_hz => 999}),
+    A ! {run, alpha, 300, self()},
+    B ! {run, beta, 300, self()},
+    receive {done, A} -> ok end,
+    receive {done, B} -> ok end,
+    {ok, #{profile := P}} = beamspy:stop(S, #{profile => true}),
+    TA = tree_of(A, P),
+    TB = tree_of(B, P),
+    Alpha = <<"bs_cpu_wl:alpha/1">>,
+    Beta = <<"bs_cpu_wl:beta/1">>,
+    InA = samples_under(TA, Alpha),
+    InB = samples_under(TB, Beta),
+    ?debugFmt("alpha worker: ~w samples, ~w in alpha/1; beta worker: ~w samples, ~w in beta/1",
+              [samples(TA), InA, samples(TB), InB]),
+    ?assert(InA >= 50),
+    ?assert(InB >= 50),
+    ?assertEqual(0, samples_under(TA, Beta)),
+    ?assertEqual(0, samples_under(TB, Alpha)),
+    %% Every sample of alpha/1 anywhere is the alpha worker's.
+    AllAlpha = lists:sum([samples_under(N, Alpha) || {_, N} <- maps:get(processes, P)]),
+    ?assertEqual(InA, AllAlpha),
+    exit(A, kill),
+    exit(B, kill),
+    assert_clean().
+
+wait_registered(Names) ->
+    case [N || N <- Names, whereis(N) =:= undefined] of
+        [] -> ok;
+        _ -> timer:sleep(5), wait_registered(Names)
+    end.
+
+default_rate() ->
+    {ok, #{profile := #{notes := Notes} = P}} = beamspy:profile({bs_cpu_wl, burn, [300]}, #{mode => cpu}),
+    Rate = integer_to_list(beamspy_opts:default(cpu_hz)),
+    ?assertMatch({match, _}, re:run(Notes, "CPU samples at " ++ Rate ++ " Hz")),
+    ?assert(samples(own_tree(P)) >= 10),
+    assert_clean().
+
+bad_options() ->
+    ?assertMatch({error, {bad_option, mode, fast, _}}, beamspy:profile({lists, seq, [1, 3]}, #{mode => fast})),
+    ?assertMatch({error, {bad_option, cpu_hz, 0, _}},
+                 beamspy:profile({lists, seq, [1, 3]}, #{mode => cpu, cpu_hz => 0})),
+    assert_clean().
+
+%% A second VM, started without the flag: mode cpu is refused there with a
+%% sentence that names it; the call is not run, nothing is traced.
+no_perf_flag() ->
+    Ebin = filename:dirname(code:which(beamspy)),
+    {ok, Peer, _} = peer:start_link(#{connection => standard_io, args => ["-pa", Ebin]}),
+    try
+        R = peer:call(Peer, beamspy, profile, [{lists, seq, [1, 3]}, #{mode => cpu}], 60000),
+        ?assertMatch({error, {cpu_unavailable, _}}, R),
+        {error, Reason} = R,
+        Text = beamspy:format_error(Reason),
+        ?debugFmt("~ts", [Text]),
+        ?assertMatch({match, _}, re:run(Text, "\\+JPperf true")),
+        ?assertEqual([], peer:call(Peer, beamspy, sessions, []))
+    after
+        peer:stop(Peer)
+    end.

@@ -1,0 +1,72 @@
+%%% Workloads for CPU sampling (mode => cpu): pure Erlang code that burns a
+%%% fixed amount of the VM's CPU time (not wall time: a loaded machine only
+%%% makes them take longer), a deep recursion, and two workers that run
+%%% different code.
+-module(bs_cpu_wl).
+
+-export([burn/1, deep/1, alpha/1, beta/1, worker/1, fib/1]).
+
+%% Runs fib(20) repeatedly until the VM has used Ms more milliseconds of
+%% CPU (statistics(runtime): every scheduler; the test VM runs little
+%% else). Returns how many rounds ran.
+-spec burn(pos_integer()) -> pos_integer().
+burn(Ms) ->
+    {Start, _} = statistics(runtime),
+    burn(Start + Ms, 0).
+
+burn(Until, N) ->
+    _ = fib(20),
+    case statistics(runtime) of
+        {Now, _} when Now >= Until -> N + 1;
+        _ -> burn(Until, N + 1)
+    end.
+
+%% Body-recursive, so each level is a frame: fib(25) is 25 deep.
+-spec fib(non_neg_integer()) -> non_neg_integer().
+fib(N) when N < 2 -> N;
+fib(N) -> fib(N - 1) + fib(N - 2).
+
+%% fib(25) until Ms of CPU were used.
+-spec deep(pos_integer()) -> pos_integer().
+deep(Ms) ->
+    {Start, _} = statistics(runtime),
+    deep(Start + Ms, 0).
+
+deep(Until, N) ->
+    _ = fib(25),
+    case statistics(runtime) of
+        {Now, _} when Now >= Until -> N + 1;
+        _ -> deep(Until, N + 1)
+    end.
+
+%% Two kinds of work for two workers.
+-spec alpha(non_neg_integer()) -> non_neg_integer().
+alpha(0) -> 0;
+alpha(N) -> (N * 7 + alpha(N - 1)) rem 1000003.
+
+-spec beta(non_neg_integer()) -> non_neg_integer().
+beta(0) -> 1;
+beta(N) -> (N * 13 bxor beta(N - 1)) rem 999983.
+
+%% A worker: on {run, Fun, Ms, From} runs Fun (alpha or beta) on 1000 in a
+%% loop until Ms of CPU were used, then answers {done, self()}.
+-spec worker(atom()) -> no_return().
+worker(Name) ->
+    register(Name, self()),
+    worker_loop().
+
+worker_loop() ->
+    receive
+        {run, F, Ms, From} ->
+            {Start, _} = statistics(runtime),
+            spin(F, Start + Ms),
+            From ! {done, self()},
+            worker_loop()
+    end.
+
+spin(F, Until) ->
+    _ = ?MODULE:F(1000),
+    case statistics(runtime) of
+        {Now, _} when Now >= Until -> ok;
+        _ -> spin(F, Until)
+    end.
