@@ -26,8 +26,28 @@ static int names_suffix(const char *comm, const char *rest, const char *suffix)
     return n == strlen(suffix) || strlen(comm) == BS_COMM_MAX;
 }
 
+/* comm is prefix followed by a number and nothing else. */
+static int numbered(const char *comm, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    if (strncmp(comm, prefix, n) != 0 || comm[n] == '\0')
+        return 0;
+    for (const char *p = comm + n; *p; p++)
+        if (*p < '0' || *p > '9')
+            return 0;
+    return 1;
+}
+
 bs_thread_kind bs_vm_thread_kind(const char *comm)
 {
+    /* From OTP 26 on: erts_sched_1, erts_dcpus_1, erts_dios_1. */
+    if (numbered(comm, "erts_sched_"))
+        return BS_THREAD_SCHEDULER;
+    if (numbered(comm, "erts_dcpus_"))
+        return BS_THREAD_DIRTY_CPU;
+    if (numbered(comm, "erts_dios_"))
+        return BS_THREAD_DIRTY_IO;
+    /* OTP 25: 1_scheduler, 2_dirty_cpu_scheduler, 3_dirty_io_scheduler (cut at 15). */
     const char *p = comm;
     while (*p >= '0' && *p <= '9')
         p++;

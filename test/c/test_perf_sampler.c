@@ -60,6 +60,14 @@ static void test_thread_kind_names(void **state)
     assert_int_equal(bs_vm_thread_kind("10_dirty_io_sch"), BS_THREAD_DIRTY_IO);
     assert_int_equal(bs_vm_thread_kind("1_dirty_cpu_scheduler"), BS_THREAD_DIRTY_CPU);
     assert_int_equal(bs_vm_thread_kind("erts_sched_sys_"), BS_THREAD_OTHER);
+    /* the names of OTP 26 and later (seen on OTP 27 and 29) */
+    assert_int_equal(bs_vm_thread_kind("erts_sched_1"), BS_THREAD_SCHEDULER);
+    assert_int_equal(bs_vm_thread_kind("erts_sched_128"), BS_THREAD_SCHEDULER);
+    assert_int_equal(bs_vm_thread_kind("erts_dcpus_2"), BS_THREAD_DIRTY_CPU);
+    assert_int_equal(bs_vm_thread_kind("erts_dios_10"), BS_THREAD_DIRTY_IO);
+    assert_int_equal(bs_vm_thread_kind("erts_sched_"), BS_THREAD_OTHER);
+    assert_int_equal(bs_vm_thread_kind("erts_smsg_disp"), BS_THREAD_OTHER);
+    assert_int_equal(bs_vm_thread_kind("erts_dios_1x"), BS_THREAD_OTHER);
     assert_int_equal(bs_vm_thread_kind("aux"), BS_THREAD_OTHER);
     assert_int_equal(bs_vm_thread_kind("beam.smp"), BS_THREAD_OTHER);
     assert_int_equal(bs_vm_thread_kind("_scheduler"), BS_THREAD_OTHER);    /* no number */
