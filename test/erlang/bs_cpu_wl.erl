@@ -11,15 +11,7 @@
 %% else). Returns how many rounds ran.
 -spec burn(pos_integer()) -> pos_integer().
 burn(Ms) ->
-    {Start, _} = statistics(runtime),
-    burn(Start + Ms, 0).
-
-burn(Until, N) ->
-    _ = fib(20),
-    case statistics(runtime) of
-        {Now, _} when Now >= Until -> N + 1;
-        _ -> burn(Until, N + 1)
-    end.
+    until_cpu(fun() -> fib(20) end, Ms).
 
 %% Body-recursive, so each level is a frame: fib(25) is 25 deep.
 -spec fib(non_neg_integer()) -> non_neg_integer().
@@ -29,14 +21,19 @@ fib(N) -> fib(N - 1) + fib(N - 2).
 %% fib(25) until Ms of CPU were used.
 -spec deep(pos_integer()) -> pos_integer().
 deep(Ms) ->
-    {Start, _} = statistics(runtime),
-    deep(Start + Ms, 0).
+    until_cpu(fun() -> fib(25) end, Ms).
 
-deep(Until, N) ->
-    _ = fib(25),
+%% Runs Work until the VM has used Ms more milliseconds of CPU; returns
+%% how many rounds ran.
+until_cpu(Work, Ms) ->
+    {Start, _} = statistics(runtime),
+    until_cpu(Work, Start + Ms, 0).
+
+until_cpu(Work, Until, N) ->
+    _ = Work(),
     case statistics(runtime) of
         {Now, _} when Now >= Until -> N + 1;
-        _ -> deep(Until, N + 1)
+        _ -> until_cpu(Work, Until, N + 1)
     end.
 
 %% Two kinds of work for two workers.
