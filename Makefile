@@ -62,7 +62,7 @@ CLI_BIN     := bin/beamspy
 
 .PHONY: dialyzer
 .PHONY: all deps erlang elixir nif cli assets demo test test-otp stress bench clean fuzz \
-    test-c-gcc test-c-asan fuzz-bins
+    test-c-gcc test-c-asan fuzz-bins recursion-check
 
 all: erlang elixir ebin/beamspy.app nif cli
 
@@ -120,6 +120,20 @@ $(foreach s,$(SETS),$(eval $(call set_rules,$(s))))
 
 print-%:
 	@echo '$($*)'
+
+# `make recursion-check` (run by test/c/run.sh): every C file's direct calls
+# (gcc -fcallgraph-info, at -O0 so that no call is folded away) into
+# build/callgraph/, then test/c/recursion_check.escript: no function may
+# recurse unless test/c/recursion_allowed.txt says what bounds its depth.
+ALL_C_SRC  := $(wildcard c_src/*/*.c)
+CALLGRAPHS := $(patsubst c_src/%.c,build/callgraph/%.ci,$(ALL_C_SRC))
+
+build/callgraph/%.ci: c_src/%.c | $(ASSET_HDRS)
+	@mkdir -p $(@D)
+	@$(CC) $(CSTD) -O0 -w $(INCLUDES) -fcallgraph-info -c $< -o $(@:.ci=.o)
+
+recursion-check: $(CALLGRAPHS)
+	@escript test/c/recursion_check.escript test/c/recursion_allowed.txt $(CALLGRAPHS)
 
 deps:
 	@scripts/deps.sh

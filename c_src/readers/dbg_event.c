@@ -66,27 +66,32 @@ static int get_mfa(const bs_eterm *t, bs_dbg_mfa *m)
  * is not a timestamp. {Mega, Sec, Micro} as erlang:now gives it: Sec and
  * Micro below 10^6, Mega below 18,000 (the year 2540) so that the time in
  * ns fits 64 bits. */
+/* A monotonic timestamp: an integer, moved to unsigned order. */
+static bs_dbg_ts_kind monotonic_ns(const bs_eterm *t, uint64_t *ns)
+{
+    int ok;
+    long long v = bs_eterm_int(t, &ok);
+    if (!ok)
+        return BS_DBG_TS_NONE;
+    *ns = (uint64_t)v + ((uint64_t)1 << 63);
+    return BS_DBG_TS_MONOTONIC;
+}
+
 static bs_dbg_ts_kind timestamp_ns(const bs_eterm *t, uint64_t *ns)
 {
     uint64_t a, b, c;
-    int ok;
     switch (bs_eterm_kind_of(t)) {
-    case BS_ET_INT: {
-        long long v = bs_eterm_int(t, &ok);
-        if (!ok)
-            return BS_DBG_TS_NONE;
-        *ns = (uint64_t)v + ((uint64_t)1 << 63);
-        return BS_DBG_TS_MONOTONIC;
-    }
+    case BS_ET_INT:
+        return monotonic_ns(t, ns);
     case BS_ET_TUPLE:
         if (bs_eterm_size(t) == 3 && get_u64(bs_eterm_item(t, 0), &a) && get_u64(bs_eterm_item(t, 1), &b) &&
             get_u64(bs_eterm_item(t, 2), &c) && a < 18000 && b < 1000000 && c < 1000000) {
             *ns = ((a * 1000000 + b) * 1000000 + c) * 1000;
             return a * 1000000 + b >= BS_DBG_WALL_CLOCK_FROM ? BS_DBG_TS_WALL : BS_DBG_TS_CPU;
         }
-        if (bs_eterm_size(t) == 2 && bs_eterm_kind_of(bs_eterm_item(t, 1)) == BS_ET_INT)
-            return timestamp_ns(bs_eterm_item(t, 0), ns) == BS_DBG_TS_MONOTONIC ? BS_DBG_TS_MONOTONIC
-                                                                                 : BS_DBG_TS_NONE;
+        if (bs_eterm_size(t) == 2 && bs_eterm_kind_of(bs_eterm_item(t, 0)) == BS_ET_INT &&
+            bs_eterm_kind_of(bs_eterm_item(t, 1)) == BS_ET_INT)
+            return monotonic_ns(bs_eterm_item(t, 0), ns); /* {Monotonic, Unique} */
         return BS_DBG_TS_NONE;
     default:
         return BS_DBG_TS_NONE;

@@ -16,6 +16,8 @@
 # two (the cases are independent processes and nothing in them depends on
 # time); each one's lines are shown once it is done.
 # Works from any directory; build outputs and logs go to test/c/build/.
+# Then `make recursion-check` (one more case): no C function may recurse
+# unless test/c/recursion_allowed.txt names it and what bounds its depth.
 # A case that leaves something unchecked in a variant prints a line starting
 # with SKIP, shown after the variant's name. The last line is
 # `LAYER c: <P> passed, <F> failed` (test cases over the three variants); the
@@ -146,6 +148,16 @@ else
     for t in "${tests[@]}"; do
         failed=$((failed + $(cases_of "$t" | wc -l)))
     done
+fi
+
+# One more case: no C function recurses unless test/c/recursion_allowed.txt
+# says what bounds its depth (make recursion-check: gcc's call graphs).
+if make -s recursion-check >"$build/logs/recursion.log" 2>&1; then
+    passed=$((passed + 1))
+    echo "[recursion] $(tail -1 "$build/logs/recursion.log")"
+else
+    failed=$((failed + 1))
+    sed 's/^/FAIL [recursion] /' "$build/logs/recursion.log" | grep -v '^FAIL \[recursion\] allowed:'
 fi
 
 echo "total time $(( $(date +%s) - start )) s"

@@ -363,6 +363,15 @@ static void test_time_going_back_is_refused(void **state)
     tf_close(&t);
     assert_refused(t.path, second, "record 3", "goes back 0.500000 s", "monotonic", NULL);
     unlink(t.path);
+    /* strictly monotonic times (strict_monotonic_timestamp: {Monotonic, Unique}) */
+    tf_open(&t, "back-strict.trace");
+    RAW(&t, "{trace_ts, ~p, call, {m, f, 0}, {~l, ~l}}", &p, -5000000000L, 1L);
+    RAW(&t, "{trace_ts, ~p, call, {m, f, 0}, {~l, ~l}}", &p, -4000000000L, 2L);
+    second = ftell(t.f);
+    RAW(&t, "{trace_ts, ~p, call, {m, f, 0}, {~l, ~l}}", &p, -4500000000L, 3L);
+    tf_close(&t);
+    assert_refused(t.path, second, "record 3", "goes back 0.500000 s", "monotonic", NULL);
+    unlink(t.path);
 }
 
 static void test_cpu_time_going_back_is_said(void **state)
