@@ -2,7 +2,8 @@
  * (see cli.h): errors turned into the CLI's messages and exit codes, and
  * several inputs combined as if their folded stacks were concatenated: the
  * trees of the same process (same root frame) are merged, equal stacks
- * summed; other processes are added side by side. */
+ * summed (engine/profile_union.h); other processes are added side by
+ * side. */
 #include "cli.h"
 
 #include <errno.h>
@@ -10,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../engine/call_tree.h"
+#include "../engine/profile_union.h"
 #include "../readers/readers.h"
 
 static int report_read_error(const bs_read_error *err)
@@ -47,52 +48,40 @@ int bs_cli_read_input(const char *path, bs_profile *out)
     return report_read_error(&err);
 }
 
-/* Adds the nodes of t (frames translated by frame_of, or as they are when
- * NULL) to ct, summing self times and calls of equal stacks. */
-static int add_to_call_tree(bs_call_tree *ct, const bs_ptree *t, const uint32_t *frame_of, uint32_t *node_of)
-{
-    node_of[0] = 0;
-    ct->nodes[0].self_ns += t->nodes[0].self_ns;
-    ct->nodes[0].calls += t->nodes[0].calls;
-    for (uint32_t i = 1; i < t->n_nodes; i++) {
-        uint32_t frame = frame_of ? frame_of[t->nodes[i].frame] : t->nodes[i].frame;
-        bs_key k = {(uint64_t)frame + 1, 0, 0};
-        node_of[i] = bs_call_tree_child(ct, node_of[t->nodes[i].parent], &k);
-        if (node_of[i] == BS_NO_NODE)
-            return -1;
-        ct->nodes[node_of[i]].self_ns += t->nodes[i].self_ns;
-        ct->nodes[node_of[i]].calls += t->nodes[i].calls;
-    }
-    return 0;
-}
-
-/* Merges src's tree s into dst's tree d (same process): equal stacks are
- * summed, as when the two folded texts are concatenated. The two trees'
+/* Merges tree s of src into tree d of dst (the same process): equal stacks
+ * are summed, as when the two folded texts are concatenated. The two trees'
  * timelines cannot be interleaved, so d keeps none. */
-static int merge_tree(bs_ptree *d, const bs_ptree *s, const uint32_t *frame_of)
+static int merge_tree(bs_profile *dst, bs_ptree *d, const bs_profile *src, const bs_ptree *s)
 {
-    bs_call_tree ct;
-    if (bs_call_tree_init(&ct, NULL) < 0)
+    bs_profile_union u;
+    if (bs_profile_union_init(&u, &dst->frames) < 0)
         return -1;
-    uint32_t n = d->n_nodes > s->n_nodes ? d->n_nodes : s->n_nodes;
-    uint32_t *node_of = malloc((size_t)n * sizeof *node_of);
+    uint32_t *d_node = malloc(((size_t)d->n_nodes + 1) * sizeof *d_node);
+    uint32_t *s_node = malloc(((size_t)s->n_nodes + 1) * sizeof *s_node);
     bs_pnode *nodes = NULL;
     int rc = -1;
-    if (!node_of || add_to_call_tree(&ct, d, NULL, node_of) < 0 || add_to_call_tree(&ct, s, frame_of, node_of) < 0)
+    if (!d_node || !s_node || bs_profile_union_add_tree(&u, dst, d, 0, 0, d_node) < 0 ||
+        bs_profile_union_add_tree(&u, src, s, 0, 0, s_node) < 0)
         goto out;
-    nodes = malloc((size_t)ct.n_nodes * sizeof *nodes);
+    nodes = calloc(u.tree.n_nodes, sizeof *nodes);
     if (!nodes)
         goto out;
-    for (uint32_t i = 0; i < ct.n_nodes; i++) {
-        nodes[i].parent = i == 0 ? UINT32_MAX : ct.nodes[i].parent;
-        nodes[i].frame = i == 0 ? d->nodes[0].frame : (uint32_t)(ct.nodes[i].key.module - 1);
-        nodes[i].self_ns = ct.nodes[i].self_ns;
-        nodes[i].total_ns = 0;
-        nodes[i].calls = ct.nodes[i].calls;
+    for (uint32_t i = 0; i < u.tree.n_nodes; i++) {
+        nodes[i].parent = i == 0 ? UINT32_MAX : u.tree.nodes[i].parent;
+        nodes[i].frame = i == 0 ? d->nodes[0].frame : bs_profile_union_frame(&u, i);
+    }
+    for (uint32_t i = 0; i < d->n_nodes; i++) {
+        nodes[d_node[i]].self_ns += d->nodes[i].self_ns;
+        nodes[d_node[i]].calls += d->nodes[i].calls;
+    }
+    for (uint32_t i = 0; i < s->n_nodes; i++) {
+        nodes[s_node[i]].self_ns += s->nodes[i].self_ns;
+        nodes[s_node[i]].calls += s->nodes[i].calls;
     }
     free(d->nodes);
     d->nodes = nodes;
-    d->n_nodes = ct.n_nodes;
+    nodes = NULL;
+    d->n_nodes = u.tree.n_nodes;
     free(d->spans);
     d->spans = NULL;
     d->n_spans = 0;
@@ -100,8 +89,10 @@ static int merge_tree(bs_ptree *d, const bs_ptree *s, const uint32_t *frame_of)
     d->dropped += s->dropped;
     rc = 0;
 out:
-    free(node_of);
-    bs_call_tree_free(&ct);
+    free(nodes);
+    free(d_node);
+    free(s_node);
+    bs_profile_union_free(&u);
     return rc;
 }
 
@@ -177,7 +168,7 @@ static int combine_trees(bs_profile *dst, const bs_profile *src, int *merged)
         uint32_t root = frame_of[s->nodes[0].frame];
         uint32_t into = same_process(dst, s, root, tree_of_root);
         if (into != UINT32_MAX) {
-            if (merge_tree(&dst->trees[into], s, frame_of) < 0)
+            if (merge_tree(dst, &dst->trees[into], src, s) < 0)
                 goto out;
             *merged = 1;
         } else {

@@ -1,8 +1,9 @@
 /* diff_folded.c — differential folded stacks (see diff_folded.h).
  *
- * Both profiles are laid onto one union call tree whose frames are
- * interned in a table of its own (the two profiles' ids differ); each union
- * node then has a before and an after count. The tree is written depth
+ * Both profiles are laid onto one union call tree (engine/profile_union.h,
+ * processes paired by their labels without pids) whose frames are interned
+ * in a table of its own; each union node then has a before and an after
+ * count. The tree is written depth
  * first with one growing path buffer, as the folded writer does. */
 #include "diff_folded.h"
 
@@ -10,76 +11,44 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../engine/call_tree.h"
+#include "../engine/profile_union.h"
 
 typedef struct union_tree {
-    bs_frame_table frames;
-    bs_call_tree tree;   /* key.module = union frame id + 1 */
-    uint64_t *before;    /* per union node, in output units */
+    bs_frame_table frames;  /* the union's names (the two profiles' ids differ) */
+    bs_profile_union un;
+    uint64_t *self;         /* per union node: the profile being added, in its units */
+    size_t self_cap;
+    uint64_t *before;       /* per union node, in output units */
     uint64_t *after;
     unsigned char *present; /* per union node: a stack of either input (a
                                count normalised to 0 still has its line) */
 } union_tree;
 
-/* "<0.85.0> my_server" -> "<process> my_server", "<0.85.0>" -> "<process>":
- * pids differ between runs, what the process is does not. The same rule as
- * the diff SVG's (diff_svg.c), so both outputs pair the same processes. */
-static void process_label(const char *label, char *buf, size_t cap)
+/* Room in u->self for every union node, new ones zeroed. */
+static int grow_self(union_tree *u)
 {
-    const char *s = label;
-    int dots = 0;
-    if (*s == '<') {
-        for (s++; (*s >= '0' && *s <= '9') || *s == '.'; s++)
-            dots += *s == '.';
-        if (*s == '>' && dots == 2 && (s[1] == '\0' || s[1] == ' ')) {
-            snprintf(buf, cap, "<process>%s", s + 1);
-            return;
-        }
-    }
-    snprintf(buf, cap, "%s", label);
-}
-
-/* The union frame id of each of p's frames. */
-static uint32_t *union_frames(union_tree *u, const bs_profile *p)
-{
-    uint32_t *frame_of = malloc(((size_t)p->frames.n + 1) * sizeof *frame_of);
-    if (!frame_of)
-        return NULL;
-    for (uint32_t i = 0; i < p->frames.n; i++) {
-        const char *name = bs_frame_name(&p->frames, i);
-        frame_of[i] = bs_frame_table_intern(&u->frames, name, strlen(name));
-        if (frame_of[i] == UINT32_MAX) {
-            free(frame_of);
-            return NULL;
-        }
-    }
-    return frame_of;
-}
-
-/* The union node of a tree's root: 0 for a synthetic root, else the child of
- * 0 named by the process's label without the pid. */
-static uint32_t root_node(union_tree *u, const bs_profile *p, const bs_ptree *t)
-{
-    if (t->synthetic_root)
+    size_t n = u->un.tree.n_nodes;
+    if (n <= u->self_cap)
         return 0;
-    char label[1100];
-    process_label(bs_frame_name(&p->frames, t->nodes[0].frame), label, sizeof label);
-    uint32_t id = bs_frame_table_intern(&u->frames, label, strlen(label));
-    if (id == UINT32_MAX)
-        return BS_NO_NODE;
-    bs_key k = {(uint64_t)id + 1, 0, 0};
-    return bs_call_tree_child(&u->tree, 0, &k);
+    size_t cap = u->self_cap ? u->self_cap : 1024;
+    while (cap < n)
+        cap *= 2;
+    uint64_t *self = realloc(u->self, cap * sizeof *self);
+    if (!self)
+        return -1;
+    memset(self + u->self_cap, 0, (cap - u->self_cap) * sizeof *self);
+    u->self = self;
+    u->self_cap = cap;
+    return 0;
 }
 
-/* Adds every stack of p to u, summing self times into the nodes' self_ns. */
+/* Adds every stack of p to u (processes paired by their labels without
+ * pids), summing self times into u->self. */
 static int add_profile(union_tree *u, const bs_profile *p)
 {
-    uint32_t *frame_of = union_frames(u, p);
     uint32_t *node_of = NULL;
     size_t node_cap = 0;
     int rc = -1;
-    if (!frame_of)
-        return -1;
     for (uint32_t ti = 0; ti < p->n_trees; ti++) {
         const bs_ptree *t = &p->trees[ti];
         if (t->n_nodes > node_cap) {
@@ -89,21 +58,15 @@ static int add_profile(union_tree *u, const bs_profile *p)
             if (!node_of)
                 goto out;
         }
-        for (uint32_t i = 0; i < t->n_nodes; i++) {
-            if (i == 0) {
-                node_of[0] = root_node(u, p, t);
-            } else {
-                bs_key k = {(uint64_t)frame_of[t->nodes[i].frame] + 1, 0, 0};
-                node_of[i] = bs_call_tree_child(&u->tree, node_of[t->nodes[i].parent], &k);
-            }
-            if (node_of[i] == BS_NO_NODE)
-                goto out;
-            u->tree.nodes[node_of[i]].self_ns += t->nodes[i].self_ns;
-        }
+        uint32_t root = t->n_nodes ? bs_profile_union_process_node(&u->un, p, t) : 0;
+        if (root == BS_NO_NODE || bs_profile_union_add_tree(&u->un, p, t, root, 0, node_of) < 0 ||
+            grow_self(u) < 0)
+            goto out;
+        for (uint32_t i = 0; i < t->n_nodes; i++)
+            u->self[node_of[i]] += t->nodes[i].self_ns;
     }
-    rc = 0;
+    rc = grow_self(u);
 out:
-    free(frame_of);
     free(node_of);
     return rc;
 }
@@ -113,12 +76,12 @@ out:
 static uint64_t *take_counts(union_tree *u, const bs_profile *p)
 {
     uint64_t unit = p->unit == BS_UNIT_NS ? 1000 : 1;
-    uint64_t *counts = calloc(u->tree.n_nodes, sizeof *counts);
+    uint64_t *counts = calloc(u->un.tree.n_nodes ? u->un.tree.n_nodes : 1, sizeof *counts);
     if (!counts)
         return NULL;
-    for (uint32_t i = 0; i < u->tree.n_nodes; i++) {
-        counts[i] = (u->tree.nodes[i].self_ns + unit / 2) / unit;
-        u->tree.nodes[i].self_ns = 0;
+    for (uint32_t i = 0; i < u->un.tree.n_nodes; i++) {
+        counts[i] = (u->self[i] + unit / 2) / unit;
+        u->self[i] = 0;
     }
     return counts;
 }
@@ -202,7 +165,7 @@ static int path_put(path_buf *b, size_t at, const char *name)
 /* Depth first over the union tree; children in creation order. */
 static int write_lines(FILE *out, const union_tree *u)
 {
-    uint32_t n = u->tree.n_nodes;
+    uint32_t n = u->un.tree.n_nodes;
     uint32_t *first = malloc((size_t)n * sizeof *first);
     uint32_t *next = malloc((size_t)n * sizeof *next);
     uint32_t *stack = malloc((size_t)n * sizeof *stack);
@@ -213,7 +176,7 @@ static int write_lines(FILE *out, const union_tree *u)
         goto out;
     memset(first, 0xff, (size_t)n * sizeof *first);
     for (uint32_t i = n; i-- > 1;) {
-        uint32_t parent = u->tree.nodes[i].parent;
+        uint32_t parent = u->un.tree.nodes[i].parent;
         next[i] = first[parent];
         first[parent] = i;
     }
@@ -231,8 +194,7 @@ static int write_lines(FILE *out, const union_tree *u)
             continue;
         }
         size_t base = path.len;
-        uint32_t frame = (uint32_t)(u->tree.nodes[node].key.module - 1);
-        if (path_put(&path, base, bs_frame_name(&u->frames, frame)) < 0)
+        if (path_put(&path, base, bs_frame_name(&u->frames, bs_profile_union_frame(&u->un, node))) < 0)
             goto out;
         if (u->present[node]) {
             fwrite(path.s, 1, path.len, out);
@@ -260,32 +222,34 @@ int bs_write_diff_folded(FILE *out, const bs_profile *before, const bs_profile *
     memset(&u, 0, sizeof u);
     bs_frame_table_init(&u.frames);
     int rc = -1;
-    if (bs_call_tree_init(&u.tree, NULL) < 0)
+    if (bs_profile_union_init(&u.un, &u.frames) < 0)
         goto out_frames;
     if (add_profile(&u, before) < 0 || !(u.before = take_counts(&u, before)))
         goto out;
-    uint32_t n_before = u.tree.n_nodes;
+    uint32_t n_before = u.un.tree.n_nodes;
     if (add_profile(&u, after) < 0 || !(u.after = take_counts(&u, after)))
         goto out;
+    uint32_t n = u.un.tree.n_nodes;
     /* Nodes only after has were created after before's counts were taken. */
-    uint64_t *grown = realloc(u.before, (size_t)u.tree.n_nodes * sizeof *grown);
+    uint64_t *grown = realloc(u.before, (size_t)(n ? n : 1) * sizeof *grown);
     if (!grown)
         goto out;
     u.before = grown;
-    memset(u.before + n_before, 0, (size_t)(u.tree.n_nodes - n_before) * sizeof *u.before);
-    u.present = malloc(u.tree.n_nodes ? u.tree.n_nodes : 1);
+    memset(u.before + n_before, 0, (size_t)(n - n_before) * sizeof *u.before);
+    u.present = malloc(n ? n : 1);
     if (!u.present)
         goto out;
-    for (uint32_t i = 0; i < u.tree.n_nodes; i++)
+    for (uint32_t i = 0; i < n; i++)
         u.present[i] = u.before[i] || u.after[i];
-    if (normalize && scale_to_total(u.before, u.tree.n_nodes, sum(u.after, u.tree.n_nodes)) < 0)
+    if (normalize && scale_to_total(u.before, n, sum(u.after, n)) < 0)
         goto out;
     rc = write_lines(out, &u);
 out:
+    free(u.self);
     free(u.before);
     free(u.after);
     free(u.present);
-    bs_call_tree_free(&u.tree);
+    bs_profile_union_free(&u.un);
 out_frames:
     bs_frame_table_free(&u.frames);
     return rc;

@@ -1,8 +1,8 @@
 /* diff_svg.c — the differential flame graph (see diff_svg.h).
  *
- * Both profiles are merged into one union profile: one tree with a synthetic
- * root, nodes keyed by (parent, name), so equal stacks of BEFORE and AFTER
- * become one node. A node's time is AFTER's, or BEFORE's normalised time
+ * Both profiles are laid onto one tree with a synthetic root
+ * (engine/profile_union.h, processes paired by their labels without pids),
+ * so equal stacks of BEFORE and AFTER become one node. A node's time is AFTER's, or BEFORE's normalised time
  * when AFTER does not have the stack at all; the usual layout and document
  * writer then draw it, and the before/after values kept beside each node
  * give the colours and tooltips. */
@@ -13,13 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../engine/call_tree.h"
+#include "../engine/profile_union.h"
 #include "flame_layout.h"
 #include "palette.h"
 #include "svg_document.h"
 #include "xml_escape.h"
 
-#define NONE UINT32_MAX
 
 /* Rounds a non-negative amount to whole units (no libm: the CLI and the
  * tests do not link it). */
@@ -27,7 +26,7 @@ static uint64_t round_units(double v) { return v <= 0 ? 0 : v >= 1.8e19 ? UINT64
 
 typedef struct union_builder {
     bs_profile u;                /* owns the names */
-    bs_call_tree index;          /* (parent, name id + 1) -> node */
+    bs_profile_union index;      /* both profiles laid onto one tree, names in u */
     uint64_t *a_self, *b_self;   /* own time of each node in AFTER, BEFORE */
     uint64_t *a_total, *b_total; /* subtree times, filled at the end */
     unsigned char *in_after;     /* AFTER has this stack */
@@ -36,10 +35,10 @@ typedef struct union_builder {
 
 static int grow_side(union_builder *b)
 {
-    if (b->index.n_nodes <= b->cap)
+    if (b->index.tree.n_nodes <= b->cap)
         return 0;
     size_t cap = b->cap ? b->cap * 2 : 1024, old = b->cap;
-    while (cap < b->index.n_nodes)
+    while (cap < b->index.tree.n_nodes)
         cap *= 2;
     uint64_t *a = realloc(b->a_self, cap * sizeof *a);
     if (a)
@@ -59,63 +58,21 @@ static int grow_side(union_builder *b)
     return 0;
 }
 
-static uint32_t node_for(union_builder *b, uint32_t parent, const char *name)
-{
-    uint32_t id = bs_frame_table_intern(&b->u.frames, name, strlen(name));
-    if (id == UINT32_MAX)
-        return NONE;
-    bs_key k = {(uint64_t)id + 1, 0, 0};
-    uint32_t n = bs_call_tree_child(&b->index, parent, &k);
-    if (n == BS_NO_NODE || grow_side(b) < 0)
-        return NONE;
-    return n;
-}
-
-/* "<0.85.0> my_server" -> "<process> my_server", "<0.85.0>" -> "<process>":
- * pids differ between runs, what the process is does not. */
-static void process_label(const char *label, char *buf, size_t cap)
-{
-    const char *s = label;
-    int dots = 0;
-    if (*s == '<') {
-        for (s++; (*s >= '0' && *s <= '9') || *s == '.'; s++)
-            dots += *s == '.';
-        if (*s == '>' && dots == 2 && (s[1] == '\0' || s[1] == ' ')) {
-            snprintf(buf, cap, "<process>%s", s + 1);
-            return;
-        }
-    }
-    snprintf(buf, cap, "%s", label);
-}
-
 static int add_tree(union_builder *b, const bs_profile *p, const bs_ptree *t, int is_after, int drop_sleep,
                     uint32_t *map)
 {
-    char label[1100];
-    if (t->synthetic_root) {
-        map[0] = 0;
-    } else {
-        process_label(bs_frame_name(&p->frames, t->nodes[0].frame), label, sizeof label);
-        if ((map[0] = node_for(b, 0, label)) == NONE)
-            return -1;
-    }
+    uint32_t root = bs_profile_union_process_node(&b->index, p, t);
+    if (root == BS_NO_NODE || bs_profile_union_add_tree(&b->index, p, t, root, drop_sleep, map) < 0 ||
+        grow_side(b) < 0)
+        return -1;
     for (uint32_t i = 0; i < t->n_nodes; i++) {
-        const bs_pnode *n = &t->nodes[i];
-        if (i > 0) {
-            if (n->frame >= p->frames.n || n->parent >= i)
-                return -1;
-            uint32_t par = map[n->parent];
-            map[i] = NONE;
-            if (par == NONE || (drop_sleep && bs_profile_is_sched_out(p, n->frame)))
-                continue;
-            if ((map[i] = node_for(b, par, bs_frame_name(&p->frames, n->frame))) == NONE)
-                return -1;
-        }
+        if (map[i] == BS_NO_NODE)
+            continue;
         if (is_after) {
-            b->a_self[map[i]] += n->self_ns;
+            b->a_self[map[i]] += t->nodes[i].self_ns;
             b->in_after[map[i]] = 1;
         } else {
-            b->b_self[map[i]] += n->self_ns;
+            b->b_self[map[i]] += t->nodes[i].self_ns;
         }
     }
     return 0;
@@ -142,7 +99,7 @@ static int add_profile(union_builder *b, const bs_profile *p, int is_after, int 
  * Returns BEFORE's scale factor through *scale. */
 static int finish_union(union_builder *b, double *scale)
 {
-    uint32_t n = b->index.n_nodes;
+    uint32_t n = b->index.tree.n_nodes;
     b->in_after[0] = 1;
     b->a_total = malloc((size_t)n * sizeof *b->a_total);
     b->b_total = malloc((size_t)n * sizeof *b->b_total);
@@ -151,8 +108,8 @@ static int finish_union(union_builder *b, double *scale)
     memcpy(b->a_total, b->a_self, (size_t)n * sizeof *b->a_total);
     memcpy(b->b_total, b->b_self, (size_t)n * sizeof *b->b_total);
     for (uint32_t i = n; i-- > 1;) {
-        b->a_total[b->index.nodes[i].parent] += b->a_total[i];
-        b->b_total[b->index.nodes[i].parent] += b->b_total[i];
+        b->a_total[b->index.tree.nodes[i].parent] += b->a_total[i];
+        b->b_total[b->index.tree.nodes[i].parent] += b->b_total[i];
     }
     *scale = b->b_total[0] > 0 ? (double)b->a_total[0] / (double)b->b_total[0] : 1.0;
     bs_ptree *t = &b->u.trees[0];
@@ -163,9 +120,9 @@ static int finish_union(union_builder *b, double *scale)
     t->n_nodes = n;
     t->synthetic_root = 1;
     for (uint32_t i = 0; i < n; i++) {
-        const bs_tree_node *s = &b->index.nodes[i];
+        const bs_tree_node *s = &b->index.tree.nodes[i];
         nodes[i].parent = i == 0 ? UINT32_MAX : s->parent;
-        nodes[i].frame = i == 0 ? nodes[0].frame : (uint32_t)(s->key.module - 1);
+        nodes[i].frame = i == 0 ? nodes[0].frame : bs_profile_union_frame(&b->index, i);
         nodes[i].self_ns = b->in_after[i] ? b->a_self[i] : round_units((double)b->b_self[i] * *scale);
         nodes[i].total_ns = 0;
         nodes[i].calls = 0;
@@ -176,7 +133,7 @@ static int finish_union(union_builder *b, double *scale)
 
 static void free_union(union_builder *b)
 {
-    bs_call_tree_free(&b->index);
+    bs_profile_union_free(&b->index);
     bs_profile_free(&b->u);
     free(b->a_self);
     free(b->b_self);
@@ -264,7 +221,7 @@ int bs_write_diff_svg(FILE *out, const bs_profile *before, const bs_profile *aft
     memset(&b, 0, sizeof b);
     int rc = -1;
     double scale = 1.0;
-    if (bs_profile_init(&b.u) < 0 || bs_call_tree_init(&b.index, NULL) < 0 || grow_side(&b) < 0)
+    if (bs_profile_init(&b.u) < 0 || bs_profile_union_init(&b.index, &b.u.frames) < 0 || grow_side(&b) < 0)
         goto out;
     b.u.unit = after->unit;
     /* AFTER first: its stacks are the ones that decide the layout. */
