@@ -103,17 +103,22 @@
           idle_ms := non_neg_integer(), stack := [{frame(), Where :: binary()}],
           stack_complete := boolean(),
           stuck_score := non_neg_integer(), reasons := [reason()],
-          state := binary(), waits_for := [wait_target()], wait_note := binary()}.
+          state := binary(), waits_for := [wait_target()], wait_note := binary(),
+          reply_wait := none | reply_wait()}.
 %% `{M, F, A}', or the text of a frame that cannot be read back as one
 %% (`undefined' for the current function of a process that is exiting).
 -type frame() :: mfa() | binary() | undefined.
 %% A sentence: its texts as they are, its frames to be spelled.
 -type reason() :: [binary() | frame()].
 -type wait_target() :: #{pid := binary(), name := binary(), node := binary()}.
+%% Where a process waiting for a call's reply waits (`in': gen:do_call/4 or
+%% another function of the call modules) and the first function of its own
+%% on the stack that made the call (`none' when there is none).
+-type reply_wait() :: #{in := frame(), called_from := frame() | none}.
 -type dump() :: #{node := binary(), taken_at_us := integer(), interval_ms := non_neg_integer(),
                   process_count := non_neg_integer(), omitted := non_neg_integer(),
                   processes := [process_dump()]}.
--export_type([opts/0, dump/0, process_dump/0, wait_target/0, frame/0, reason/0]).
+-export_type([opts/0, dump/0, process_dump/0, wait_target/0, reply_wait/0, frame/0, reason/0]).
 
 %%% ---------------------------------------------------------------------
 %%% API
@@ -294,7 +299,8 @@ describe(Pid, {Q1, M1, R1, _, _} = L1, {Q2, M2, R2, S2, C2} = L2, Interval, Name
                reasons => Reasons,
                state => atom_to_binary(State, utf8),
                waits_for => WaitsFor,
-               wait_note => WaitNote}, Names};
+               wait_note => WaitNote,
+               reply_wait => reply_wait(S2, C2, Frames)}, Names};
         undefined ->
             {gone, Names0}
     end.
@@ -665,12 +671,25 @@ waiting_part(_, _, _, _, _, _, _) ->
     {0, []}.
 
 reply_reason(Current, Frames) ->
-    Callers = [F || {{M, _, _} = F, _} <- Frames, not lists:member(M, call_modules())],
-    case Callers of
-        [Caller | _] ->
-            [<<"waiting for a reply in ">>, Current, <<" (called from ">>, Caller, <<")">>];
-        [] ->
-            [<<"waiting for a reply in ">>, Current]
+    case caller(Frames) of
+        none -> [<<"waiting for a reply in ">>, Current];
+        Caller -> [<<"waiting for a reply in ">>, Current, <<" (called from ">>, Caller, <<")">>]
+    end.
+
+%% The reply a waiting process waits for, as data (the tool spells it).
+reply_wait(waiting, Current, Frames) ->
+    case wait_kind(Current) of
+        reply -> #{in => Current, called_from => caller(Frames)};
+        _ -> none
+    end;
+reply_wait(_, _, _) ->
+    none.
+
+%% The first frame on the stack outside the call modules: who made the call.
+caller(Frames) ->
+    case [F || {{M, _, _} = F, _} <- Frames, not lists:member(M, call_modules())] of
+        [Caller | _] -> Caller;
+        [] -> none
     end.
 
 call_modules() ->

@@ -122,16 +122,23 @@ void bs_dump_print_stack(FILE *out, const bs_eterm *process, int indent, int eli
         fprintf(out, "%*s... (deeper frames not shown)\n", indent, "");
 }
 
-/* The reason that says for what reply p waits, or NULL. */
-static const bs_eterm *reply_reason(const bs_wg_proc *p)
+/* "waiting for a reply in F (called from G)" from p's reply_wait (the
+ * node sends where the call waits and who made it, as frames), or NULL
+ * when p waits for no reply. */
+static const char *reply_wait_text(const bs_wg_proc *p, int elixir, char *buf, size_t cap)
 {
-    const bs_eterm *reasons = bs_eterm_map_get(p->dump, "reasons");
-    for (size_t i = 0; i < bs_eterm_size(reasons); i++) {
-        const char *r = bs_eterm_text(bs_eterm_item(bs_eterm_item(reasons, i), 0));
-        if (r && strncmp(r, "waiting for a reply", 19) == 0)
-            return bs_eterm_item(reasons, i);
-    }
-    return NULL;
+    const bs_eterm *w = bs_eterm_map_get(p->dump, "reply_wait");
+    if (!w || bs_eterm_kind_of(w) != BS_ET_MAP)
+        return NULL;
+    char in[600], from[600];
+    const bs_eterm *caller = bs_eterm_map_get(w, "called_from");
+    bs_dump_frame(bs_eterm_map_get(w, "in"), elixir, in, sizeof in);
+    if (!caller || bs_eterm_is_atom(caller, "none"))
+        snprintf(buf, cap, "waiting for a reply in %s", in);
+    else
+        snprintf(buf, cap, "waiting for a reply in %s (called from %s)", in,
+                 bs_dump_frame(caller, elixir, from, sizeof from));
+    return buf;
 }
 
 /* "a -> b -> c" from v to the end of its chain, then the end's tag. */
@@ -193,10 +200,10 @@ static void print_deadlock(FILE *out, const bs_wait_graph *g, size_t d, const bs
     for (size_t i = 0; i < dl->length; i++) {
         const bs_wg_proc *p = &g->procs[g->cycle_members[dl->first + i]];
         const bs_wg_proc *q = &g->procs[g->cycle_members[dl->first + (i + 1) % dl->length]];
-        const bs_eterm *r = reply_reason(p);
-        char rt[2048];
-        fprintf(out, "  %s waits for %s%s%s\n", full_label(l, sizeof l, p, st),
-                proc_label(n, sizeof n, q, st), r ? ": " : "", r ? bs_dump_reason(r, st->elixir, rt, sizeof rt) : "");
+        char rt[1400];
+        const char *r = reply_wait_text(p, st->elixir, rt, sizeof rt);
+        fprintf(out, "  %s waits for %s%s%s\n", full_label(l, sizeof l, p, st), proc_label(n, sizeof n, q, st),
+                r ? ": " : "", r ? r : "");
         bs_dump_print_stack(out, p->dump, 6, st->elixir);
     }
     if (dl->behind)

@@ -62,7 +62,13 @@ ring_waits() ->
                      maps:get(waits_for, find(A, Dump))),
         ?assertEqual([#{pid => pid_text(A), name => <<>>, node => Node}],
                      maps:get(waits_for, find(B, Dump))),
-        ?assertMatch(#{state := <<"idle">>, waits_for := []}, find(Idle, Dump))
+        ?assertMatch(#{state := <<"idle">>, waits_for := [], reply_wait := none}, find(Idle, Dump)),
+        %% Where each call waits, and who made it, as data for the tool to spell.
+        [begin
+             #{reply_wait := #{in := In, called_from := {M, _, _}}} = find(P, Dump),
+             ?assertEqual({gen, do_call, 4}, In),
+             ?assertNot(lists:member(M, [gen, gen_server, proc_lib]))
+         end || P <- [A, B]]
     after
         ?WL:stop_all([A, B, Idle])
     end.
@@ -410,11 +416,18 @@ check_dump(Dump) ->
 check_process(P, Interval) ->
     Keys = [pid, name, initial_call, current, status, message_queue_len, queue_growth, memory,
             memory_growth, reductions, reductions_delta, idle_ms, stack, stack_complete,
-            stuck_score, reasons, state, waits_for, wait_note],
+            stuck_score, reasons, state, waits_for, wait_note, reply_wait],
     ?assertEqual(lists:sort(Keys), lists:sort(maps:keys(P))),
     ?assert(lists:member(maps:get(state, P),
                          [<<"call">>, <<"receive">>, <<"idle">>, <<"busy">>, <<"running">>])),
     text(maps:get(wait_note, P)),
+    case maps:get(reply_wait, P) of
+        none -> ok;
+        #{in := In, called_from := From} = W ->
+            ?assertEqual([called_from, in], lists:sort(maps:keys(W))),
+            frame(In),
+            From =:= none orelse frame(From)
+    end,
     [begin
          ?assertEqual([name, node, pid], lists:sort(maps:keys(T))),
          [text(V) || V <- maps:values(T)]
