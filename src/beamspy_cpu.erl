@@ -8,7 +8,7 @@
 %%% whether this VM does, and if not says exactly how to start it.
 -module(beamspy_cpu).
 
--export([check/0, perf_map/0]).
+-export([check/0]).
 
 %% @doc `ok' when this VM can be CPU-sampled with Erlang stacks, else
 %% `{error, {cpu_unavailable, Why}}' with a sentence that says how to fix it.
@@ -32,7 +32,7 @@ check() ->
             unavailable(io_lib:format("CPU sampling needs Linux (perf_event_open); this node runs on ~tw", [OS]))
     end.
 
-%% @doc The JIT's perf map of this VM (it exists only with `+JPperf true').
+%% The JIT's perf map of this VM (it exists only with `+JPperf true').
 -spec perf_map() -> file:filename().
 perf_map() ->
     "/tmp/perf-" ++ os:getpid() ++ ".map".

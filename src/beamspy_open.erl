@@ -10,7 +10,7 @@
 %%% a browser that keeps running holds nothing of the VM's.
 -module(beamspy_open).
 
--export([files/1, launcher/0]).
+-export([files/1]).
 
 %% @doc Opens the HTML or SVG among Files, or says why it cannot; `ok'
 %% either way (a browser that does not start must not fail the profile).
@@ -41,7 +41,7 @@ files(Files) ->
     end,
     ok.
 
-%% @doc The program that opens a page here, or why there is none.
+%% The program that opens a page here, or why there is none.
 -spec launcher() -> {ok, file:filename()} | {none, string()}.
 launcher() ->
     Display = os:getenv("DISPLAY", "") =/= "" orelse os:getenv("WAYLAND_DISPLAY", "") =/= "",

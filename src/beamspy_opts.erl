@@ -7,7 +7,7 @@
 
 -export([target/1, options/1, options/2, outputs/2, defaults/0, defaults/1, formats/0, extensions/0,
          live_targets/1, nif_options/2, write_options/1]).
--export([outputs/3, output_kind/2]).
+-export([outputs/3]).
 -export([option_table/0, default/1]).
 -export([output_option/2, formats_option/2, file_format/2, text_option/1]).
 
@@ -423,7 +423,7 @@ text(_) -> error.
 %% refused unless it is an existing directory or ends in a slash: it would
 %% otherwise become a directory the user did not ask for.
 %%
-%% @doc Whether Out is acceptable as an output, given the extensions of the
+%% Whether Out is acceptable as an output, given the extensions of the
 %% formats at hand (`[{".folded", folded}, ...]', longest first).
 -spec output_kind(string(), [{string(), atom()}]) -> ok | {unknown_extension, string()}.
 output_kind(Out, Extensions) ->

@@ -34,7 +34,7 @@
 %%% '''
 -module(beamspy_seq).
 
--export([start/3, stop/2, activity/2, give_back/1, print/1, pid_text/1]).
+-export([start/3, stop/2, activity/2, give_back/1]).
 -export([init/5]).
 
 -define(TEXT_MAX, 1024).
@@ -133,13 +133,9 @@ activity(Collector, Timeout) ->
         {error, {collector_timeout, node(Collector)}}
     end.
 
-%% @doc A term printed the way the diagrams show messages: one line, depth
-%% limited, at most 1024 bytes of UTF-8.
-%%
-%% ```
-%% 1> beamspy_seq:print({a, "b", <<"c">>}).
-%% <<"{a,\"b\",<<\"c\">>}">>
-%% '''
+%% A term printed the way the diagrams show messages: one line, depth
+%% limited, at most 1024 bytes of UTF-8 (`{a, "b", <<"c">>}' gives
+%% `<<"{a,\"b\",<<\"c\">>}">>').
 -spec print(term()) -> binary().
 print(Term) ->
     Text = try unicode:characters_to_binary(io_lib:format("~0tP", [Term, ?PRINT_DEPTH])) of
@@ -149,14 +145,9 @@ print(Term) ->
            end,
     cut(Text, ?TEXT_MAX).
 
-%% @doc A pid's text as its own node prints it (`<0.95.0>'), whichever
-%% node this runs on: the first number is the node's index on the node that
+%% A pid's text as its own node prints it (`<0.95.0>'), whichever node
+%% this runs on: the first number is the node's index on the node that
 %% prints it, which means nothing elsewhere.
-%%
-%% ```
-%% 1> beamspy_seq:pid_text(self()).
-%% <<"<0.90.0>">>
-%% '''
 -spec pid_text(pid()) -> binary().
 pid_text(Pid) when node(Pid) =:= node() ->
     list_to_binary(pid_to_list(Pid));
