@@ -140,7 +140,7 @@ deps:
 
 erlang: $(ERL_BEAMS) ebin/.docs-stamp
 
-ebin/%.beam: src/%.erl | ebin
+ebin/%.beam: src/%.erl $(wildcard src/*.hrl) | ebin
 	$(ERLC) +debug_info -Werror -o ebin $<
 
 # The modules' @doc comments go into their beams (EEP-48 "Docs" chunks), so

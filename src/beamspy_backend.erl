@@ -31,7 +31,7 @@
 %% module from trace_info are here, and only they are exempted.
 -dialyzer({nowarn_function, [foreign/1, tracer_of/2, legacy_untrace/2, legacy_remove_meta/2]}).
 
--define(CALLER_MS, [{'_', [], [{message, {{cp, {caller}}}}]}]).
+-include("beamspy_trace.hrl").
 -define(CACHE, {?MODULE, sessions_supported}).
 
 -type backend() :: {legacy, beamspy_tracer:session()}

@@ -62,7 +62,7 @@
 -define(MAX_AGE_MS, 60000).
 %% The calibrating process, while it runs.
 -define(CALIBRATING, beamspy_calibrating).
--define(CALLER_MS, [{'_', [], [{message, {{cp, {caller}}}}]}]).
+-include("beamspy_trace.hrl").
 
 -type costs() :: #{call := non_neg_integer(), tail_call := non_neg_integer(),
                    return := non_neg_integer(), sched := non_neg_integer(),

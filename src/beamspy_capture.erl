@@ -20,7 +20,7 @@
 -export([init/6]).
 
 -define(LOCK, beamspy_active_session).
--define(CALLER_MS, [{'_', [], [{message, {{cp, {caller}}}}]}]).
+-include("beamspy_trace.hrl").
 %% How long a caller whose capture owner died waits for its watchdog to have
 %% cleaned up (it then says so).
 -define(WATCHDOG_WAIT_MS, 30000).
