@@ -178,15 +178,7 @@ parse_backtrace(Backtrace, MaxFrames) when is_binary(Backtrace), is_integer(MaxF
 check_opts(Opts) ->
     Defaults = #{pids => all, interval_ms => ?DEFAULT_INTERVAL_MS,
                  max_processes => ?DEFAULT_MAX_PROCESSES},
-    check_each(maps:to_list(Opts), maps:merge(Defaults, Opts)).
-
-check_each([], Config) ->
-    {ok, Config};
-check_each([{Key, Value} | Rest], Config) ->
-    case valid_option(Key, Value) of
-        true -> check_each(Rest, Config);
-        false -> {error, {bad_option, {Key, Value}}}
-    end.
+    beamspy_procs:check_opts(Opts, Defaults, fun valid_option/2, no_owner).
 
 valid_option(pids, all) -> true;
 valid_option(pids, L) when is_list(L) -> lists:all(fun(P) -> is_pid(P) orelse is_atom(P) end, L);

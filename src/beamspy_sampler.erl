@@ -135,7 +135,7 @@ start(Opts) when is_map(Opts) ->
         {ok, Config0} ->
             case beamspy_procs:resolve(maps:get(targets, Config0)) of
                 {ok, Targets} ->
-                    start_sampler(Config0#{targets := Targets});
+                    beamspy_procs:start(?MODULE, Config0#{targets := Targets}, sampler_failed);
                 {error, _} = Error ->
                     Error
             end;
@@ -187,22 +187,7 @@ check_opts(Opts) ->
                  interval_ms => ?DEFAULT_INTERVAL_MS,
                  max_stacks => ?DEFAULT_MAX_STACKS,
                  max_duration_ms => ?DEFAULT_MAX_DURATION_MS},
-    case maps:find(owner, Opts) of
-        {ok, Owner} when is_pid(Owner) ->
-            check_each(maps:to_list(maps:remove(owner, Opts)), maps:merge(Defaults, Opts));
-        {ok, Bad} ->
-            {error, {bad_option, {owner, Bad}}};
-        error ->
-            {error, {bad_option, {owner, missing}}}
-    end.
-
-check_each([], Config) ->
-    {ok, Config};
-check_each([{Key, Value} | Rest], Config) ->
-    case valid_option(Key, Value) of
-        true -> check_each(Rest, Config);
-        false -> {error, {bad_option, {Key, Value}}}
-    end.
+    beamspy_procs:check_opts(Opts, Defaults, fun valid_option/2, owner).
 
 valid_option(targets, all) -> true;
 valid_option(targets, L) when is_list(L) ->
@@ -216,16 +201,6 @@ valid_option(_, _) -> false.
 %%% ---------------------------------------------------------------------
 %%% Talking to the sampler
 %%% ---------------------------------------------------------------------
-
-start_sampler(Config) ->
-    case proc_lib:start_monitor(?MODULE, init, [Config]) of
-        {{ok, Pid}, Mon} ->
-            erlang:demonitor(Mon, [flush]),
-            {ok, Pid};
-        {{error, Why}, Mon} -> % it died before it acknowledged
-            erlang:demonitor(Mon, [flush]),
-            {error, {sampler_failed, Why}}
-    end.
 
 call(Sampler, Request) when is_pid(Sampler) ->
     beamspy_procs:call(Sampler, ?MODULE, Request, sampler_failed);

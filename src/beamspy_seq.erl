@@ -35,7 +35,7 @@
 -module(beamspy_seq).
 
 -export([start/3, stop/2, activity/2, give_back/1]).
--export([init/5]).
+-export([init/3]).
 
 -define(TEXT_MAX, 1024).
 -define(PRINT_DEPTH, 30).
@@ -61,16 +61,17 @@
 %% '''
 -spec start(term(), pid(), map()) -> {ok, pid()} | {error, term()}.
 start(Label, Owner, Opts) when is_pid(Owner), is_map(Opts) ->
-    Ref = make_ref(),
-    Parent = self(),
-    %% A function, not a fun: its initial call names it (an unload finds
-    %% beamspy's processes by it).
-    {Pid, Mon} = spawn_monitor(?MODULE, init, [Parent, Ref, Label, Owner, Opts]),
-    receive
-        {Ref, Reply} ->
+    %% proc_lib's start: its initial call (in its dictionary before any of
+    %% its code runs) names it, and an unload finds beamspy's processes by it.
+    case proc_lib:start_monitor(?MODULE, init, [Label, Owner, Opts]) of
+        {{ok, Pid}, Mon} ->
             erlang:demonitor(Mon, [flush]),
-            Reply;
-        {'DOWN', Mon, process, Pid, Why} ->
+            {ok, Pid};
+        {{refused, Why}, Mon} ->
+            erlang:demonitor(Mon, [flush]),
+            {error, Why};
+        {{error, Why}, Mon} -> % it died before it acknowledged
+            erlang:demonitor(Mon, [flush]),
             {error, {collector_failed, node(), Why}}
     end.
 
@@ -168,26 +169,27 @@ skip_atom(<<119, Len:8, _:Len/binary, Rest/binary>>) -> Rest.  % SMALL_ATOM_UTF8
 %%% ---------------------------------------------------------------------
 
 %% @private
-init(Parent, Ref, Label, Owner, Opts) ->
+-spec init(term(), pid(), map()) -> ok.
+init(Label, Owner, Opts) ->
     %% No collector starts while beamspy's code is being removed (the
     %% check of beamspy_jobs, here as this module depends on no other).
     case whereis(beamspy_unloading) of
-        undefined -> init_collector(Parent, Ref, Label, Owner, Opts);
-        _ -> Parent ! {Ref, {error, {busy, {unloading, node()}}}}
+        undefined -> init_collector(Label, Owner, Opts);
+        _ -> proc_lib:init_ack({refused, {busy, {unloading, node()}}})
     end.
 
-init_collector(Parent, Ref, Label, Owner, Opts) ->
+init_collector(Label, Owner, Opts) ->
     %% Swapped in one step, so two captures never both believe they hold it.
     case seq_trace:set_system_tracer(self()) of
         false ->
             OwnerMon = erlang:monitor(process, Owner),
-            Parent ! {Ref, {ok, self()}},
+            proc_lib:init_ack({ok, self()}),
             loop(#{label => Label, owner => OwnerMon, unload => maps:get(unload, Opts, false),
                    max => maps:get(max_events, Opts, ?DEFAULT_MAX_EVENTS),
                    count => 0, dropped => 0, events => [], names => #{}, last => now_ms()});
         Other ->
             _ = seq_trace:set_system_tracer(Other),
-            Parent ! {Ref, {error, {system_tracer_in_use, node(), Other}}}
+            proc_lib:init_ack({refused, {system_tracer_in_use, node(), Other}})
     end.
 
 loop(#{label := Label} = S) ->

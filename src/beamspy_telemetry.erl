@@ -27,7 +27,7 @@
 
 -export([start/2, stop/1, finish/1, handle_event/4, format_error/1]).
 -export([check_prefixes/1, check_metadata/1, ready/0, attach_session/2, detach_session/1]).
--export([init/4]).
+-export([init/5]).
 
 -define(MAX_PREFIXES, 64).
 -define(MAX_PREFIX_LENGTH, 16).
@@ -81,17 +81,17 @@ start(Prefixes, Opts) ->
                     spans_only => true, max_spans => MaxSpans, timeline => MaxSpans,
                     sleep => false, gc => false},
         Ref = make_ref(),
-        {Owner, Mon} = spawn_monitor(?MODULE, init, [self(), Ref, Prefixes,
-                                                     NifOpts#{telemetry_metadata => maps:get(metadata, Own, [])}]),
-        receive
-            {Ref, ok} ->
+        Config = #{opts => O, outputs => Outputs},
+        Args = [self(), Ref, Prefixes, NifOpts#{telemetry_metadata => maps:get(metadata, Own, [])}, Config],
+        case proc_lib:start_monitor(?MODULE, init, Args) of
+            {{ok, Owner}, Mon} ->
                 erlang:demonitor(Mon, [flush]),
-                Owner ! {Ref, config, O, Outputs},
                 {ok, {beamspy_telemetry, Owner, Ref}};
-            {Ref, {error, _} = Error} ->
+            {{refused, Error}, Mon} ->
                 erlang:demonitor(Mon, [flush]),
                 Error;
-            {'DOWN', Mon, process, Owner, Why} ->
+            {{error, Why}, Mon} -> % it died before it acknowledged
+                erlang:demonitor(Mon, [flush]),
                 {error, {session_failed, Why}}
         end
     catch
@@ -359,27 +359,26 @@ detach_quietly(Id) ->
 %% The owner of a spans-only recording: holds the session, attaches the
 %% handlers, watches the processes that emitted spans (a process dying
 %% inside a span is counted), and stops everything if its caller dies.
+%% Started by proc_lib (its initial call names it as a job to an unload);
+%% acknowledges `{ok, self()}' or `{refused, Error}'.
 %% @private
--spec init(pid(), reference(), [prefix()], map()) -> no_return() | ok.
-init(Caller, Ref, Prefixes, NifOpts) ->
+-spec init(pid(), reference(), [prefix()], map(), map()) -> ok.
+init(Caller, Ref, Prefixes, NifOpts, #{opts := O, outputs := Outputs}) ->
     CallerMon = erlang:monitor(process, Caller),
     case beamspy_jobs:check_start() =:= ok andalso beamspy_tracer:session_new(NifOpts#{owner => self()}) of
         false ->
-            Caller ! {Ref, beamspy_jobs:check_start()};
+            proc_lib:init_ack({refused, beamspy_jobs:check_start()});
         {error, _} = Error ->
-            Caller ! {Ref, Error};
+            proc_lib:init_ack({refused, Error});
         Session ->
             case attach(Session, self(), Prefixes, maps:get(telemetry_metadata, NifOpts)) of
                 ok ->
-                    Caller ! {Ref, ok},
-                    receive
-                        {Ref, config, O, Outputs} ->
-                            loop(#{session => Session, ref => Ref, caller_mon => CallerMon,
-                                   opts => O, outputs => Outputs})
-                    end;
+                    proc_lib:init_ack({ok, self()}),
+                    loop(#{session => Session, ref => Ref, caller_mon => CallerMon,
+                           opts => O, outputs => Outputs});
                 {error, _} = Error ->
                     ok = beamspy_tracer:session_stop(Session),
-                    Caller ! {Ref, Error}
+                    proc_lib:init_ack({refused, Error})
             end
     end.
 

@@ -79,14 +79,7 @@
 start(Opts) when is_map(Opts) ->
     case check_opts(Opts) of
         {ok, Config} ->
-            case proc_lib:start_monitor(?MODULE, init, [Config]) of
-                {{ok, Pid}, Mon} ->
-                    erlang:demonitor(Mon, [flush]),
-                    {ok, Pid};
-                {{error, Why}, Mon} -> % it died before it acknowledged
-                    erlang:demonitor(Mon, [flush]),
-                    {error, {top_failed, Why}}
-            end;
+            beamspy_procs:start(?MODULE, Config, top_failed);
         {error, _} = Error ->
             Error
     end;
@@ -131,24 +124,10 @@ stop(Top) ->
 
 check_opts(Opts) ->
     Defaults = #{interval_ms => ?DEFAULT_INTERVAL_MS, limit => ?DEFAULT_LIMIT},
-    case maps:find(owner, Opts) of
-        {ok, Owner} when is_pid(Owner) ->
-            check_each(maps:to_list(maps:remove(owner, Opts)), maps:merge(Defaults, Opts));
-        {ok, Bad} ->
-            {error, {bad_option, {owner, Bad}}};
-        error ->
-            {error, {bad_option, {owner, missing}}}
-    end.
+    beamspy_procs:check_opts(Opts, Defaults, fun valid_option/2, owner).
 
-check_each([], Config) ->
-    {ok, Config};
-check_each([{Key, Value} | Rest], Config) when Key =:= interval_ms; Key =:= limit ->
-    case is_integer(Value) andalso Value > 0 of
-        true -> check_each(Rest, Config);
-        false -> {error, {bad_option, {Key, Value}}}
-    end;
-check_each([{Key, Value} | _], _) ->
-    {error, {bad_option, {Key, Value}}}.
+valid_option(Key, Value) when Key =:= interval_ms; Key =:= limit -> is_integer(Value) andalso Value > 0;
+valid_option(_, _) -> false.
 
 call(Top, Request) when is_pid(Top) ->
     beamspy_procs:call(Top, ?MODULE, Request, top_failed);

@@ -168,3 +168,24 @@ max_processes_boundary() ->
     ?assertMatch(#{truncated := max_processes}, P2),
     ?assertEqual(K, length(processes(P2))),
     assert_clean().
+
+%% beamspy_procs:check_opts/4, the option check of dump, sampler and top.
+check_opts_test_() ->
+    Valid = fun(interval_ms, N) -> is_integer(N) andalso N > 0;
+               (_, _) -> false
+            end,
+    Check = fun(Opts, Owner) -> beamspy_procs:check_opts(Opts, #{interval_ms => 100, limit => 10}, Valid, Owner) end,
+    Me = self(),
+    [?_assertEqual({ok, #{interval_ms => 50, limit => 10}}, Check(#{interval_ms => 50}, no_owner)),
+     ?_assertEqual({ok, #{interval_ms => 100, limit => 10, owner => Me}}, Check(#{owner => Me}, owner)),
+     ?_assertEqual({error, {bad_option, {interval_ms, 0}}}, Check(#{interval_ms => 0}, no_owner)),
+     ?_assertEqual({error, {bad_option, {nope, 1}}}, Check(#{nope => 1, owner => Me}, owner)),
+     ?_assertEqual({error, {bad_option, {owner, missing}}}, Check(#{interval_ms => 50}, owner)),
+     ?_assertEqual({error, {bad_option, {owner, me}}}, Check(#{owner => me}, owner)),
+     %% Without an owner rule, owner is one more unknown key.
+     ?_assertEqual({error, {bad_option, {owner, Me}}}, Check(#{owner => Me}, no_owner)),
+     %% The three users refuse what they refused before.
+     ?_assertEqual({error, {bad_option, {interval_ms, -1}}}, beamspy_dump:snapshot(#{interval_ms => -1})),
+     ?_assertEqual({error, {bad_option, {owner, missing}}}, beamspy_top:start(#{})),
+     ?_assertEqual({error, {bad_option, {limit, 0}}}, beamspy_top:start(#{owner => Me, limit => 0})),
+     ?_assertEqual({error, {bad_option, {max_stacks, 0}}}, beamspy_sampler:start(#{owner => Me, max_stacks => 0}))].

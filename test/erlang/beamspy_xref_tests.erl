@@ -64,7 +64,7 @@ unused_exports_allowed() ->
      {{beamspy_agent, runs_elixir, 0}, Tool},
      {{beamspy_remote, unload_local, 2}, "beamspy_remote:unload/2, over erpc"},
      {{beamspy_seq, give_back, 1}, "beamspy_seq:stop/2, over erpc"},
-     {{beamspy_seq, init, 5}, Init}, {{beamspy_telemetry, init, 4}, Init},
+     {{beamspy_seq, init, 3}, Init}, {{beamspy_telemetry, init, 5}, Init},
      {{beamspy_sampler, init, 1}, Init}, {{beamspy_top, init, 1}, Init},
      {{beamspy_runner, boot, 0}, "erl -s beamspy_runner boot (bin/beamspy run)"},
      {{beamspy_runner, keeper, 2}, "spawned by name (its initial call names it to unload)"},
