@@ -162,6 +162,18 @@ ebin/.elixir-stamp: $(EX_SRC) $(ERL_BEAMS) ebin/.docs-stamp | ebin
 
 assets: $(ASSET_HDRS)
 
+# build/gen/defaults.h: the defaults the command-line tool uses itself
+# (BS_DEFAULT_<KEY>), generated from the one table of defaults
+# (beamspy_opts:option_table/0), so that none is written twice across C and
+# Erlang. Only the tool's sources include it.
+DEFAULTS_H := $(GEN)/defaults.h
+
+$(DEFAULTS_H): ebin/beamspy_opts.beam scripts/gen_defaults.escript
+	@escript scripts/gen_defaults.escript ebin $@
+
+$(foreach s,$(SETS),$(call objs,$(s),$(CLI_SRC))): | $(DEFAULTS_H)
+$(patsubst c_src/%.c,build/callgraph/%.ci,$(CLI_SRC)): | $(DEFAULTS_H)
+
 $(GEN)/assets/%.h: c_src/writers/assets/% scripts/embed_text.sh
 	@mkdir -p $(dir $@)
 	@scripts/embed_text.sh $< $@

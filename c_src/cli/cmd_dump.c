@@ -19,6 +19,7 @@
 #include "../dist/call_args.h"
 #include "../common/json_escape.h"
 #include "cli.h"
+#include "defaults.h"
 #include "dump_names.h"
 #include "dump_waits.h"
 #include "remote.h"
@@ -414,7 +415,7 @@ int bs_cmd_dump(int argc, char **argv)
     dump_args a;
     memset(&a, 0, sizeof a);
     bs_remote_opts_init(&a.remote);
-    a.interval_ms = 200;
+    a.interval_ms = BS_DEFAULT_DUMP_INTERVAL_MS;
     a.elixir = -1;
     int rc = parse_args(argc, argv, &a);
     if (rc == -1)

@@ -23,6 +23,7 @@
 #include "../readers/readers.h"
 #include "../writers/writers.h"
 #include "cli.h"
+#include "defaults.h"
 #include "function_arg.h"
 #include "job.h"
 #include "remote.h"
@@ -30,7 +31,6 @@
 
 #define CMD "record"
 #define POLL_MS 250
-#define DEFAULT_DURATION_MS 10000ULL
 #define FINISH_TIMEOUT_MS 300000u
 
 enum {
@@ -495,7 +495,7 @@ int bs_cmd_record(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc == -1 && (rc = check_args(&a)) == BS_EXIT_OK) {
         if (a.job.duration_ms == 0)
-            a.job.duration_ms = DEFAULT_DURATION_MS;
+            a.job.duration_ms = BS_DEFAULT_RECORD_DURATION_MS;
         rc = record(&a);
     }
     free(a.outputs);

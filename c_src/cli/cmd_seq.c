@@ -28,6 +28,7 @@
 #include "../engine/seq_flow.h"
 #include "../writers/seq_writers.h"
 #include "cli.h"
+#include "defaults.h"
 #include "function_arg.h"
 #include "job.h"
 #include "remote.h"
@@ -36,7 +37,6 @@
 #define CMD "seq"
 #define POLL_MS 100
 #define QUIET_MS 500
-#define DEFAULT_DURATION_MS 10000ULL
 #define FINISH_TIMEOUT_MS 60000u
 
 enum {
@@ -426,7 +426,7 @@ int bs_cmd_seq(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc == -1 && (rc = check_args(&a)) == BS_EXIT_OK) {
         if (a.job.duration_ms == 0)
-            a.job.duration_ms = DEFAULT_DURATION_MS;
+            a.job.duration_ms = BS_DEFAULT_RECORD_DURATION_MS; /* as record's */
         if (a.job.calls == 0)
             a.job.calls = 1;
         rc = run_seq(&a);

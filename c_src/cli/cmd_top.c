@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "defaults.h"
 #include "dump_names.h"
 #include "job.h"
 #include "remote.h"
@@ -310,7 +311,7 @@ int bs_cmd_top(int argc, char **argv)
     bs_remote_opts_init(&a.remote);
     bs_job_spec_init(&a.job);
     a.job.top = 1;
-    a.refresh_ms = 1000;
+    a.refresh_ms = BS_DEFAULT_TOP_REFRESH_MS;
     int rc = parse_args(argc, argv, &a);
     if (rc == -1)
         rc = top(&a);

@@ -10,6 +10,7 @@
 
 #include "../engine/profile.h"
 #include "../writers/render_opts.h"
+#include "defaults.h"
 #include "early_stop.h"
 #include "remote.h"
 
@@ -24,8 +25,8 @@ typedef enum bs_job_target_kind {
 
 /* What to run; filled from the command line. */
 /* mode cpu's rate when --hz is not given: beamspy_opts's default of cpu_hz
- * (the help says it; beamspy_defaults_tests checks they agree). */
-#define BS_CPU_DEFAULT_HZ 199
+ * (build/gen/defaults.h, generated from its table). */
+#define BS_CPU_DEFAULT_HZ BS_DEFAULT_CPU_HZ
 
 typedef struct bs_job_spec {
     int top;                          /* a top job (figures, no profile) */
