@@ -46,7 +46,7 @@
 %%% them itself, even when its caller dies meanwhile.
 -module(beamspy_calibrate).
 
--export([nif_option/1, costs/1, wait_idle/1, forget/0, kept/1, keep/3]).
+-export([nif_option/1, costs/1, wait_idle/0, forget/0, kept/1, keep/3]).
 %% The loops, called (traced) by the calibrating process only.
 -export([tail/1, body/2, leaf/1]).
 
@@ -172,13 +172,15 @@ measure(Timeline) ->
             {error, calibration_timeout}
     end.
 
-%% @doc Waits, at most Ms milliseconds, until no calibration runs. The
+%% @doc Waits until no calibration runs: at most as long as a calibration
+%% may last (it is stopped after ?TIMEOUT_MS) and a second to clean up. The
 %% calibrating process traces itself and cleans up as it ends, whoever
 %% asked for it: a watchdog cleaning up after an owner killed while it
 %% calibrated waits for it, so that the node is clean when the failed start
 %% returns.
--spec wait_idle(non_neg_integer()) -> ok.
-wait_idle(Ms) ->
+-spec wait_idle() -> ok.
+wait_idle() ->
+    Ms = ?TIMEOUT_MS + 1000,
     case whereis(?CALIBRATING) of
         undefined ->
             ok;

@@ -68,7 +68,7 @@ await_start(Owner, Mon, Ref, Watchdog) ->
         {'DOWN', Mon, process, Owner, Why} when Watchdog =:= undefined ->
             %% Killed before tracing anything, but perhaps while the
             %% tracer's cost was being measured: returns once that is over.
-            ok = beamspy_calibrate:wait_idle(6000),
+            ok = beamspy_calibrate:wait_idle(),
             {error, {session_failed, Why}};
         {'DOWN', Mon, process, Owner, Why} ->
             %% Killed while setting up: returns once its watchdog has cleaned

@@ -31,8 +31,6 @@
 -define(KEY, beamspy_watchdog).
 
 -define(LOCK, beamspy_active_session).
-%% The longest a calibration runs (beamspy_calibrate gives up after 5 s).
--define(CALIBRATION_WAIT_MS, 6000).
 
 -type arming() :: #{session := beamspy_tracer:session(),
                     patterns := node_wide | own,
@@ -114,7 +112,7 @@ loop(Owner, Mon, Arming) ->
         {'DOWN', Mon, process, Owner, normal} ->
             ok;
         {'DOWN', Mon, process, Owner, Why} when Arming =/= undefined ->
-            ok = beamspy_calibrate:wait_idle(?CALIBRATION_WAIT_MS),
+            ok = beamspy_calibrate:wait_idle(),
             clean(Arming),
             case Arming of
                 #{notify := {Pid, Ref}} -> Pid ! {beamspy_capture, Ref, {error, {session_failed, Why}}};
@@ -122,7 +120,7 @@ loop(Owner, Mon, Arming) ->
             end;
         {'DOWN', Mon, process, Owner, _} ->
             %% Killed before it armed this: perhaps while calibrating.
-            beamspy_calibrate:wait_idle(?CALIBRATION_WAIT_MS)
+            beamspy_calibrate:wait_idle()
     end.
 
 clean(#{session := Session} = Arming) ->
