@@ -25,7 +25,9 @@ columns() ->
      {"beamspy raw", #{compensate => false}},
      %% 999 Hz: beamspy records one run of a workload, perf several (a
      %% fidelity bench wants samples, not the default rate's low cost).
-     {"beamspy mode => cpu", #{mode => cpu, cpu_hz => 999}}].
+     {"beamspy mode => cpu", #{mode => cpu, cpu_hz => 999}},
+     %% Traced calls, self times from the samples taken beside the trace.
+     {"beamspy times => samples", #{times => samples, cpu_hz => 999}}].
 
 %% Given to every column: the compiler's deep, varied stacks need more
 %% than the default 256 MiB.

@@ -84,14 +84,22 @@ int bs_export_profile(ErlNifEnv *env, bs_session *s, bs_name_style style, ERL_NI
         memcpy(out->compensation.ns, s->comp_costs.ns, sizeof out->compensation.ns);
     namer_ctx ctx = {env, style, s->cpu};
     char label[512];
+    /* times => samples: the process of each tree, for its samples */
+    uint64_t *tree_pids = s->cpu_times ? enif_alloc((s->pids.cap ? s->pids.cap : 1) * sizeof *tree_pids) : NULL;
+    if (s->cpu_times && !tree_pids)
+        return -1;
     for (uint32_t i = 0; i < s->pids.cap; i++) {
         bs_traced_proc *r = atomic_load(&s->pids.slots[i].record);
         if (!r)
             continue;
         label_of(env, labels, style, (ERL_NIF_TERM)r->pid, label, sizeof label);
         if (!s->capture_mode) {
-            if (bs_profile_add_proc(out, &r->proc, label, name_key, &ctx) < 0)
+            if (tree_pids && out->n_trees < s->pids.cap)
+                tree_pids[out->n_trees] = r->pid;
+            if (bs_profile_add_proc(out, &r->proc, label, name_key, &ctx) < 0) {
+                enif_free(tree_pids);
                 return -1;
+            }
             continue;
         }
         if (add_captures(out, r->captures, label, capture, &ctx) < 0)
@@ -107,7 +115,12 @@ int bs_export_profile(ErlNifEnv *env, bs_session *s, bs_name_style style, ERL_NI
     if (reason != BS_STOP_NONE && reason != BS_STOP_REQUESTED)
         bs_profile_set_truncated(out, bs_stop_reason_name(reason));
     bs_span_notes(s, out->notes, sizeof out->notes);
-    if (s->cpu && bs_cpu_export(s->cpu, out, name_key, &ctx) < 0) /* after the notes: it adds one */
+    if (tree_pids) { /* after the notes: it adds one */
+        int rc = bs_cpu_traced_export(s->cpu, out, tree_pids, out->n_trees, name_key, &ctx);
+        enif_free(tree_pids);
+        if (rc < 0)
+            return -1;
+    } else if (s->cpu && bs_cpu_export(s->cpu, out, name_key, &ctx) < 0) /* after the notes: it adds one */
         return -1;
     out->duration_ns = (s->stop_ns ? s->stop_ns : bs_now_ns()) - s->start_ns;
     out->start_ns = s->start_ns;
