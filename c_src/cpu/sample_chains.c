@@ -76,7 +76,7 @@ int bs_sample_chains_add(bs_sample_chains *sc, uint64_t owner, const uint32_t *f
 {
     if (n > BS_CHAIN_MAX_FRAMES)
         n = BS_CHAIN_MAX_FRAMES;
-    if ((sc->n + 1) * 2 > sc->cap_slots && rehash(sc, sc->cap_slots ? sc->cap_slots * 2 : 256) < 0)
+    if (!sc->cap_slots && rehash(sc, 256) < 0)
         goto dropped;
     uint64_t h = chain_hash(owner, frames, n);
     uint32_t s = (uint32_t)h & (sc->cap_slots - 1);
@@ -84,9 +84,15 @@ int bs_sample_chains_add(bs_sample_chains *sc, uint64_t owner, const uint32_t *f
         bs_chain_entry *e = &sc->entries[sc->slots[s] - 1];
         if (e->hash == h && e->owner == owner && e->n == n &&
             (n == 0 || memcmp(sc->frames + e->off, frames, n * sizeof *frames) == 0)) {
-            e->count++;
+            e->count++; /* held already: counted even at the cap */
             return 0;
         }
+    }
+    if ((sc->n + 1) * 2 > sc->cap_slots) { /* a new entry: the index grows first */
+        if (rehash(sc, sc->cap_slots * 2) < 0)
+            goto dropped;
+        for (s = (uint32_t)h & (sc->cap_slots - 1); sc->slots[s]; s = (s + 1) & (sc->cap_slots - 1))
+            ;
     }
     if (sc->n_frames > UINT32_MAX - n ||
         grow(sc, (void **)&sc->frames, &sc->cap_frames, sc->n_frames + n, sizeof *sc->frames) < 0 ||
