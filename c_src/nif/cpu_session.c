@@ -469,6 +469,11 @@ void bs_cpu_close(bs_cpu *c)
     free(c);
 }
 
+unsigned bs_cpu_hz(const bs_cpu *c)
+{
+    return c->hz;
+}
+
 int bs_cpu_frame_name(const bs_cpu *c, uint64_t frame, bs_name_style style, char *buf, size_t cap)
 {
     if (frame >= c->frames.n || cap < 16)

@@ -70,6 +70,9 @@ void bs_cpu_stop(bs_cpu *c);
 /* Stops if needed and frees everything; NULL-safe. */
 void bs_cpu_close(bs_cpu *c);
 
+/* The sampling rate. */
+unsigned bs_cpu_hz(const bs_cpu *c);
+
 /* The name of a CPU frame key in style; its length, or -1. */
 int bs_cpu_frame_name(const bs_cpu *c, uint64_t frame, bs_name_style style, char *buf, size_t cap);
 

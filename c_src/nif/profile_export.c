@@ -140,11 +140,14 @@ static ERL_NIF_TERM make_string(ErlNifEnv *env, const char *s)
 
 /* #{state => applied | raw | unknown, call/return/sched/gc/tail_call => ns per event,
  * events => compensated events, subtracted_ns, text => the outputs' line}. */
-static ERL_NIF_TERM compensation_term(ErlNifEnv *env, const bs_compensation *c)
+static ERL_NIF_TERM compensation_term(ErlNifEnv *env, const bs_compensation *c, const char *own_text)
 {
     static const char *const states[] = {"unknown", "raw", "applied"};
     char text[BS_COMPENSATION_TEXT_CAP];
-    bs_compensation_text(c, text, sizeof text);
+    if (own_text)
+        snprintf(text, sizeof text, "%s", own_text);
+    else
+        bs_compensation_text(c, text, sizeof text);
     uint64_t events = 0;
     for (int k = 0; k < BS_EVENT_KINDS; k++)
         events += c->events[k];
@@ -199,7 +202,7 @@ ERL_NIF_TERM bs_profile_to_term(ErlNifEnv *env, const bs_session *s, const bs_pr
                            enif_make_uint64(env, p->duration_ns),
                            p->has_timeline ? a->true : a->false,
                            p->timeline_truncated ? a->true : a->false,
-                           compensation_term(env, &p->compensation),
+                           compensation_term(env, &p->compensation, NULL),
                            enif_make_atom(env, p->unit == BS_UNIT_COUNT ? "samples" : "ns"),
                            make_string(env, p->notes)};
     ERL_NIF_TERM map;
@@ -221,5 +224,11 @@ ERL_NIF_TERM bs_session_compensation_term(ErlNifEnv *env, bs_session *s)
         for (const bs_capture *k = r->captures; k; k = k->next)
             bs_compensation_add(&c, &k->proc.comp);
     }
-    return compensation_term(env, &c);
+    char text[256];
+    if (s->cpu_times) /* what the tool says of the times (beamspy_report) */
+        snprintf(text, sizeof text,
+                 "self times from CPU samples taken beside the trace at %u Hz, not traced times (the "
+                 "outputs' notes say how many samples, and the tracer's share of the CPU)",
+                 bs_cpu_hz(s->cpu));
+    return compensation_term(env, &c, s->cpu_times ? text : NULL);
 }
