@@ -25,6 +25,7 @@ times_test_() ->
      [{"exact counts, self times in the workload's 1 : 4, the tracer's share said",
        {timeout, 300, fun counts_and_ratio/0}},
       {"no calibration runs for times => samples", {timeout, 300, fun no_calibration/0}},
+      {"times and compensate: what the session is asked for", fun session_options/0},
       {"bad times options are refused before anything runs", fun bad_options/0},
       {"a VM without +JPperf true is refused, naming the flag", {timeout, 120, fun no_perf_flag/0}}]}.
 
@@ -73,6 +74,22 @@ no_calibration() ->
     {ok, _} = beamspy:profile({bs_cpu_times_wl, run, [1000]}, #{}),
     ?assertMatch({ok, _, _}, beamspy_calibrate:kept(false)),
     assert_clean().
+
+%% times => samples asks the NIF for samples beside the trace and for no
+%% compensation (so nothing is calibrated); compensate => false, the older
+%% spelling, still gives raw times, as times => raw does.
+session_options() ->
+    Nif = fun(O) -> {ok, Opts} = beamspy_opts:options(O), beamspy_opts:nif_options(Opts, []) end,
+    Samples = Nif(#{times => samples, cpu_hz => 555}),
+    ?assertEqual(555, maps:get(cpu_times, Samples)),
+    ?assertNot(is_map_key(compensate, Samples)),
+    ?assertNot(is_map_key(cpu, Samples)),
+    ?assertEqual(false, maps:get(compensate, Nif(#{times => raw}))),
+    ?assertEqual(false, maps:get(compensate, Nif(#{compensate => false}))),
+    ?assertEqual(true, maps:get(compensate, Nif(#{}))),
+    ?assertNot(is_map_key(cpu_times, Nif(#{}))),
+    %% mode cpu takes samples only: times does not apply.
+    ?assertNot(is_map_key(cpu_times, Nif(#{mode => cpu, times => samples}))).
 
 bad_options() ->
     ?assertMatch({error, {bad_option, times, exact, _}},
