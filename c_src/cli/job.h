@@ -171,6 +171,7 @@ void bs_job_free(bs_job *j);
 /* Mode cpu: says on stderr what the profile's counts are (CPU samples at
  * the rate asked for, how many, of how many processes): the .bspy a node
  * sends does not carry the profile's notes. */
+/* Also says what --times samples' times are. */
 void bs_job_say_cpu_samples(const bs_job_spec *s, const bs_profile *p, const char *node);
 
 /* Whole-VM views (`record --all', `run'): processes ordered by running
