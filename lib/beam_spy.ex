@@ -94,6 +94,7 @@ defmodule BeamSpy do
           | {:sleep, boolean()}
           | {:gc, boolean()}
           | {:compensate, boolean()}
+          | {:times, :compensated | :samples | :raw}
           | {:mode, :trace | :cpu}
           | {:cpu_hz, pos_integer()}
           | {:max_memory, pos_integer()}
@@ -201,8 +202,14 @@ defmodule BeamSpy do
       scheduler threads, each charged to the process the thread ran (the
       VM must run with `+JPperf true`, e.g. `elixir --erl "+JPperf true"`).
       Default `:trace`.
-    * `:cpu_hz` — with `mode: :cpu`, samples a second of each busy
-      scheduler thread. Default 199.
+    * `:cpu_hz` — with `mode: :cpu` or `times: :samples`, samples a
+      second of each busy scheduler thread. Default 199.
+    * `:times` — what traced self times are: `:compensated` (the tracer's
+      calibrated cost subtracted, see `:compensate`), `:samples` (the CPU
+      sampler of `mode: :cpu` runs beside the trace: call counts and stacks
+      are the trace's, each function's self time its CPU samples; needs
+      `+JPperf true`; no calibration) or `:raw`. `compensate: false` with
+      the default means `:raw`. Default `:compensated`.
     * `:compensate` — subtract the tracer's own cost per traced event
       from traced times (the callbacks' time as measured, the VM's part as
       calibrated in a process of its own, kept for a minute), never below zero; every output says what its times are. `false` gives

@@ -55,6 +55,18 @@
 %%% <li>`cpu_hz' — with `mode => cpu', samples a second taken of each busy
 %%%   scheduler thread (1 to 10000): each costs the thread some µs, 199 a
 %%%   second about 1-2% of its throughput on a small VM. Default 199.</li>
+%%% <li>`times' — what mode `trace''s self times are: `compensated'
+%%%   (the tracer's calibrated cost subtracted, see `compensate'), `samples'
+%%%   (the CPU sampler of mode `cpu' runs beside the trace at `cpu_hz';
+%%%   each sample of a traced process goes to the innermost Erlang function
+%%%   of its stack, a BIF's or the VM's C time to the function that called
+%%%   it, and samples in the VM's trace code or beamspy's are the tracer's
+%%%   cost, left out and reported; per process, each function's self time
+%%%   is its samples, split over its call sites as the trace timed them;
+%%%   call counts and stacks stay the trace's; no calibration; needs what
+%%%   mode `cpu' needs, refused with `{cpu_unavailable, Why}' otherwise) or
+%%%   `raw'. `compensate => false' with the default means `raw'. Default
+%%%   `compensated'.</li>
 %%% <li>`compensate' — subtract the tracer's own cost from traced times:
 %%%   each traced event (call, return, reschedule) costs the traced process
 %%%   a few hundred ns, which would otherwise be charged to the frames it
@@ -491,6 +503,10 @@ start_capture(MFA, N, Opts, Report) ->
 start_capture(MFA, N, Opts0, Report, Encode) when is_integer(N), N > 0 ->
     Defaults = #{timeout => 30000, merge => both},
     case {beamspy_capture:check_function(MFA), beamspy_opts:options(Opts0)} of
+        {ok, {ok, #{times := samples}}} ->
+            %% A capture's profiles are cut at each call's bounds: samples,
+            %% taken beside the whole recording, are not.
+            {error, {bad_option, times, samples, "compensated or raw (capture/3 keeps traced times)"}};
         {ok, {ok, Opts1}} ->
             Opts = maps:merge(Defaults, maps:filter(fun(K, _) -> maps:is_key(K, given(Opts0)) end, Opts1)),
             Full = maps:merge(Opts1, Opts),

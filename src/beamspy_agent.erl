@@ -524,7 +524,7 @@ registered_name(Text) ->
 %% Options of beamspy:start/2 and capture_async/3 the tool may pass on.
 session_opts(Opts) ->
     maps:with([children, sleep, gc, compensate, max_memory, max_processes, max_events, max_duration,
-               names, timeline, pids, mode, cpu_hz], Opts).
+               names, timeline, pids, mode, cpu_hz, times], Opts).
 
 progress(#{job := Job, t0 := T0, state := State} = S) ->
     Base = #{state => State, elapsed_ms => erlang:monotonic_time(millisecond) - T0,

@@ -20,6 +20,7 @@
                      sleep := boolean(),
                      gc := boolean(),
                      compensate := boolean(),
+                     times := compensated | samples | raw,
                      mode := trace | cpu,
                      cpu_hz := pos_integer(),
                      max_memory := pos_integer(),
@@ -97,8 +98,9 @@ option_table() ->
      {sleep, api, #{apply => true}, "charge scheduled-out time to a WAIT or RUNNABLE leaf"},
      {gc, api, #{apply => false}, "charge garbage collection to a GC leaf"},
      {compensate, api, #{apply => true}, "subtract the tracer's calibrated cost per event from traced times"},
+     {times, api, #{apply => compensated}, "mode trace's self times: compensated (calibrated tracer cost subtracted), samples (from CPU samples taken beside the trace at cpu_hz; the VM must run with +JPperf true) or raw; compensate => false means raw"},
      {mode, api, #{apply => trace}, "trace (every call: exact counts and stacks) or cpu (the kernel's CPU samples of the VM's scheduler threads; the VM must run with +JPperf true)"},
-     {cpu_hz, api, #{apply => 199}, "mode cpu: samples a second taken of each busy scheduler thread"},
+     {cpu_hz, api, #{apply => 199}, "mode cpu and times samples: samples a second taken of each busy scheduler thread"},
      {max_memory, api, #{apply => 256 * 1024 * 1024}, "bytes the recording may use"},
      {max_processes, api, #{apply => 10000}, "processes recorded at most"},
      {max_events, api, #{apply => infinity}, "events recorded at most"},
@@ -303,6 +305,8 @@ check({K, V}, Acc) when K =:= children; K =:= sleep; K =:= gc; K =:= compensate;
     end;
 check({mode, V}, Acc) when V =:= trace; V =:= cpu -> Acc#{mode => V};
 check({mode, V}, _) -> bad(mode, V, "trace or cpu");
+check({times, V}, Acc) when V =:= compensated; V =:= samples; V =:= raw -> Acc#{times => V};
+check({times, V}, _) -> bad(times, V, "compensated, samples (from CPU samples) or raw");
 check({cpu_hz, V}, Acc) when is_integer(V), V >= 1, V =< 10000 -> Acc#{cpu_hz => V};
 check({cpu_hz, V}, _) -> bad(cpu_hz, V, "an integer from 1 to 10000 (samples a second)");
 check({collapse_recursion, V}, Acc) when is_boolean(V); V =:= direct; V =:= all ->
@@ -530,10 +534,21 @@ nif_options(Opts, Outputs) ->
                                           max_events => Events,
                                           halt_hook => maps:get(until_halt, Opts, false)},
     case maps:get(mode, Opts, trace) of
-        trace -> Nif;
+        trace -> traced_times(Opts, Nif);
         %% Samples, not traced times: nothing to calibrate or compensate,
         %% no timeline of calls.
         cpu -> (maps:without([compensate], Nif))#{cpu => maps:get(cpu_hz, Opts), timeline => 0}
+    end.
+
+%% Mode trace's self times: option times, where compensate => false (its
+%% older spelling) turns the default compensated into raw. Samples: the
+%% sampler runs beside the trace (cpu_times => Hz) and nothing is
+%% calibrated.
+traced_times(Opts, Nif) ->
+    case {maps:get(times, Opts, compensated), maps:get(compensate, Opts, true)} of
+        {samples, _} -> (maps:without([compensate], Nif))#{cpu_times => maps:get(cpu_hz, Opts)};
+        {raw, _} -> Nif#{compensate => false};
+        {compensated, _} -> Nif
     end.
 
 %% @doc The rendering options the writers take (see c_src/nif/write_request.h).

@@ -325,7 +325,7 @@ close(Backend) ->
 
 new_session(Opts) ->
     NifOpts = (maps:get(nif, Opts))#{exclude => excluded_modules(), owner => self()},
-    case is_map_key(cpu, NifOpts) andalso beamspy_cpu:check() of
+    case (is_map_key(cpu, NifOpts) orelse is_map_key(cpu_times, NifOpts)) andalso beamspy_cpu:check() of
         {error, _} = Error -> Error;
         _ -> with_telemetry(beamspy_tracer:session_new(NifOpts), NifOpts)
     end.

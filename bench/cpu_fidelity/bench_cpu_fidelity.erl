@@ -25,7 +25,13 @@ columns() ->
      {"beamspy raw", #{compensate => false}},
      %% 999 Hz: beamspy records one run of a workload, perf several (a
      %% fidelity bench wants samples, not the default rate's low cost).
-     {"beamspy mode => cpu", #{mode => cpu, cpu_hz => 999}}].
+     {"beamspy mode => cpu", #{mode => cpu, cpu_hz => 999}},
+     %% Traced calls, self times from the samples taken beside the trace:
+     %% tracing makes the program's own CPU a few % of the recording's, so
+     %% the rate sets how many samples it gets: at the default rate and at
+     %% 4999 Hz.
+     {"beamspy times => samples", #{times => samples}},
+     {"beamspy times => samples 4999 Hz", #{times => samples, cpu_hz => 4999}}].
 
 %% Given to every column: the compiler's deep, varied stacks need more
 %% than the default 256 MiB.

@@ -303,6 +303,8 @@ static void describe_record(const record_args *a, bs_profile_meta *m)
     k += (size_t)snprintf(o + k, ocap - k, "#{mode => %s", j->sample ? "sample" : j->cpu ? "cpu" : "trace");
     if (j->cpu && j->cpu_hz)
         k += (size_t)snprintf(o + k, ocap - k, ", cpu_hz => %u", j->cpu_hz);
+    if (!j->cpu && !j->sample && j->times)
+        k += (size_t)snprintf(o + k, ocap - k, ", times => %s", j->times);
     if (j->sample && j->interval_ms)
         k += (size_t)snprintf(o + k, ocap - k, ", interval => %u", j->interval_ms);
     k += (size_t)snprintf(o + k, ocap - k, ", max_duration => %llu", j->duration_ms);

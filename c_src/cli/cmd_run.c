@@ -266,6 +266,11 @@ static void runner_options(const run_args *r, char *buf, size_t size)
         n += (size_t)snprintf(buf + n, size - n, ", start_when => %s", r->when_started);
     if (a->cpu)
         n += (size_t)snprintf(buf + n, size - n, ", mode => cpu");
+    else if (a->times)
+        n += (size_t)snprintf(buf + n, size - n, ", times => %s%s", a->times,
+                              strcmp(a->times, "samples") == 0 ? ", cpu_hz => " : "");
+    if (!a->cpu && a->times && strcmp(a->times, "samples") == 0)
+        n += (size_t)snprintf(buf + n, size - n, "%u", a->cpu_hz ? a->cpu_hz : BS_CPU_DEFAULT_HZ);
     if (a->cpu)
         n += (size_t)snprintf(buf + n, size - n, ", cpu_hz => %u", a->cpu_hz ? a->cpu_hz : BS_CPU_DEFAULT_HZ);
     snprintf(buf + n, size - n, "}");
@@ -352,7 +357,7 @@ static int run_command(const run_args *a, const char *dir, int *stopped_by)
 {
     char aflags[8400], ours[4300], output[4300], options[1024], control_fd[16];
     /* Mode cpu: the JIT keeps frame pointers and writes its perf map. */
-    snprintf(ours, sizeof ours, "+Bi%s -pa %s/ebin -eval beamspy_runner:boot()", a->job.cpu ? " +JPperf true" : "",
+    snprintf(ours, sizeof ours, "+Bi%s -pa %s/ebin -eval beamspy_runner:boot()", a->job.cpu || (a->job.times && strcmp(a->job.times, "samples") == 0) ? " +JPperf true" : "",
              dir);
     const char *theirs = getenv("ERL_AFLAGS");
     snprintf(aflags, sizeof aflags, "%s%s%s", ours, theirs && *theirs ? " " : "", theirs ? theirs : "");

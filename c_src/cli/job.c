@@ -58,6 +58,11 @@ int bs_job_option(const char *cmd, int code, const char *arg, bs_job_spec *s, bs
     case BS_OPT_NO_COMPENSATE:
         s->no_compensate = 1;
         return 0;
+    case BS_OPT_TIMES:
+        if (strcmp(arg, "compensated") != 0 && strcmp(arg, "samples") != 0 && strcmp(arg, "raw") != 0)
+            return bs_cli_usage_error(cmd, "bad --times '%s' (compensated, samples or raw)", arg);
+        s->times = arg;
+        return 0;
     case BS_OPT_TIMELINE:
         if (bs_parse_count(arg, &v) < 0 || v > 100000000)
             return bs_cli_usage_error(cmd, "bad --timeline '%s' (0 to 100000000 calls)", arg);
@@ -112,14 +117,17 @@ int bs_job_function_option(const char *cmd, int code, const char *arg, bs_job_sp
 void bs_job_options_usage(FILE *out)
 {
     fputs("  --duration T        stop recording after T: 500ms, 10s, 2m\n"
-          "  --hz N              mode cpu: samples a second of each busy scheduler\n"
-          "                      thread (default 199)\n"
+          "  --hz N              mode cpu, --times samples: samples a second of each\n"
+          "                      busy scheduler thread (default 199)\n"
           "  --gc                trace: charge garbage collection to a GC frame\n"
           "  --no-sleep          trace: leave out time spent scheduled out (WAIT, RUNNABLE)\n"
           "  --show-idle         whole-VM views (--all, run): keep the time processes\n"
           "                      spent waiting for a message (WAIT), left out by default\n"
           "  --no-compensate     trace: raw traced times (by default the tracer's own\n"
           "                      cost per event, calibrated on the node, is subtracted)\n"
+          "  --times T           trace: self times compensated (default), samples (from\n"
+          "                      CPU samples taken beside the trace, at --hz; the node\n"
+          "                      must run with +JPperf true; no calibration) or raw\n"
           "  --timeline N        trace: calls kept in time order for flame charts,\n"
           "                      Chrome trace and speedscope (default 1000000; 0: none)\n"
           "  --max-events N      trace: stop after N events (default: no limit)\n"
@@ -274,6 +282,11 @@ static int encode_options(const bs_job_spec *s, const bs_delivery *d, ei_x_buff 
         rc |= put_bool(&body, &n, "gc", s->gc);
         rc |= put_bool(&body, &n, "sleep", !s->no_sleep);
         rc |= put_bool(&body, &n, "compensate", !s->no_compensate);
+        if (s->times && !s->cpu) {
+            rc |= put_atom(&body, &n, "times", s->times);
+            if (strcmp(s->times, "samples") == 0)
+                rc |= put_int(&body, &n, "cpu_hz", s->cpu_hz ? s->cpu_hz : BS_CPU_DEFAULT_HZ);
+        }
         rc |= put_atom(&body, &n, "names", s->elixir > 0 ? "elixir" : "erlang");
         if (s->timeline == 0)
             rc |= put_atom(&body, &n, "timeline", "false");
@@ -691,6 +704,15 @@ size_t bs_job_limits_text(const bs_job_spec *s, char *buf, size_t size, size_t n
 
 void bs_job_say_cpu_samples(const bs_job_spec *s, const bs_profile *p, const char *node)
 {
+    if (!s->cpu && s->times && strcmp(s->times, "samples") == 0) {
+        /* The profile's notes (the tracer's share) do not travel in .bspy:
+         * say what the times are. */
+        fprintf(stderr,
+                "beamspy: %s%sself times from CPU samples taken beside the trace at %u Hz (--times samples), "
+                "not traced times; call counts and stacks are the trace's\n",
+                node ? node : "", node ? ": " : "", s->cpu_hz ? s->cpu_hz : BS_CPU_DEFAULT_HZ);
+        return;
+    }
     if (!s->cpu)
         return;
     uint64_t samples = 0;

@@ -44,6 +44,7 @@ typedef struct bs_job_spec {
     unsigned long long max_events;    /* 0: no limit */
     unsigned long long max_memory, max_processes; /* 0: the node's defaults */
     int children, gc, no_sleep, no_compensate;
+    const char *times;                /* --times: compensated, samples or raw (NULL: the default) */
     int elixir;                       /* 1 Elixir names, 0 Erlang's, -1 (default) as
                                        * the node runs (bs_remote_choose_names) */
     int show_idle;                    /* whole-VM views: keep WAIT frames */
@@ -95,6 +96,7 @@ enum {
     BS_OPT_LEASE,
     BS_OPT_SHOW_IDLE,
     BS_OPT_HZ,
+    BS_OPT_TIMES,
     BS_OPT_RECORDING_FIRST_OWN
 };
 
@@ -113,7 +115,8 @@ enum {
     {"palette", required_argument, NULL, BS_OPT_PALETTE},                \
     {"strict", no_argument, NULL, BS_OPT_STRICT},                        \
     {"show-idle", no_argument, NULL, BS_OPT_SHOW_IDLE},                  \
-    {"hz", required_argument, NULL, BS_OPT_HZ}
+    {"hz", required_argument, NULL, BS_OPT_HZ},                          \
+    {"times", required_argument, NULL, BS_OPT_TIMES}
 
 /* Applies recording option `code`: 0 done, -1 not a recording option,
  * else the exit code (message printed). */
@@ -169,6 +172,7 @@ void bs_job_free(bs_job *j);
 /* Mode cpu: says on stderr what the profile's counts are (CPU samples at
  * the rate asked for, how many, of how many processes): the .bspy a node
  * sends does not carry the profile's notes. */
+/* Also says what --times samples' times are. */
 void bs_job_say_cpu_samples(const bs_job_spec *s, const bs_profile *p, const char *node);
 
 /* Whole-VM views (`record --all', `run'): processes ordered by running

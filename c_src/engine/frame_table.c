@@ -56,6 +56,13 @@ static int rehash(bs_frame_table *ft, uint32_t new_cap)
     return 0;
 }
 
+uint32_t bs_frame_table_find(const bs_frame_table *ft, const char *name, size_t len)
+{
+    if (!ft->cap_slots)
+        return UINT32_MAX;
+    return ft->slots[find_slot(ft, name, len, hash_bytes(name, len))];
+}
+
 uint32_t bs_frame_table_intern(bs_frame_table *ft, const char *name, size_t len)
 {
     if ((ft->n + 1) * 2 > ft->cap_slots && rehash(ft, ft->cap_slots ? ft->cap_slots * 2 : 256) < 0)

@@ -19,6 +19,8 @@ void bs_frame_table_init(bs_frame_table *ft);
 void bs_frame_table_free(bs_frame_table *ft);
 /* Id of name (len bytes), added if new; UINT32_MAX on allocation failure. */
 uint32_t bs_frame_table_intern(bs_frame_table *ft, const char *name, size_t len);
+/* Id of name (len bytes), or UINT32_MAX when the table does not hold it. */
+uint32_t bs_frame_table_find(const bs_frame_table *ft, const char *name, size_t len);
 static inline const char *bs_frame_name(const bs_frame_table *ft, uint32_t id) { return ft->names[id]; }
 
 #endif

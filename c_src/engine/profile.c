@@ -137,6 +137,13 @@ uint32_t bs_profile_intern(bs_profile *p, const char *name)
     return intern_str(p, name);
 }
 
+uint32_t bs_profile_find_frame(const bs_profile *p, const char *name)
+{
+    char buf[1024];
+    size_t len = bs_sanitize_name(buf, sizeof buf, name, strlen(name));
+    return bs_frame_table_find(&p->frames, buf, len);
+}
+
 bs_ptree *bs_profile_new_tree(bs_profile *p, const char *label, uint32_t n_nodes)
 {
     uint32_t root = intern_str(p, label);

@@ -112,6 +112,10 @@ int bs_profile_add_proc(bs_profile *p, const bs_proc *proc, const char *label, b
  * UINT32_MAX when out of memory. */
 uint32_t bs_profile_intern(bs_profile *p, const char *name);
 
+/* The id of a frame name (made safe as bs_profile_intern makes it), or
+ * UINT32_MAX when no frame of p has it. */
+uint32_t bs_profile_find_frame(const bs_profile *p, const char *name);
+
 /* Adds a tree of n_nodes zeroed nodes whose node 0 is the process rooted at
  * label, for a caller that fills in the others (parents before children).
  * NULL when out of memory or n_nodes is 0. */

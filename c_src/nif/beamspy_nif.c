@@ -205,15 +205,18 @@ static ERL_NIF_TERM session_new(ErlNifEnv *env, int argc, const ERL_NIF_TERM arg
                 s->ignored[s->n_ignored++] = (uint64_t)enif_make_pid(env, &p);
     }
     ERL_NIF_TERM cpu;
-    if (enif_get_map_value(env, argv[0], enif_make_atom(env, "cpu"), &cpu)) {
-        /* Last: it starts sampling (cpu_session.h). */
+    int cpu_times = enif_get_map_value(env, argv[0], enif_make_atom(env, "cpu_times"), &cpu);
+    if (cpu_times || enif_get_map_value(env, argv[0], enif_make_atom(env, "cpu"), &cpu)) {
+        /* Last: it starts sampling (cpu_session.h). cpu_times => Hz: calls
+         * are traced as usual and the samples give their self times. */
         unsigned hz;
         char why[768];
-        if (!enif_get_uint(env, cpu, &hz)) {
+        if (!enif_get_uint(env, cpu, &hz) || (cpu_times && s->capture_mode)) {
             enif_release_resource(s);
             return enif_make_badarg(env);
         }
-        int all = opt_bool(env, argv[0], enif_make_atom(env, "cpu_all"), 0);
+        int all = !cpu_times && opt_bool(env, argv[0], enif_make_atom(env, "cpu_all"), 0);
+        s->cpu_times = cpu_times;
         s->cpu = bs_cpu_open(env, s, hz, all, why, sizeof why);
         if (!s->cpu) {
             enif_release_resource(s);

@@ -11,15 +11,18 @@
 #include <erl_nif.h>
 
 #include "../cpu/perf_sampler.h"
+#include "../cpu/sample_chains.h"
 #include "../cpu/symbols.h"
 #include "../cpu/thread_slices.h"
 #include "../cpu/vm_threads.h"
 #include "../engine/frame_table.h"
+#include "../engine/sampled_times.h"
 #include "session.h"
 
 #define MAX_THREADS 1024u
 #define BS_CPU_MAX_CHAIN 512u /* frames of one sample kept (the kernel gives at most perf_event_max_stack) */
 #define SYMBOLS_MAX_BYTES (64u << 20)
+#define CHAINS_MAX_BYTES (64u << 20) /* option times => samples: the kept chains (sample_chains.h) */
 
 /* Trees of samples that no traced process holds. */
 enum extra_tree { EXTRA_SCHEDULER, EXTRA_DIRTY_CPU, EXTRA_DIRTY_IO, EXTRA_UNKNOWN, EXTRA_TREES };
@@ -56,6 +59,12 @@ struct bs_cpu {
     char excluded[BS_MAX_EXCLUDED][256]; /* beamspy's own modules, as text */
     int n_excluded;
     uint32_t chain[BS_CPU_MAX_CHAIN];
+    /* Option times => samples (s->cpu_times): the samples of traced
+     * processes, kept apart from their traced trees (cpu_traced_sample). */
+    bs_sample_chains chains;
+    unsigned char *kinds;         /* per frame id: enum frame_kind, 0 not yet known */
+    uint32_t kinds_cap;
+    uint64_t traced_samples, tracer_samples, no_erlang;
 };
 
 /* Canonical frame texts (\x01 separates parts; names never hold it):
@@ -149,6 +158,109 @@ static enum extra_tree thread_extra(const bs_cpu *c, int tid)
     return EXTRA_SCHEDULER;
 }
 
+/* Option times => samples --------------------------------------------- */
+
+enum frame_kind { KIND_UNKNOWN, KIND_ERLANG, KIND_OWN, KIND_TRACER, KIND_OTHER };
+
+/* Native symbols of the VM's call tracing (breakpoints, match specs of
+ * trace patterns, calls of the tracer NIF, the caller's lookup), matched
+ * from their start; and parts
+ * of names matched anywhere (the JIT's breakpoint fragments, return_to
+ * tracing). */
+static const char *const tracer_prefixes[] = {"erts_generic_breakpoint", "erts_call_trace", "erts_trace_",
+                                              "erts_tracer", "erts_is_tracer", "erts_match_set_run_trace",
+                                              "erts_bif_trace", "trace_", "erts_nif_call_function",
+                                              "erts_find_function_from_pc"};
+static const char *const tracer_parts[] = {"generic_bp_", "debug_bp", "return_to_trace", "return_trace"};
+
+static int is_tracer_name(const char *name)
+{
+    for (size_t i = 0; i < sizeof tracer_prefixes / sizeof *tracer_prefixes; i++)
+        if (strncmp(name, tracer_prefixes[i], strlen(tracer_prefixes[i])) == 0)
+            return 1;
+    for (size_t i = 0; i < sizeof tracer_parts / sizeof *tracer_parts; i++)
+        if (strstr(name, tracer_parts[i]))
+            return 1;
+    return 0;
+}
+
+/* What a frame is, from its canonical text (see intern): the program's
+ * Erlang code, beamspy's own Erlang code, the tracer's machinery (the VM's
+ * breakpoint and trace code, beamspy's NIF library), or other code. */
+static enum frame_kind frame_kind(bs_cpu *c, uint32_t f)
+{
+    if (f >= c->kinds_cap) {
+        uint32_t cap = c->kinds_cap ? c->kinds_cap : 1024;
+        while (cap <= f)
+            cap *= 2;
+        unsigned char *k = realloc(c->kinds, cap);
+        if (!k)
+            return KIND_OTHER;
+        memset(k + c->kinds_cap, 0, cap - c->kinds_cap);
+        c->kinds = k;
+        c->kinds_cap = cap;
+    }
+    if (c->kinds[f])
+        return (enum frame_kind)c->kinds[f];
+    const char *t = bs_frame_name(&c->frames, f);
+    enum frame_kind kind = KIND_OTHER;
+    if (t[0] == 'E')
+        kind = f < c->own_cap && c->own[f] ? KIND_OWN : KIND_ERLANG;
+    else if (t[0] == 'J' && is_tracer_name(t + 1))
+        kind = KIND_TRACER;
+    else if (t[0] == 'N') {
+        const char *sym = strchr(t, '\x01');
+        if (strncmp(t + 1, "beamspy", 7) == 0 || (sym && is_tracer_name(sym + 1)))
+            kind = KIND_TRACER;
+    }
+    c->kinds[f] = (unsigned char)kind;
+    return kind;
+}
+
+/* A sample while a traced process ran: the tracer's cost when a frame of
+ * the tracer's machinery (or beamspy's own Erlang code) comes before any
+ * Erlang function of the program; else its Erlang functions, innermost
+ * first (a BIF's or the VM's C time goes to the function that called it),
+ * are kept for the export (cpu_traced_export). The traced trees are never
+ * touched here: the tracer's callbacks own them. */
+static void traced_sample(bs_cpu *c, const bs_cpu_sample *smp)
+{
+    bs_thread_log *log = bs_thread_slices_log(&c->slices, smp->tid);
+    uint64_t pid = 0;
+    if (!log || !bs_thread_log_at(&c->slices, log, smp->time_ns, &pid) || !pid ||
+        !bs_pid_table_find(&c->s->pids, pid)) {
+        c->others++; /* no traced process held the thread */
+        return;
+    }
+    c->traced_samples++;
+    uint32_t erl[BS_CHAIN_MAX_FRAMES], n = 0;
+    for (uint32_t i = 0; i < smp->n_ips && n < BS_CHAIN_MAX_FRAMES; i++) {
+        /* A return address points after its call (see on_sample). */
+        uint32_t f = frame_of(c, i == 0 ? smp->ips[0] : smp->ips[i] - 1);
+        if (f == UINT32_MAX) {
+            c->dropped++;
+            return;
+        }
+        switch (frame_kind(c, f)) {
+        case KIND_ERLANG:
+            erl[n++] = f;
+            break;
+        case KIND_OWN:
+        case KIND_TRACER:
+            if (n == 0) {
+                c->tracer_samples++;
+                return;
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    if (n == 0)
+        c->no_erlang++; /* the VM's C code (no frame pointers): the program's or the tracer's */
+    (void)bs_sample_chains_add(&c->chains, pid, erl, n);
+}
+
 static void on_sample(void *ctx, const bs_cpu_sample *smp)
 {
     bs_cpu *c = ctx;
@@ -156,6 +268,10 @@ static void on_sample(void *ctx, const bs_cpu_sample *smp)
     if (reason != BS_STOP_NONE && reason != BS_STOP_REQUESTED)
         return; /* stopped by a limit: nothing more is added */
     c->samples++;
+    if (c->s->cpu_times) {
+        traced_sample(c, smp);
+        return;
+    }
     bs_thread_log *log = bs_thread_slices_log(&c->slices, smp->tid);
     uint64_t pid = 0;
     int known = log && bs_thread_log_at(&c->slices, log, smp->time_ns, &pid);
@@ -244,6 +360,7 @@ bs_cpu *bs_cpu_open(ErlNifEnv *env, bs_session *s, unsigned hz, int all, char *w
             c->n_excluded++;
     atomic_init(&c->stopping, 0);
     bs_frame_table_init(&c->frames);
+    bs_sample_chains_init(&c->chains, CHAINS_MAX_BYTES);
     c->cache = calloc(BS_CPU_ADDR_CACHE, sizeof *c->cache);
     c->truncated_frame = bs_frame_table_intern(&c->frames, "P[truncated]", 12);
     c->other_frame = bs_frame_table_intern(&c->frames, "P[other code]", 13);
@@ -306,6 +423,8 @@ fail_symbols:
 fail_frames:
     free(c->cache);
     free(c->own);
+    free(c->kinds);
+    bs_sample_chains_free(&c->chains);
     bs_frame_table_free(&c->frames);
     free(c);
     return NULL;
@@ -344,8 +463,15 @@ void bs_cpu_close(bs_cpu *c)
             bs_proc_free(&c->extra[i]);
     free(c->cache);
     free(c->own);
+    free(c->kinds);
+    bs_sample_chains_free(&c->chains);
     bs_frame_table_free(&c->frames);
     free(c);
+}
+
+unsigned bs_cpu_hz(const bs_cpu *c)
+{
+    return c->hz;
 }
 
 int bs_cpu_frame_name(const bs_cpu *c, uint64_t frame, bs_name_style style, char *buf, size_t cap)
@@ -405,4 +531,88 @@ int bs_cpu_export(bs_cpu *c, bs_profile *out, bs_key_namer namer, void *ctx)
     size_t used = strlen(out->notes);
     snprintf(out->notes + used, sizeof out->notes - used, "%s%s", used ? "; " : "", note);
     return 0;
+}
+
+/* The profile's frame id of each chain frame (the sampler's frame ids),
+ * named as the traced trees' frames were; UINT32_MAX for one no tree has. */
+static int map_chain_frames(bs_cpu *c, const bs_profile *out, bs_key_namer namer, void *ctx, uint32_t *mapped)
+{
+    uint32_t *by_frame = malloc((c->frames.n ? c->frames.n : 1) * sizeof *by_frame);
+    if (!by_frame)
+        return -1;
+    memset(by_frame, 0xff, (c->frames.n ? c->frames.n : 1) * sizeof *by_frame); /* UINT32_MAX: not named yet */
+    char name[1024];
+    for (uint32_t i = 0; i < c->chains.n_frames; i++) {
+        uint32_t f = c->chains.frames[i];
+        if (f >= c->frames.n) {
+            mapped[i] = UINT32_MAX;
+            continue;
+        }
+        if (by_frame[f] == UINT32_MAX) {
+            bs_key k = {BS_CPU_FRAME_MODULE, f, 0};
+            int len = namer(ctx, &k, name, sizeof name);
+            uint32_t id = len < 0 ? UINT32_MAX : bs_profile_find_frame(out, name);
+            by_frame[f] = id == UINT32_MAX ? UINT32_MAX - 1 : id;
+        }
+        mapped[i] = by_frame[f] == UINT32_MAX - 1 ? UINT32_MAX : by_frame[f];
+    }
+    free(by_frame);
+    return 0;
+}
+
+int bs_cpu_traced_export(bs_cpu *c, bs_profile *out, const uint64_t *pids, uint32_t n_pids, bs_key_namer namer,
+                         void *ctx)
+{
+    uint32_t nf = out->frames.n;
+    int rc = -1;
+    uint32_t *mapped = malloc((c->chains.n_frames ? c->chains.n_frames : 1) * sizeof *mapped);
+    unsigned char *keep = calloc(nf ? nf : 1, 1);
+    uint64_t *scratch = calloc((size_t)(nf ? nf : 1) * 4, sizeof *scratch);
+    bs_sample_chain *list = malloc((c->chains.n ? c->chains.n : 1) * sizeof *list);
+    if (!mapped || !keep || !scratch || !list || bs_sample_chains_index(&c->chains) < 0 ||
+        map_chain_frames(c, out, namer, ctx, mapped) < 0)
+        goto done;
+    const uint32_t pseudo[] = {out->sleep_frame, out->wait_frame, out->runnable_frame, out->gc_frame};
+    for (size_t i = 0; i < sizeof pseudo / sizeof *pseudo; i++)
+        if (pseudo[i] < nf)
+            keep[pseudo[i]] = 1;
+    bs_sampled_scratch sc = {nf, scratch, scratch + nf, scratch + 2 * (size_t)nf, scratch + 3 * (size_t)nf};
+    bs_sampled_stats st = {0, 0, 0};
+    uint64_t ns_per_sample = 1000000000ull / c->hz;
+    for (uint32_t ti = 0; ti < n_pids && ti < out->n_trees; ti++) {
+        const bs_chain_ref *refs;
+        uint32_t n = pids[ti] ? bs_sample_chains_of(&c->chains, pids[ti], &refs) : 0;
+        for (uint32_t j = 0; j < n; j++) {
+            const bs_chain_entry *e = &c->chains.entries[refs[j].entry];
+            list[j] = (bs_sample_chain){mapped + e->off, e->n, e->count};
+        }
+        if (pids[ti] && bs_sampled_times_apply(&out->trees[ti], keep, list, n, ns_per_sample, &sc, &st) < 0)
+            goto done;
+    }
+    bs_perf_stats ps;
+    bs_perf_sampler_stats(c->sampler, &ps);
+    uint64_t program = c->traced_samples - c->tracer_samples;
+    char note[768];
+    snprintf(note, sizeof note,
+             "self times from CPU samples, not traced times: %llu samples at %u Hz of the traced processes "
+             "(%.3f ms each); the tracer took %.1f%% of their sampled CPU (%llu samples in the VM's trace "
+             "code or beamspy's); %llu samples reached no Erlang function and %llu no function traced in "
+             "their process (both charged to the process itself); %llu samples of untraced functions "
+             "charged to their nearest traced caller; %llu lost by the kernel, %llu not kept (memory); "
+             "call counts and stacks are the trace's",
+             (unsigned long long)program, c->hz, 1000.0 / c->hz,
+             c->traced_samples ? 100.0 * (double)c->tracer_samples / (double)c->traced_samples : 0.0,
+             (unsigned long long)c->tracer_samples, (unsigned long long)c->no_erlang,
+             (unsigned long long)(st.untraced > c->no_erlang ? st.untraced - c->no_erlang : 0),
+             (unsigned long long)st.to_caller, (unsigned long long)ps.lost,
+             (unsigned long long)(c->chains.dropped + c->dropped));
+    size_t used = strlen(out->notes);
+    snprintf(out->notes + used, sizeof out->notes - used, "%s%s", used ? "; " : "", note);
+    rc = 0;
+done:
+    free(mapped);
+    free(keep);
+    free(scratch);
+    free(list);
+    return rc;
 }

@@ -20,11 +20,16 @@
  * processes' work as well as the scheduler's) and counts them. A chain the kernel cut at its limit
  * (perf_event_max_stack) keeps its innermost frames under `[truncated]'.
  *
+ * With option times => samples (session field cpu_times) the calls are
+ * traced as usual and the samples of traced processes are kept apart
+ * (bs_cpu_traced_export): the trees stay the trace's.
+ *
  * Memory: the trees are charged to the session's budget (max_memory); the
  * address cache is BS_CPU_ADDR_CACHE entries (1 MiB); the frame table holds
  * one entry per distinct code address named (at most BS_CPU_MAX_FRAMES; any
  * further one is `[other code]'); the thread logs 256 KiB a thread; the
- * kernel's ring buffers as perf_sampler.h says. */
+ * kernel's ring buffers as perf_sampler.h says; the kept chains of times
+ * => samples at most CHAINS_MAX_BYTES (64 MiB, sample_chains.h). */
 #ifndef BS_CPU_SESSION_H
 #define BS_CPU_SESSION_H
 
@@ -65,11 +70,26 @@ void bs_cpu_stop(bs_cpu *c);
 /* Stops if needed and frees everything; NULL-safe. */
 void bs_cpu_close(bs_cpu *c);
 
+/* The sampling rate. */
+unsigned bs_cpu_hz(const bs_cpu *c);
+
 /* The name of a CPU frame key in style; its length, or -1. */
 int bs_cpu_frame_name(const bs_cpu *c, uint64_t frame, bs_name_style style, char *buf, size_t cap);
 
 /* Adds the trees of samples outside any traced process, sets the profile's
  * unit (samples) and its note on how they were taken. After bs_cpu_stop. */
 int bs_cpu_export(bs_cpu *c, bs_profile *out, bs_key_namer namer, void *ctx);
+
+/* Option times => samples: the session traces calls as usual (its trees
+ * are the trace's) and the sampler runs beside it; each sample of a traced
+ * process is the tracer's cost (a frame of the VM's trace code or of
+ * beamspy's before any Erlang function of the program) or is kept as the
+ * chain of its Erlang functions. This sets the self times of the traced
+ * trees out->trees[i] (pids[i]: the process of tree i, 0 for none) from
+ * those samples (engine/sampled_times.h) and adds a note saying what the
+ * times are. After bs_cpu_stop and the trees' export; the profile's
+ * frames are named by namer as the trees' were. */
+int bs_cpu_traced_export(bs_cpu *c, bs_profile *out, const uint64_t *pids, uint32_t n_pids, bs_key_namer namer,
+                         void *ctx);
 
 #endif

@@ -84,14 +84,22 @@ int bs_export_profile(ErlNifEnv *env, bs_session *s, bs_name_style style, ERL_NI
         memcpy(out->compensation.ns, s->comp_costs.ns, sizeof out->compensation.ns);
     namer_ctx ctx = {env, style, s->cpu};
     char label[512];
+    /* times => samples: the process of each tree, for its samples */
+    uint64_t *tree_pids = s->cpu_times ? enif_alloc((s->pids.cap ? s->pids.cap : 1) * sizeof *tree_pids) : NULL;
+    if (s->cpu_times && !tree_pids)
+        return -1;
     for (uint32_t i = 0; i < s->pids.cap; i++) {
         bs_traced_proc *r = atomic_load(&s->pids.slots[i].record);
         if (!r)
             continue;
         label_of(env, labels, style, (ERL_NIF_TERM)r->pid, label, sizeof label);
         if (!s->capture_mode) {
-            if (bs_profile_add_proc(out, &r->proc, label, name_key, &ctx) < 0)
+            if (tree_pids && out->n_trees < s->pids.cap)
+                tree_pids[out->n_trees] = r->pid;
+            if (bs_profile_add_proc(out, &r->proc, label, name_key, &ctx) < 0) {
+                enif_free(tree_pids);
                 return -1;
+            }
             continue;
         }
         if (add_captures(out, r->captures, label, capture, &ctx) < 0)
@@ -107,7 +115,12 @@ int bs_export_profile(ErlNifEnv *env, bs_session *s, bs_name_style style, ERL_NI
     if (reason != BS_STOP_NONE && reason != BS_STOP_REQUESTED)
         bs_profile_set_truncated(out, bs_stop_reason_name(reason));
     bs_span_notes(s, out->notes, sizeof out->notes);
-    if (s->cpu && bs_cpu_export(s->cpu, out, name_key, &ctx) < 0) /* after the notes: it adds one */
+    if (tree_pids) { /* after the notes: it adds one */
+        int rc = bs_cpu_traced_export(s->cpu, out, tree_pids, out->n_trees, name_key, &ctx);
+        enif_free(tree_pids);
+        if (rc < 0)
+            return -1;
+    } else if (s->cpu && bs_cpu_export(s->cpu, out, name_key, &ctx) < 0) /* after the notes: it adds one */
         return -1;
     out->duration_ns = (s->stop_ns ? s->stop_ns : bs_now_ns()) - s->start_ns;
     out->start_ns = s->start_ns;
@@ -127,11 +140,14 @@ static ERL_NIF_TERM make_string(ErlNifEnv *env, const char *s)
 
 /* #{state => applied | raw | unknown, call/return/sched/gc/tail_call => ns per event,
  * events => compensated events, subtracted_ns, text => the outputs' line}. */
-static ERL_NIF_TERM compensation_term(ErlNifEnv *env, const bs_compensation *c)
+static ERL_NIF_TERM compensation_term(ErlNifEnv *env, const bs_compensation *c, const char *own_text)
 {
     static const char *const states[] = {"unknown", "raw", "applied"};
     char text[BS_COMPENSATION_TEXT_CAP];
-    bs_compensation_text(c, text, sizeof text);
+    if (own_text)
+        snprintf(text, sizeof text, "%s", own_text);
+    else
+        bs_compensation_text(c, text, sizeof text);
     uint64_t events = 0;
     for (int k = 0; k < BS_EVENT_KINDS; k++)
         events += c->events[k];
@@ -186,7 +202,7 @@ ERL_NIF_TERM bs_profile_to_term(ErlNifEnv *env, const bs_session *s, const bs_pr
                            enif_make_uint64(env, p->duration_ns),
                            p->has_timeline ? a->true : a->false,
                            p->timeline_truncated ? a->true : a->false,
-                           compensation_term(env, &p->compensation),
+                           compensation_term(env, &p->compensation, NULL),
                            enif_make_atom(env, p->unit == BS_UNIT_COUNT ? "samples" : "ns"),
                            make_string(env, p->notes)};
     ERL_NIF_TERM map;
@@ -208,5 +224,11 @@ ERL_NIF_TERM bs_session_compensation_term(ErlNifEnv *env, bs_session *s)
         for (const bs_capture *k = r->captures; k; k = k->next)
             bs_compensation_add(&c, &k->proc.comp);
     }
-    return compensation_term(env, &c);
+    char text[256];
+    if (s->cpu_times) /* what the tool says of the times (beamspy_report) */
+        snprintf(text, sizeof text,
+                 "self times from CPU samples taken beside the trace at %u Hz, not traced times (the "
+                 "outputs' notes say how many samples, and the tracer's share of the CPU)",
+                 bs_cpu_hz(s->cpu));
+    return compensation_term(env, &c, s->cpu_times ? text : NULL);
 }

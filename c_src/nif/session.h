@@ -61,6 +61,8 @@ typedef struct bs_session {
     _Atomic uint64_t run_notes_lost; /* `out` messages that could not be sent */
     /* CPU sampling (cpu_session.h): only in/out are traced, samples fill the trees */
     struct bs_cpu *cpu;
+    int cpu_times;                   /* option times => samples: calls traced as usual, cpu samples
+                                        beside them give the self times (cpu_session.h) */
 } bs_session;
 
 typedef enum bs_stop_reason {

@@ -230,11 +230,13 @@ ERL_NIF_TERM bs_nif_trace(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
         int recorded = 0;
         if (s->run_states)
             bs_run_state_event(env, a, s, r, argv[0], argv[3]);
-        else if (s->cpu)
+        else if (s->cpu && !s->cpu_times)
             cpu_switch(a, s, r, argv[0], t);
         else if (is_meta)
             rc = bs_capture_on_meta(env, a, s, r, argv[0], argv[3], t);
         else if (!s->capture_mode || atomic_load(&r->capturing)) {
+            if (s->cpu_times) /* the samples' process: which one runs on this thread */
+                cpu_switch(a, s, r, argv[0], t);
             rc = dispatch(env, a, s, &r->proc, argv[0], argv[3], argv[4], t);
             if (s->capture_mode && argv[0] == a->out_exited)
                 bs_capture_on_exit(env, s, r, t); /* r->proc is done with */

@@ -3,7 +3,8 @@
 # charges the kernel's CPU samples to the process that burned them; `record
 # --mode cpu` does so on a running node started with the flag (code
 # delivered, nothing left after); a node without the flag is refused with
-# the flag to add, and nothing is left there either.
+# the flag to add, and nothing is left there either. The same for
+# --times samples (traced calls, self times from the samples).
 
 # samples_under FILE REGEX: the samples of the folded lines matching REGEX.
 samples_under() {
@@ -55,4 +56,35 @@ rc=$?
 check "record --mode cpu on a node without +JPperf true: refused" [ $rc -ne 0 ]
 check "... saying which flag to add" grep -q '+JPperf true' "$out/cpu_noflag.err"
 check "... no file written" [ ! -e "$out/cpu_noflag.folded" ]
+check "... nothing left on the node" clean n1
+
+echo "--- run and record --times samples"
+"$cli" run --times samples --hz 999 -o "$out/times_run.folded" -- \
+    erl -noshell -pa "$build" -eval 'bs_cpu_wl:burn(3000), halt().' >/dev/null 2>"$out/times_run.err"
+check "run --times samples: exit 0" [ $? -eq 0 ]
+fib=$(samples_under "$out/times_run.folded" ";bs_cpu_wl:fib/1 [0-9]+$")
+echo "    run --times samples: $fib us of self time in bs_cpu_wl:fib/1 frames"
+# 3 s of the VM's CPU, most of it the tracer's: fib/1's own code gets some
+# 5% (150 samples at 999 Hz). The run started the VM with +JPperf true
+# (else it is refused): fib/1's frames hold the time of CPU samples (1/999
+# s each; folded stacks count µs), on traced stacks.
+check "run --times samples: fib/1's self time, from samples, on traced stacks" \
+    eval '[ "$fib" -ge $((20 * 1001)) ] && grep -q ";bs_cpu_wl:fib/1;bs_cpu_wl:fib/1;bs_cpu_wl:fib/1" "$out/times_run.folded"'
+check "run --times samples: stderr says what the times are" \
+    grep -q 'self times from CPU samples taken beside the trace at 999 Hz' "$out/times_run.err"
+"$cli" run --times exact -o "$out/x.folded" -- erl -noshell -eval 'halt().' >/dev/null 2>"$out/times_bad.err"
+rc=$?
+check "run --times exact: a usage error" eval '[ $rc -eq 2 ] && grep -q "bad --times" "$out/times_bad.err"'
+bs record --node "$c1" --name busy --times samples --duration 2s -o "$out/times_rec.folded" 2>"$out/times_rec.err"
+check "record --times samples: exit 0" [ $? -eq 0 ]
+# CPU time under spin/1 (its scheduled-out leaves left out): from samples.
+busy=$(grep '^<[0-9.]*> busy;.*bs_dist_wl:spin/1' "$out/times_rec.folded" | grep -v ';\(WAIT\|RUNNABLE\|SLEEP\) [0-9]*$' |
+    awk '{ s += $NF } END { printf "%d\n", s }')
+echo "    record --times samples: $busy us of CPU under bs_dist_wl:spin/1"
+check "record --times samples: the busy process's CPU, under spin/1" [ "$busy" -gt 0 ]
+check "record --times samples: nothing left on the node" clean c1
+bs record --node "$n1" --name busy --times samples --duration 300ms -o "$out/times_noflag.folded" 2>"$out/times_noflag.err"
+rc=$?
+check "record --times samples on a node without +JPperf true: refused, naming the flag" \
+    eval '[ $rc -ne 0 ] && grep -q "+JPperf true" "$out/times_noflag.err" && [ ! -e "$out/times_noflag.folded" ]'
 check "... nothing left on the node" clean n1

@@ -90,9 +90,9 @@ for mod in $modules; do
     echo "--- $mod"
     out="$BUILD/$mod.out"
     t0=$(date +%s)
-    # mode cpu needs the JIT's frame pointers and perf map.
+    # mode cpu and times => samples need the JIT's frame pointers and perf map.
     vm_flags=""
-    [ "$mod" = beamspy_cpu_tests ] && vm_flags="+JPperf true"
+    case $mod in beamspy_cpu_tests|beamspy_cpu_times_tests) vm_flags="+JPperf true" ;; esac
     (cd "$BUILD" && BEAMSPY_TEST_TMP="$BUILD/tmp" timeout -k 10 "$MODULE_TIMEOUT" \
         "$ERL" $vm_flags -noshell -pa "$ROOT/ebin" -pa "$BUILD" -pa "$BUILD/telemetry" \
         -eval "R = eunit:test($mod, [verbose]), halt(case R of ok -> 0; _ -> 1 end)." \
