@@ -33,8 +33,8 @@
 #include <stdint.h>
 
 #define BS_PERF_RING_PAGES 8 /* data pages per thread without stack copies (a power of two, as the kernel requires) */
-#define BS_PERF_RING_PAGES_STACK 16 /* data pages per thread with stack copies (64 KiB with 4 KiB pages) */
-#define BS_PERF_STACK_BYTES 8192 /* bytes of user stack copied per sample (PERF_SAMPLE_STACK_USER) */
+#define BS_PERF_RING_PAGES_STACK 32 /* data pages per thread with stack copies (64 KiB with 4 KiB pages) */
+#define BS_PERF_STACK_BYTES 24576 /* bytes of user stack copied per sample (PERF_SAMPLE_STACK_USER) */
 #define BS_PERF_MAX_THREADS 4096 /* threads one sampler takes */
 
 typedef struct bs_cpu_sample {
