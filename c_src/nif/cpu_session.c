@@ -67,7 +67,7 @@ struct bs_cpu {
     bs_dwarf_unwinder *unwinder;
     char no_unwind[256];
     bs_proc_mem mem;
-    uint64_t c_leaf, reached_jit, fragment_first, callers_found, callers_refused, jit_leaf_fragment, erlang_any;
+    uint64_t walks_cut, c_leaf, reached_jit, fragment_first, callers_found, callers_refused, jit_leaf_fragment, erlang_any;
     uint64_t dwarf[DWARF_MAX_FRAMES + 1];
     uint64_t unwound[BS_CPU_MAX_CHAIN];
 };
@@ -232,9 +232,24 @@ static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t
             }
         }
     }
+    size_t n = bs_callchain_splice(c->dwarf, nd, jit, &at, &stack, &mem, smp->ips, smp->n_ips, c->unwound,
+                                   BS_CPU_MAX_CHAIN);
+    /* The walk after the first JIT frame reads the Erlang process's stack
+     * when the sample is drained, not when it was taken: a frame there that
+     * is not JIT code (Erlang function or fragment) means the memory has
+     * changed since (a garbage collection moved the stack): the chain is
+     * cut there rather than continued through what is there now. */
+    for (size_t i = nd + 1; i < n; i++) {
+        uint32_t f = frame_of(c, c->unwound[i] - 1);
+        char kind = f == UINT32_MAX ? 'U' : bs_frame_name(&c->frames, f)[0];
+        if (kind != 'E' && kind != 'J') {
+            c->walks_cut++;
+            n = i;
+            break;
+        }
+    }
     *ips = c->unwound;
-    return (uint32_t)bs_callchain_splice(c->dwarf, nd, jit, &at, &stack, &mem, smp->ips, smp->n_ips, c->unwound,
-                                         BS_CPU_MAX_CHAIN);
+    return (uint32_t)n;
 }
 
 static void on_sample(void *ctx, const bs_cpu_sample *smp)
@@ -531,10 +546,11 @@ int bs_cpu_export(bs_cpu *c, bs_profile *out, bs_key_namer namer, void *ctx)
         snprintf(note, sizeof note,
                  "C frames unwound with DWARF (%u-byte stack copies): %llu of %llu samples with a C leaf reached "
                  "JIT code; %llu of %llu samples in shared JIT fragments had their Erlang caller taken from the "
-                 "Erlang stack (the others' had changed before the drain read it); %llu samples hold an Erlang frame",
+                 "Erlang stack (the others' had changed before the drain read it); %llu frame-pointer walks cut where "
+                 "that stack had changed; %llu samples hold an Erlang frame",
                  BS_PERF_STACK_BYTES, (unsigned long long)c->reached_jit, (unsigned long long)c->c_leaf,
                  (unsigned long long)c->callers_found, (unsigned long long)(c->fragment_first + c->jit_leaf_fragment),
-                 (unsigned long long)c->erlang_any);
+                 (unsigned long long)c->walks_cut, (unsigned long long)c->erlang_any);
     else
         snprintf(note, sizeof note, "C frames not unwound: %s; samples in the VM's C code do not reach their Erlang caller",
                  c->no_unwind);
