@@ -22,10 +22,11 @@
  * memory: the kernel allows perf_event_mlock_kb (516 KiB) per CPU beyond
  * RLIMIT_MEMLOCK, enough for ~14 threads per CPU without a raised limit.
  * With stack copies (bs_perf_sampler_open_ex) a sample is about
- * stack_bytes + 1.2 KiB (9.4 KiB at BS_PERF_STACK_BYTES) and each ring has
- * BS_PERF_RING_PAGES_STACK data pages (68 KiB with its header page): ~7
- * samples, 35 ms of a busy thread at 199 Hz; ~7 threads per CPU fit the
- * default limit. */
+ * stack_bytes + 1.2 KiB (25 KiB at BS_PERF_STACK_BYTES) and each ring has
+ * BS_PERF_RING_PAGES_STACK data pages (132 KiB with its header page): ~5
+ * samples, 25 ms of a busy thread at 199 Hz (the caller drains more often
+ * at higher rates); ~4 threads per CPU fit perf_event_mlock_kb, the rest
+ * counts against RLIMIT_MEMLOCK. */
 #ifndef BS_PERF_SAMPLER_H
 #define BS_PERF_SAMPLER_H
 
@@ -33,8 +34,9 @@
 #include <stdint.h>
 
 #define BS_PERF_RING_PAGES 8 /* data pages per thread without stack copies (a power of two, as the kernel requires) */
-#define BS_PERF_RING_PAGES_STACK 32 /* data pages per thread with stack copies (64 KiB with 4 KiB pages) */
-#define BS_PERF_STACK_BYTES 24576 /* bytes of user stack copied per sample (PERF_SAMPLE_STACK_USER) */
+#define BS_PERF_RING_PAGES_STACK 32 /* data pages per thread with stack copies (128 KiB with 4 KiB pages) */
+#define BS_PERF_STACK_BYTES 24576 /* bytes of user stack copied per sample (PERF_SAMPLE_STACK_USER):
+                                     beam.smp's C stack under a BIF reaches 17 KiB (term_to_binary) */
 #define BS_PERF_MAX_THREADS 4096 /* threads one sampler takes */
 
 typedef struct bs_cpu_sample {
@@ -73,7 +75,7 @@ int bs_perf_sampler_open(bs_perf_sampler **out, const int *tids, unsigned n_tids
  * thread's user registers (PERF_SAMPLE_REGS_USER: ip, sp, bp) and a copy of
  * stack_bytes of its user stack from sp (PERF_SAMPLE_STACK_USER; a multiple
  * of 8, at most 65528), in rings of BS_PERF_RING_PAGES_STACK data pages.
- * Those rings are twice as large: when the locked-memory limit refuses them
+ * Those rings are 4 times larger: when the locked-memory limit refuses them
  * it fails like open (the caller may retry without stacks). */
 int bs_perf_sampler_open_ex(bs_perf_sampler **out, const int *tids, unsigned n_tids, unsigned hz, int with_stack,
                             unsigned stack_bytes, char *why, size_t why_cap);

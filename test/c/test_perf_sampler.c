@@ -484,16 +484,17 @@ static void test_sampling_with_stack_copies(void **state)
     assert_int_equal(r->with_regs, r->samples);
     assert_int_equal(st.with_regs, r->samples);
     assert_int_equal(r->ip_is_leaf, r->samples);
-    assert_int_equal(r->sp_in_stack, r->samples);
     assert_true(r->max_copy > 0 && r->max_copy <= BS_PERF_STACK_BYTES);
     assert_int_equal(st.stack_bytes_used, r->max_copy);
     if (RUNNING_ON_VALGRIND) {
-        printf("SKIP [valgrind] the walk through the copy (valgrind runs translated code)\n");
+        /* valgrind runs the thread on a stack of its own */
+        printf("SKIP [valgrind] sp in the thread's stack, the walk through the copy (valgrind runs translated code)\n");
     } else {
+        assert_int_equal(r->sp_in_stack, r->samples);
         /* spin_inner's first two instructions have no frame yet: a rare sample there differs */
         assert_true(r->walks * 2 >= r->samples);
         assert_true(r->walks_equal + 2 >= r->walks);
-        assert_true(r->walk_frames >= r->walks * (DEPTH / 2)); /* 8 KiB holds the 40 frames */
+        assert_true(r->walk_frames >= r->walks * (DEPTH / 2)); /* the copy holds the 40 frames */
     }
     bs_perf_sampler_close(s);
     free(r);
