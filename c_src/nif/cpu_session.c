@@ -165,19 +165,30 @@ static enum extra_tree thread_extra(const bs_cpu *c, int tid)
 
 /* 1 when addr, a return address, lies in JIT code of an Erlang function
  * (bs_is_erlang_code for bs_erl_caller). */
+/* The kind of code at addr ('E', 'J', 'N', 'U'; 0 when the frame table is
+ * full), looked up as a frame is. JIT code found here goes into the stack
+ * (and the address cache, so it is counted in the notes now); anything else
+ * is a word the checks refused, not counted as a code address. */
+static char code_kind(bs_cpu *c, uint64_t addr)
+{
+    uint64_t unresolved = c->unresolved_frames, named = c->frames_named;
+    uint32_t f = frame_of(c, addr);
+    char kind = f == UINT32_MAX ? 0 : bs_frame_name(&c->frames, f)[0];
+    if (kind != 'E' && kind != 'J')
+        c->unresolved_frames = unresolved, c->frames_named = named;
+    return kind;
+}
+
 static int is_erlang_code(void *ctx, uint64_t addr)
 {
-    bs_cpu *c = ctx;
-    uint32_t f = frame_of(c, addr - 1);
-    return f != UINT32_MAX && bs_frame_name(&c->frames, f)[0] == 'E';
+    return code_kind(ctx, addr - 1) == 'E';
 }
 
 /* 1 when the return address ret lies in a shared fragment of the JIT (code
  * in the perf map that is no Erlang function: global::...). */
 static int in_fragment(bs_cpu *c, uint64_t ret)
 {
-    uint32_t f = frame_of(c, ret - 1);
-    return f != UINT32_MAX && bs_frame_name(&c->frames, f)[0] == 'J';
+    return code_kind(c, ret - 1) == 'J';
 }
 
 /* The sample's user stack, leaf first, into *ips (c->unwound or the
@@ -240,8 +251,7 @@ static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t
      * changed since (a garbage collection moved the stack): the chain is
      * cut there rather than continued through what is there now. */
     for (size_t i = nd + 1; i < n; i++) {
-        uint32_t f = frame_of(c, c->unwound[i] - 1);
-        char kind = f == UINT32_MAX ? 'U' : bs_frame_name(&c->frames, f)[0];
+        char kind = code_kind(c, c->unwound[i] - 1);
         if (kind != 'E' && kind != 'J') {
             c->walks_cut++;
             n = i;
