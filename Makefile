@@ -82,12 +82,14 @@ all: erlang elixir ebin/beamspy.app nif cli
 INCLUDES   := -Ic_src -I$(GEN) -I$(ERTS_INC) -Ic_src/dist $(LIBELF_CFLAGS)
 EI_LIBS    := -L$(EI_LIB) -lei -lpthread
 # The DWARF unwinder of mode => cpu's C frames (c_src/cpu/dwarf_unwind.h):
-# with elfutils' libdw when it is here (BS_HAVE_LIBDW), else it says why it
-# cannot unwind.
+# with elfutils' libdw's headers when they are here (BS_HAVE_LIBDW), else it
+# says why it cannot unwind. libdw itself is loaded when first needed
+# (c_src/cpu/libdw_dl.h), never linked: a node without libdw.so.1 still
+# loads the NIF.
 DWARF_SRC  := c_src/cpu/dwarf_unwind.c c_src/cpu/cfi_expr.c c_src/cpu/cfi_rule.c c_src/cpu/fp_walk.c \
-    c_src/cpu/proc_mem.c
+    c_src/cpu/proc_mem.c c_src/cpu/libdw_dl.c
 HAVE_LIBDW := $(shell pkg-config --exists libdw 2>/dev/null && echo 1)
-LIBDW_LIBS := $(if $(HAVE_LIBDW),$(shell pkg-config --libs libdw))
+LIBDW_LIBS := -ldl -lpthread
 INCLUDES   += $(if $(HAVE_LIBDW),-DBS_HAVE_LIBDW)
 TEST_FLAGS := $(CSTD) -Wall -Wextra -Werror -g -pthread -O1
 SANITIZE   := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -180,15 +182,14 @@ $(GEN)/assets/%.h: c_src/writers/assets/% scripts/embed_text.sh
 
 nif: $(NIF_SO)
 
-# The DWARF unwinder is not called by the NIF yet (docs/cpu-unwind.md): it is
-# built and tested on its own (test/c, fuzz), and the NIF needs no libdw.
-NIF_OBJ := $(call objs,main,$(ENGINE_SRC) $(WRITERS_SRC) $(COMMON_SRC) $(filter-out $(DWARF_SRC),$(CPU_SRC)) \
-    $(NIF_SRC))
+NIF_OBJ := $(call objs,main,$(ENGINE_SRC) $(WRITERS_SRC) $(COMMON_SRC) $(CPU_SRC) $(NIF_SRC))
 
 $(NIF_SO): $(NIF_OBJ) | priv
 	$(CC) $(ALL_CFLAGS) -fPIC -shared -fvisibility=hidden -o $@ $(NIF_OBJ) $(LIBELF_LIBS)
 	@# A missing bs_ function would only show when the VM loads the NIF.
 	@if nm -u $@ | grep -q ' bs_'; then nm -u $@ | grep ' bs_'; rm -f $@; exit 1; fi
+	@# libelf and libdw are loaded with dlopen: the NIF must not need them to load.
+	@if readelf -d $@ | grep -E 'NEEDED.*lib(elf|dw)'; then rm -f $@; exit 1; fi
 	@# The NIF never reads a file: no reader may be linked into it.
 	@if nm $@ | grep -E ' (bs_read_|bs_dbg_|bs_stack_cache_|bs_tree_build_)'; then rm -f $@; exit 1; fi
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cpu/cfi_rule.h"
+#include "cpu/libdw_dl.h"
 
 #define REG_SP 7
 #define REG_RA 16

@@ -20,6 +20,7 @@
 
 #include "cpu/cfi_expr.h"
 #include "cpu/cfi_rule.h"
+#include "cpu/libdw_dl.h"
 
 #define REG_BP 6
 #define REG_SP 7
@@ -287,6 +288,10 @@ static const mapping *lookup(bs_dwarf_unwinder *u, uint64_t addr)
 int bs_dwarf_unwinder_open(bs_dwarf_unwinder **out, int ospid, size_t max_bytes, char *why, size_t cap)
 {
     *out = NULL;
+    if (bs_libdw() == NULL) {
+        snprintf(why, cap, "%s", BS_LIBDW_MISSING);
+        return -1;
+    }
     if (elf_version(EV_CURRENT) == EV_NONE) {
         snprintf(why, cap, "libelf refused its version: %s", elf_errmsg(-1));
         return -1;

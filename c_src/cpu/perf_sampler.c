@@ -121,6 +121,8 @@ typedef struct ring {
 
 struct bs_perf_sampler {
     size_t data_len;      /* bytes of data per ring (a power of two) */
+    unsigned stack_bytes; /* PERF_SAMPLE_STACK_USER's size; 0: frame pointers only */
+    uint64_t with_regs, stack_used;
     unsigned char *scratch; /* data_len bytes: one record copied out of the ring */
     uint64_t *ips;        /* data_len / 8 addresses: one sample's chain */
     uint64_t samples, lost, truncated, malformed, bytes, ring_full;
@@ -156,7 +158,14 @@ static int seccomp_mode(void)
     return mode;
 }
 
-static int open_event(int tid, unsigned hz)
+/* PERF_SAMPLE_REGS_USER's registers, in the order the kernel writes them
+ * (bit order of the mask): bp, sp, ip (arch/x86/include/uapi/asm/perf_regs.h). */
+#define REG_X86_BP 6
+#define REG_X86_SP 7
+#define REG_X86_IP 8
+#define REGS_MASK ((1ull << REG_X86_BP) | (1ull << REG_X86_SP) | (1ull << REG_X86_IP))
+
+static int open_event(int tid, unsigned hz, unsigned stack_bytes)
 {
     struct perf_event_attr a;
     memset(&a, 0, sizeof a);
@@ -166,6 +175,15 @@ static int open_event(int tid, unsigned hz)
     a.freq = 1;
     a.sample_freq = hz;
     a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
+#if defined(__x86_64__)
+    if (stack_bytes) {
+        a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+        a.sample_regs_user = REGS_MASK;
+        a.sample_stack_user = stack_bytes;
+    }
+#else
+    (void)stack_bytes;
+#endif
     a.disabled = 1;
     a.exclude_kernel = 1;
     a.exclude_hv = 1;
@@ -199,6 +217,12 @@ void bs_perf_sampler_close(bs_perf_sampler *s)
 int bs_perf_sampler_open(bs_perf_sampler **out, const int *tids, unsigned n_tids, unsigned hz,
                          char *why, size_t why_cap)
 {
+    return bs_perf_sampler_open_ex(out, tids, n_tids, hz, 0, 0, why, why_cap);
+}
+
+int bs_perf_sampler_open_ex(bs_perf_sampler **out, const int *tids, unsigned n_tids, unsigned hz, int with_stack,
+                            unsigned stack_bytes, char *why, size_t why_cap)
+{
     *out = NULL;
     if (why_cap)
         why[0] = '\0';
@@ -211,10 +235,19 @@ int bs_perf_sampler_open(bs_perf_sampler **out, const int *tids, unsigned n_tids
         snprintf(why, why_cap, "the CPU sampling rate must be at least 1 Hz");
         return -1;
     }
+#if !defined(__x86_64__)
+    with_stack = 0; /* the registers asked for are x86_64's */
+#endif
+    if (!with_stack)
+        stack_bytes = 0;
+    if (with_stack && (stack_bytes == 0 || stack_bytes % 8 || stack_bytes > 65528)) {
+        snprintf(why, why_cap, "the stack copy must be 8 to 65528 bytes, a multiple of 8, not %u", stack_bytes);
+        return -1;
+    }
     long page = sysconf(_SC_PAGESIZE);
     if (page <= 0)
         page = 4096;
-    size_t data_len = (size_t)page * BS_PERF_RING_PAGES;
+    size_t data_len = (size_t)page * (stack_bytes ? BS_PERF_RING_PAGES_STACK : BS_PERF_RING_PAGES);
     bs_perf_sampler *s = calloc(1, sizeof *s + (size_t)n_tids * sizeof(ring));
     if (s) {
         s->scratch = malloc(data_len);
@@ -226,10 +259,11 @@ int bs_perf_sampler_open(bs_perf_sampler **out, const int *tids, unsigned n_tids
         return -1;
     }
     s->data_len = data_len;
+    s->stack_bytes = stack_bytes;
     long max_stack = read_proc_long("/proc/sys/kernel/perf_event_max_stack", 127);
     s->max_stack = max_stack > 0 && max_stack < 0x10000 ? (unsigned)max_stack : 127;
     for (unsigned i = 0; i < n_tids; i++) {
-        int fd = open_event(tids[i], hz);
+        int fd = open_event(tids[i], hz, stack_bytes);
         if (fd < 0 && errno == ESRCH)
             continue; /* the thread exited since it was listed */
         if (fd < 0) {
@@ -307,8 +341,11 @@ static void ring_copy(const ring *r, size_t data_len, uint64_t pos, void *dst, s
     memcpy((unsigned char *)dst + first, r->data, len - first);
 }
 
-/* Decodes one PERF_RECORD_SAMPLE body (u32 pid, tid; u64 time; u64 nr;
- * u64 ips[nr]) and delivers it. -1 if the record does not hold what it says. */
+/* Decodes one PERF_RECORD_SAMPLE body and delivers it: u32 pid, tid; u64
+ * time; u64 nr; u64 ips[nr]; then, with stack copies, u64 abi; u64
+ * regs[3] (bp, sp, ip) when abi is not 0; u64 size; u8 data[size]; u64
+ * dyn_size when size is not 0 (the bytes the kernel filled). -1 if the
+ * record does not hold what it says. */
 static int deliver_sample(bs_perf_sampler *s, const unsigned char *rec, size_t size,
                           bs_cpu_sample_fn *on_sample, void *ctx)
 {
@@ -318,11 +355,48 @@ static int deliver_sample(bs_perf_sampler *s, const unsigned char *rec, size_t s
     uint32_t tid;
     uint64_t time, nr;
     const unsigned char *p = rec + sizeof(struct perf_event_header);
+    const unsigned char *end = rec + size;
     memcpy(&tid, p + 4, 4);
     memcpy(&time, p + 8, 8);
     memcpy(&nr, p + 16, 8);
     if (nr > (size - fixed) / 8)
         return -1;
+    bs_cpu_sample smp = {.tid = (int)tid, .time_ns = time};
+    const unsigned char *after = p + 24 + nr * 8;
+    if (s->stack_bytes) {
+        uint64_t abi, regs[3] = {0, 0, 0}, stack_size, dyn = 0;
+        if ((size_t)(end - after) < 8)
+            return -1;
+        memcpy(&abi, after, 8);
+        after += 8;
+        if (abi != 0) {
+            if ((size_t)(end - after) < sizeof regs)
+                return -1;
+            memcpy(regs, after, sizeof regs);
+            after += sizeof regs;
+        }
+        if ((size_t)(end - after) < 8)
+            return -1;
+        memcpy(&stack_size, after, 8);
+        after += 8;
+        const unsigned char *data = after;
+        if (stack_size != 0) {
+            if (stack_size > (size_t)(end - after) || (size_t)(end - after) - stack_size < 8)
+                return -1;
+            memcpy(&dyn, after + stack_size, 8);
+            if (dyn > stack_size)
+                return -1;
+        }
+        if (abi != 0) {
+            smp.has_regs = 1;
+            smp.bp = regs[0], smp.sp = regs[1], smp.ip = regs[2];
+            smp.stack = data;
+            smp.stack_size = (size_t)dyn;
+            s->with_regs++;
+            if (dyn > s->stack_used)
+                s->stack_used = dyn;
+        }
+    }
     /* Keep the user-space part of the chain: addresses after
      * PERF_CONTEXT_USER, or all of them when the kernel put no marker. */
     uint32_t n = 0;
@@ -337,13 +411,9 @@ static int deliver_sample(bs_perf_sampler *s, const unsigned char *rec, size_t s
         if (in_user)
             s->ips[n++] = ip;
     }
-    bs_cpu_sample smp = {
-        .tid = (int)tid,
-        .time_ns = time,
-        .n_ips = n,
-        .ips = s->ips,
-        .chain_truncated = n >= s->max_stack,
-    };
+    smp.n_ips = n;
+    smp.ips = s->ips;
+    smp.chain_truncated = n >= s->max_stack;
     s->samples++;
     if (smp.chain_truncated)
         s->truncated++;
@@ -367,7 +437,8 @@ static size_t drain_ring(bs_perf_sampler *s, ring *r, bs_cpu_sample_fn *on_sampl
      * next sample after space is freed, which never comes once sampling
      * stops: a ring found without room for one more of the deepest samples
      * is counted, so that losses at the end are seen too. */
-    uint64_t deepest = sizeof(struct perf_event_header) + 24 + 8 * ((uint64_t)s->max_stack + 2);
+    uint64_t deepest = sizeof(struct perf_event_header) + 24 + 8 * ((uint64_t)s->max_stack + 2) +
+                       (s->stack_bytes ? 8 + 24 + 8 + s->stack_bytes + 8 : 0);
     if (head - tail + deepest > s->data_len)
         s->ring_full++;
     while (head - tail >= sizeof(struct perf_event_header)) {
@@ -418,7 +489,10 @@ void bs_perf_sampler_stats(const bs_perf_sampler *s, bs_perf_stats *out)
     out->malformed = s->malformed;
     out->bytes = s->bytes;
     out->ring_full = s->ring_full;
+    out->with_regs = s->with_regs;
+    out->stack_bytes_used = s->stack_used;
     out->threads = s->n;
+    out->ring_kib = (unsigned)((s->data_len + (size_t)sysconf(_SC_PAGESIZE)) / 1024);
     out->max_stack = s->max_stack;
 }
 
@@ -438,6 +512,14 @@ int bs_perf_sampler_open(bs_perf_sampler **out, const int *tids, unsigned n_tids
     snprintf(why, why_cap, "CPU sampling needs Linux (perf_event_open)");
     errno = ENOSYS;
     return -1;
+}
+
+int bs_perf_sampler_open_ex(bs_perf_sampler **out, const int *tids, unsigned n_tids, unsigned hz, int with_stack,
+                            unsigned stack_bytes, char *why, size_t why_cap)
+{
+    (void)with_stack;
+    (void)stack_bytes;
+    return bs_perf_sampler_open(out, tids, n_tids, hz, why, why_cap);
 }
 
 int bs_perf_sampler_enable(bs_perf_sampler *s)

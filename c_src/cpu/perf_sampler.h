@@ -20,14 +20,23 @@
  * times the drain period of ~10 ms the NIF uses. What does not fit is lost
  * and counted (bs_perf_stats.lost and ring_full). Ring buffers are locked
  * memory: the kernel allows perf_event_mlock_kb (516 KiB) per CPU beyond
- * RLIMIT_MEMLOCK, enough for ~14 threads per CPU without a raised limit. */
+ * RLIMIT_MEMLOCK, enough for ~14 threads per CPU without a raised limit.
+ * With stack copies (bs_perf_sampler_open_ex) a sample is about
+ * stack_bytes + 1.2 KiB (25 KiB at BS_PERF_STACK_BYTES) and each ring has
+ * BS_PERF_RING_PAGES_STACK data pages (132 KiB with its header page): ~5
+ * samples, 25 ms of a busy thread at 199 Hz (the caller drains more often
+ * at higher rates); ~4 threads per CPU fit perf_event_mlock_kb, the rest
+ * counts against RLIMIT_MEMLOCK. */
 #ifndef BS_PERF_SAMPLER_H
 #define BS_PERF_SAMPLER_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define BS_PERF_RING_PAGES 8 /* data pages per thread (a power of two, as the kernel requires) */
+#define BS_PERF_RING_PAGES 8 /* data pages per thread without stack copies (a power of two, as the kernel requires) */
+#define BS_PERF_RING_PAGES_STACK 32 /* data pages per thread with stack copies (128 KiB with 4 KiB pages) */
+#define BS_PERF_STACK_BYTES 24576 /* bytes of user stack copied per sample (PERF_SAMPLE_STACK_USER):
+                                     beam.smp's C stack under a BIF reaches 17 KiB (term_to_binary) */
 #define BS_PERF_MAX_THREADS 4096 /* threads one sampler takes */
 
 typedef struct bs_cpu_sample {
@@ -39,6 +48,14 @@ typedef struct bs_cpu_sample {
     const uint64_t *ips;  /* valid only during the callback */
     int chain_truncated;  /* the chain reached the kernel's limit
                              (kernel.perf_event_max_stack): outer frames are missing */
+    /* With stack copies (bs_perf_sampler_open's with_stack) and when the
+     * kernel had user registers for the sample: has_regs 1, the thread's
+     * ip, sp, bp and the stack_size bytes at [sp, sp + stack_size) as they
+     * were (stack valid only during the callback). Else has_regs 0. */
+    int has_regs;
+    uint64_t ip, sp, bp;
+    const unsigned char *stack;
+    size_t stack_size;
 } bs_cpu_sample;
 
 typedef struct bs_perf_sampler bs_perf_sampler;
@@ -53,6 +70,15 @@ typedef void bs_cpu_sample_fn(void *ctx, const bs_cpu_sample *sample);
  * to fix it; nothing is left open then. */
 int bs_perf_sampler_open(bs_perf_sampler **out, const int *tids, unsigned n_tids, unsigned hz,
                          char *why, size_t why_cap);
+
+/* As bs_perf_sampler_open, and with with_stack each sample also carries the
+ * thread's user registers (PERF_SAMPLE_REGS_USER: ip, sp, bp) and a copy of
+ * stack_bytes of its user stack from sp (PERF_SAMPLE_STACK_USER; a multiple
+ * of 8, at most 65528), in rings of BS_PERF_RING_PAGES_STACK data pages.
+ * Those rings are 4 times larger: when the locked-memory limit refuses them
+ * it fails like open (the caller may retry without stacks). */
+int bs_perf_sampler_open_ex(bs_perf_sampler **out, const int *tids, unsigned n_tids, unsigned hz, int with_stack,
+                            unsigned stack_bytes, char *why, size_t why_cap);
 
 /* Starts (stops) sampling on every thread: PERF_EVENT_IOC_ENABLE (DISABLE)
  * on each event. 0, or -1 with errno. */
@@ -74,7 +100,10 @@ typedef struct bs_perf_stats {
                             deepest samples: samples were probably lost, also when the
                             kernel could not say so yet (lost counts them only once its
                             next sample fits, never after sampling stops) */
+    uint64_t with_regs;  /* delivered with user registers and a stack copy */
+    uint64_t stack_bytes_used; /* the largest stack copy the kernel filled (dyn_size) */
     unsigned threads;    /* threads sampled */
+    unsigned ring_kib;   /* KiB of each thread's ring (header page included) */
     unsigned max_stack;  /* kernel.perf_event_max_stack when opened */
 } bs_perf_stats;
 

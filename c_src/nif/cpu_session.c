@@ -10,8 +10,11 @@
 
 #include <erl_nif.h>
 
+#include "../cpu/dwarf_unwind.h"
+#include "../cpu/erl_caller.h"
 #include "../cpu/perf_sampler.h"
 #include "../cpu/sample_chains.h"
+#include "../cpu/proc_mem.h"
 #include "../cpu/symbols.h"
 #include "../cpu/thread_slices.h"
 #include "../cpu/vm_threads.h"
@@ -23,6 +26,8 @@
 #define BS_CPU_MAX_CHAIN 512u /* frames of one sample kept (the kernel gives at most perf_event_max_stack) */
 #define SYMBOLS_MAX_BYTES (64u << 20)
 #define CHAINS_MAX_BYTES (64u << 20) /* option times => samples: the kept chains (sample_chains.h) */
+#define UNWIND_MAX_BYTES (64u << 20) /* the DWARF unwinder's CFI and tables (dwarf_unwind.h) */
+#define DWARF_MAX_FRAMES 128u        /* C frames unwound per sample */
 
 /* Trees of samples that no traced process holds. */
 enum extra_tree { EXTRA_SCHEDULER, EXTRA_DIRTY_CPU, EXTRA_DIRTY_IO, EXTRA_UNKNOWN, EXTRA_TREES };
@@ -44,6 +49,7 @@ struct bs_cpu {
     bs_vm_thread threads[MAX_THREADS];
     unsigned n_threads;
     ErlNifTid drain_tid;
+    long drain_ms;                /* BS_CPU_DRAIN_MS, shorter when a ring holds fewer samples than that at hz */
     int drain_started;
     _Atomic int stopping;
     int stopped;
@@ -65,6 +71,14 @@ struct bs_cpu {
     unsigned char *kinds;         /* per frame id: enum frame_kind, 0 not yet known */
     uint32_t kinds_cap;
     uint64_t traced_samples, tracer_samples, no_erlang;
+    /* The C frames' unwinding (drain thread only): NULL when libdw is
+     * missing or the rings with stack copies were refused (why in no_unwind). */
+    bs_dwarf_unwinder *unwinder;
+    char no_unwind[256];
+    bs_proc_mem mem;
+    uint64_t walks_cut, c_leaf, reached_jit, fragment_first, callers_found, callers_refused, jit_leaf_fragment, erlang_any;
+    uint64_t dwarf[DWARF_MAX_FRAMES + 1];
+    uint64_t unwound[BS_CPU_MAX_CHAIN];
 };
 
 /* Canonical frame texts (\x01 separates parts; names never hold it):
@@ -223,6 +237,8 @@ static enum frame_kind frame_kind(bs_cpu *c, uint32_t f)
  * first (a BIF's or the VM's C time goes to the function that called it),
  * are kept for the export (cpu_traced_export). The traced trees are never
  * touched here: the tracer's callbacks own them. */
+static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t **ips);
+
 static void traced_sample(bs_cpu *c, const bs_cpu_sample *smp)
 {
     bs_thread_log *log = bs_thread_slices_log(&c->slices, smp->tid);
@@ -234,9 +250,11 @@ static void traced_sample(bs_cpu *c, const bs_cpu_sample *smp)
     }
     c->traced_samples++;
     uint32_t erl[BS_CHAIN_MAX_FRAMES], n = 0;
-    for (uint32_t i = 0; i < smp->n_ips && n < BS_CHAIN_MAX_FRAMES; i++) {
+    const uint64_t *ips;
+    uint32_t n_ips = sample_stack(c, smp, &ips); /* leaf first, C frames unwound where they can be */
+    for (uint32_t i = 0; i < n_ips && n < BS_CHAIN_MAX_FRAMES; i++) {
         /* A return address points after its call (see on_sample). */
-        uint32_t f = frame_of(c, i == 0 ? smp->ips[0] : smp->ips[i] - 1);
+        uint32_t f = frame_of(c, i == 0 ? ips[0] : ips[i] - 1);
         if (f == UINT32_MAX) {
             c->dropped++;
             return;
@@ -257,8 +275,107 @@ static void traced_sample(bs_cpu *c, const bs_cpu_sample *smp)
         }
     }
     if (n == 0)
-        c->no_erlang++; /* the VM's C code (no frame pointers): the program's or the tracer's */
+        c->no_erlang++; /* C code whose frames could not be unwound: the program's or the tracer's */
     (void)bs_sample_chains_add(&c->chains, pid, erl, n);
+}
+
+/* 1 when addr, a return address, lies in JIT code of an Erlang function
+ * (bs_is_erlang_code for bs_erl_caller). */
+/* The kind of code at addr ('E', 'J', 'N', 'U'; 0 when the frame table is
+ * full), looked up as a frame is. JIT code found here goes into the stack
+ * (and the address cache, so it is counted in the notes now); anything else
+ * is a word the checks refused, not counted as a code address. */
+static char code_kind(bs_cpu *c, uint64_t addr)
+{
+    uint64_t unresolved = c->unresolved_frames, named = c->frames_named;
+    uint32_t f = frame_of(c, addr);
+    char kind = f == UINT32_MAX ? 0 : bs_frame_name(&c->frames, f)[0];
+    if (kind != 'E' && kind != 'J')
+        c->unresolved_frames = unresolved, c->frames_named = named;
+    return kind;
+}
+
+static int is_erlang_code(void *ctx, uint64_t addr)
+{
+    return code_kind(ctx, addr - 1) == 'E';
+}
+
+/* 1 when the return address ret lies in a shared fragment of the JIT (code
+ * in the perf map that is no Erlang function: global::...). */
+static int in_fragment(bs_cpu *c, uint64_t ret)
+{
+    return code_kind(c, ret - 1) == 'J';
+}
+
+/* The sample's user stack, leaf first, into *ips (c->unwound or the
+ * kernel's chain). With registers and a stack copy: a leaf in C code is
+ * unwound through the C frames' CFI up to the first JIT frame, then by frame
+ * pointers, and the kernel's chain joined where it meets them
+ * (bs_callchain_splice); when that first JIT frame (or a JIT leaf) is a
+ * shared fragment, the Erlang function that called it is taken from the top
+ * of the Erlang stack (erl_caller.h). Else the kernel's chain as it is. */
+static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t **ips)
+{
+    *ips = smp->ips;
+    if (!c->unwinder || !smp->has_regs)
+        return smp->n_ips;
+    bs_stack_copy stack = {.sp = smp->sp, .data = smp->stack, .size = smp->stack_size};
+    bs_mem_reader mem = {.read = bs_proc_mem_read, .ctx = &c->mem};
+    bs_user_regs regs = {.ip = smp->ip, .sp = smp->sp, .bp = smp->bp}, at;
+    int jit = 0;
+    bs_proc_mem_forget(&c->mem);
+    size_t nd = bs_dwarf_unwind(c->unwinder, &regs, &stack, c->dwarf, DWARF_MAX_FRAMES, &at, &jit, NULL);
+    uint64_t caller;
+    if (nd == 0 && jit) { /* the leaf is JIT code: the kernel walked its frame pointers */
+        if (smp->n_ips < 1 || !in_fragment(c, smp->ips[0] + 1))
+            return smp->n_ips;
+        c->jit_leaf_fragment++;
+        if (bs_erl_caller(smp->bp, &stack, &mem, BS_ERL_CALLER_MAX_WORDS, is_erlang_code, c, &caller) !=
+            BS_ERL_CALLER_FOUND) {
+            c->callers_refused++;
+            return smp->n_ips;
+        }
+        c->callers_found++;
+        uint32_t n = 0;
+        c->unwound[n++] = smp->ips[0];
+        c->unwound[n++] = caller;
+        for (uint32_t i = 1; i < smp->n_ips && n < BS_CPU_MAX_CHAIN; i++)
+            c->unwound[n++] = smp->ips[i];
+        *ips = c->unwound;
+        return n;
+    }
+    c->c_leaf++;
+    if (jit) {
+        c->reached_jit++;
+        if (in_fragment(c, at.ip)) {
+            c->fragment_first++;
+            if (bs_erl_caller(at.bp, &stack, &mem, BS_ERL_CALLER_MAX_WORDS, is_erlang_code, c, &caller) ==
+                BS_ERL_CALLER_FOUND) {
+                c->callers_found++;
+                c->dwarf[nd++] = at.ip; /* the fragment, then its caller and the walk from there */
+                at.ip = caller;
+            } else {
+                c->callers_refused++;
+            }
+        }
+    }
+    size_t n = bs_callchain_splice(c->dwarf, nd, jit, &at, &stack, &mem, smp->ips, smp->n_ips, c->unwound,
+                                   BS_CPU_MAX_CHAIN);
+    /* The walk after the first JIT frame reads the Erlang process's stack
+     * when the sample is drained, not when it was taken: a frame there that
+     * is not JIT code (Erlang function or fragment) means the memory has
+     * changed since (a garbage collection moved the stack): the chain is
+     * cut there rather than continued through what is there now. */
+    for (size_t i = nd + 1; i < n; i++) {
+        char kind = code_kind(c, c->unwound[i] - 1);
+        if (kind != 'E' && kind != 'J') {
+            c->walks_cut++;
+            n = i;
+            break;
+        }
+    }
+    *ips = c->unwound;
+    return (uint32_t)n;
 }
 
 static void on_sample(void *ctx, const bs_cpu_sample *smp)
@@ -302,16 +419,22 @@ static void on_sample(void *ctx, const bs_cpu_sample *smp)
      * byte so that a call ending a function names that function. Frames of
      * beamspy's own code, and all below them, are left out (as tracing
      * leaves them out): apply's caller starts at the function applied. */
-    uint32_t n = smp->n_ips < BS_CPU_MAX_CHAIN ? smp->n_ips : BS_CPU_MAX_CHAIN, from = 0;
+    const uint64_t *ips;
+    uint32_t n = sample_stack(c, smp, &ips), from = 0;
+    if (n > BS_CPU_MAX_CHAIN)
+        n = BS_CPU_MAX_CHAIN;
+    int erlang = 0;
     for (uint32_t i = 0; i < n; i++) {
-        uint64_t addr = smp->ips[n - 1 - i];
+        uint64_t addr = ips[n - 1 - i];
         uint32_t f = frame_of(c, i + 1 == n ? addr : addr - 1);
         if (f == UINT32_MAX)
             goto full;
         c->chain[i] = f;
         if (c->own[f])
             from = i + 1;
+        erlang |= bs_frame_name(&c->frames, f)[0] == 'E';
     }
+    c->erlang_any += erlang;
     if (from == n && n > 0 && c->own[c->chain[n - 1]]) {
         c->own_code++; /* beamspy itself was running: not the program's time */
         return;
@@ -333,7 +456,7 @@ full:
 static void *drain_loop(void *arg)
 {
     bs_cpu *c = arg;
-    const struct timespec pause = {0, BS_CPU_DRAIN_MS * 1000000L};
+    const struct timespec pause = {0, c->drain_ms * 1000000L};
     while (!atomic_load(&c->stopping)) {
         (void)bs_perf_sampler_drain(c->sampler, on_sample, c);
         nanosleep(&pause, NULL);
@@ -397,10 +520,37 @@ bs_cpu *bs_cpu_open(ErlNifEnv *env, bs_session *s, unsigned hz, int all, char *w
         snprintf(why, cap, "out of memory");
         goto fail_symbols;
     }
-    int opened = bs_perf_sampler_open(&c->sampler, tids, c->n_threads, hz, why, cap);
+    /* The C frames are unwound when libdw is there and the kernel gives the
+     * bigger rings (stack copies); else the kernel's frame-pointer chains,
+     * and the notes say why. */
+    char no[200];
+    if (bs_dwarf_unwinder_open(&c->unwinder, (int)getpid(), UNWIND_MAX_BYTES, no, sizeof no) < 0) {
+        c->unwinder = NULL;
+        snprintf(c->no_unwind, sizeof c->no_unwind, "%s", no);
+    }
+    int opened = -1;
+    if (c->unwinder) {
+        opened = bs_perf_sampler_open_ex(&c->sampler, tids, c->n_threads, hz, 1, BS_PERF_STACK_BYTES, no, sizeof no);
+        if (opened < 0) {
+            snprintf(c->no_unwind, sizeof c->no_unwind, "the rings with stack copies were refused: %s", no);
+            bs_dwarf_unwinder_close(c->unwinder);
+            c->unwinder = NULL;
+        }
+    }
+    if (opened < 0)
+        opened = bs_perf_sampler_open(&c->sampler, tids, c->n_threads, hz, why, cap);
     free(tids);
+    bs_proc_mem_init(&c->mem, (int)getpid());
     if (opened < 0)
         goto fail_slices;
+    /* Drain before a busy thread's ring is half full: rings with stack
+     * copies hold a few samples only (perf_sampler.h). */
+    c->drain_ms = BS_CPU_DRAIN_MS;
+    if (c->unwinder) {
+        long per_ring = (long)BS_PERF_RING_PAGES_STACK * sysconf(_SC_PAGESIZE) / (BS_PERF_STACK_BYTES + 1536);
+        long ms = 1000 * per_ring / (2 * (long)hz);
+        c->drain_ms = ms < 1 ? 1 : ms < BS_CPU_DRAIN_MS ? ms : BS_CPU_DRAIN_MS;
+    }
     if (enif_thread_create("beamspy_cpu_drain", &c->drain_tid, drain_loop, c, NULL) != 0) {
         snprintf(why, cap, "cannot start the sampler's drain thread");
         goto fail_sampler;
@@ -417,6 +567,7 @@ bs_cpu *bs_cpu_open(ErlNifEnv *env, bs_session *s, unsigned hz, int all, char *w
 fail_sampler:
     bs_perf_sampler_close(c->sampler);
 fail_slices:
+    bs_dwarf_unwinder_close(c->unwinder);
     bs_thread_slices_free(&c->slices);
 fail_symbols:
     bs_symbols_free(&c->symbols);
@@ -456,6 +607,7 @@ void bs_cpu_close(bs_cpu *c)
         return;
     bs_cpu_stop(c);
     bs_perf_sampler_close(c->sampler);
+    bs_dwarf_unwinder_close(c->unwinder);
     bs_thread_slices_free(&c->slices);
     bs_symbols_free(&c->symbols);
     for (int i = 0; i < EXTRA_TREES; i++)
@@ -530,6 +682,20 @@ int bs_cpu_export(bs_cpu *c, bs_profile *out, bs_key_namer namer, void *ctx)
              (unsigned long long)c->frames_named);
     size_t used = strlen(out->notes);
     snprintf(out->notes + used, sizeof out->notes - used, "%s%s", used ? "; " : "", note);
+    if (c->unwinder)
+        snprintf(note, sizeof note,
+                 "C frames unwound with DWARF (%u-byte stack copies): %llu of %llu samples with a C leaf reached "
+                 "JIT code; %llu of %llu samples in shared JIT fragments had their Erlang caller taken from the "
+                 "Erlang stack (the others' had changed before the drain read it); %llu frame-pointer walks cut where "
+                 "that stack had changed; %llu samples hold an Erlang frame",
+                 BS_PERF_STACK_BYTES, (unsigned long long)c->reached_jit, (unsigned long long)c->c_leaf,
+                 (unsigned long long)c->callers_found, (unsigned long long)(c->fragment_first + c->jit_leaf_fragment),
+                 (unsigned long long)c->walks_cut, (unsigned long long)c->erlang_any);
+    else
+        snprintf(note, sizeof note, "C frames not unwound: %s; samples in the VM's C code do not reach their Erlang caller",
+                 c->no_unwind);
+    used = strlen(out->notes);
+    snprintf(out->notes + used, sizeof out->notes - used, "; %s", note);
     return 0;
 }
 

@@ -7,7 +7,10 @@
  * samples every scheduler thread (normal, dirty CPU, dirty I/O) at `hz'
  * with their user-space call chains (cpu/perf_sampler.h: the JIT keeps
  * frame pointers when the VM runs with +JPperf true). A drain thread of the
- * NIF empties the kernel's buffers every BS_CPU_DRAIN_MS, names each
+ * NIF empties the kernel's buffers every BS_CPU_DRAIN_MS (more often at
+ * high rates, when the rings hold stack copies), unwinds the C frames of
+ * samples taken in the VM's C code (cpu/dwarf_unwind.h, when libdw.so.1 is
+ * there; docs/cpu-unwind.md), names each
  * address (cpu/symbols.h: the JIT's perf map for Erlang code, ELF symbols
  * for the VM's C code and libraries) and adds the stack, root first, to
  * the call tree of the process that held the thread at the sample's time
@@ -29,7 +32,8 @@
  * one entry per distinct code address named (at most BS_CPU_MAX_FRAMES; any
  * further one is `[other code]'); the thread logs 256 KiB a thread; the
  * kernel's ring buffers as perf_sampler.h says; the kept chains of times
- * => samples at most CHAINS_MAX_BYTES (64 MiB, sample_chains.h). */
+ * => samples at most CHAINS_MAX_BYTES (64 MiB, sample_chains.h); the DWARF
+ * unwinder at most 64 MiB (its CFI and tables) and one sample's frames. */
 #ifndef BS_CPU_SESSION_H
 #define BS_CPU_SESSION_H
 

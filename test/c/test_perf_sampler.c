@@ -6,7 +6,9 @@
  * pointers of the spinning functions), a sleeping thread sampled beside it
  * taking none; a ring nobody drains found full; a thread that exits while
  * sampled; a thread that is gone before the open; perf_event_open refused
- * by a seccomp filter in a child; the refusal sentences for the other causes
+ * by a seccomp filter in a child; the same busy thread sampled with its user
+ * registers and a copy of its stack (the second sample layout), whose frame
+ * pointers walked through the copy give the kernel's chain; the refusal sentences for the other causes
  * (perf_event_paranoid 3 does not refuse root, so that case is tested on the
  * sentence builder). */
 #define _GNU_SOURCE
@@ -42,6 +44,7 @@
 #define RUNNING_ON_VALGRIND 0
 #endif
 
+#include "cpu/dwarf_unwind.h"
 #include "cpu/perf_sampler.h"
 #include "cpu/vm_threads.h"
 
@@ -396,6 +399,107 @@ static void test_sampling_busy_thread(void **state)
     free(c);
 }
 
+/* The layout with user registers and stack copies: every sample of the busy
+ * thread has them, the sampled ip is the chain's leaf, sp lies in the
+ * thread's stack and the copy starts there, and a frame-pointer walk through
+ * the copy alone (bs_fp_walk, no reader) gives the kernel's own chain for the
+ * frames the copy holds: the copy is the thread's stack as it was. */
+typedef struct regs_seen {
+    size_t samples, with_regs, ip_is_leaf, sp_in_stack, walks, walks_equal, walk_frames;
+    size_t max_copy;
+    uint64_t stack_lo, stack_hi;
+} regs_seen;
+
+static void check_regs(void *ctx, const bs_cpu_sample *s)
+{
+    regs_seen *r = ctx;
+    r->samples++;
+    if (!s->has_regs)
+        return;
+    r->with_regs++;
+    if (s->stack_size > r->max_copy)
+        r->max_copy = s->stack_size;
+    r->ip_is_leaf += s->n_ips > 0 && s->ips[0] == s->ip;
+    r->sp_in_stack += s->sp >= r->stack_lo && s->sp < r->stack_hi;
+    if (s->n_ips < 3 || !in_range(s->ips[0], __start_bs_spin_inner, __stop_bs_spin_inner))
+        return;
+    bs_stack_copy copy = {.sp = s->sp, .data = s->stack, .size = s->stack_size};
+    bs_user_regs at = {.ip = s->ip, .sp = s->sp, .bp = s->bp};
+    uint64_t walked[64];
+    size_t n = bs_fp_walk(&at, &copy, NULL, walked, 64);
+    r->walks++;
+    size_t same = n < s->n_ips ? n : s->n_ips;
+    int equal = n >= 3;
+    for (size_t i = 0; i < same; i++)
+        if (walked[i] != s->ips[i])
+            equal = 0;
+    r->walks_equal += equal;
+    r->walk_frames += n;
+}
+
+static void test_sampling_with_stack_copies(void **state)
+{
+    (void)state;
+    gate go = GATE_INIT;
+    worker busy = {.name = "1_scheduler", .go = &go, .cpu_ns = 300 * 1000000u, .depth = DEPTH};
+    pthread_t tb;
+    start_worker(&tb, &busy);
+    pthread_attr_t attr;
+    void *stack_addr;
+    size_t stack_size;
+    assert_int_equal(pthread_getattr_np(tb, &attr), 0);
+    assert_int_equal(pthread_attr_getstack(&attr, &stack_addr, &stack_size), 0);
+    pthread_attr_destroy(&attr);
+    regs_seen *r = calloc(1, sizeof *r);
+    assert_non_null(r);
+    r->stack_lo = (uint64_t)(uintptr_t)stack_addr;
+    r->stack_hi = r->stack_lo + stack_size;
+
+    int tid = atomic_load(&busy.tid);
+    char why[512];
+    bs_perf_sampler *s = NULL;
+    assert_int_equal(bs_perf_sampler_open_ex(&s, &tid, 1, HZ, 1, 12, why, sizeof why), -1); /* not a multiple of 8 */
+    assert_non_null(strstr(why, "multiple of 8"));
+    if (bs_perf_sampler_open_ex(&s, &tid, 1, HZ, 1, BS_PERF_STACK_BYTES, why, sizeof why) != 0)
+        fail_msg("open: %s", why);
+    assert_int_equal(bs_perf_sampler_enable(s), 0);
+    gate_open(&go);
+    for (;;) {
+        int done = pthread_tryjoin_np(tb, NULL) == 0;
+        (void)bs_perf_sampler_drain(s, check_regs, r);
+        if (done)
+            break;
+        nanosleep(&(struct timespec){0, 10 * 1000000}, NULL);
+    }
+    assert_int_equal(bs_perf_sampler_disable(s), 0);
+    (void)bs_perf_sampler_drain(s, check_regs, r);
+    bs_perf_stats st;
+    bs_perf_sampler_stats(s, &st);
+    printf("stack copies: %zu samples, %zu with registers, largest copy %zu bytes, %llu lost, ring %u KiB; "
+           "%zu walks through the copy, %zu equal to the kernel's chain (%zu frames)\n",
+           r->samples, r->with_regs, r->max_copy, (unsigned long long)st.lost, st.ring_kib, r->walks,
+           r->walks_equal, r->walk_frames);
+    assert_int_equal(st.malformed, 0);
+    assert_true(r->samples >= 30); /* 300 ms at 999 Hz: ~300 on a quiet machine */
+    assert_int_equal(r->with_regs, r->samples);
+    assert_int_equal(st.with_regs, r->samples);
+    assert_int_equal(r->ip_is_leaf, r->samples);
+    assert_true(r->max_copy > 0 && r->max_copy <= BS_PERF_STACK_BYTES);
+    assert_int_equal(st.stack_bytes_used, r->max_copy);
+    if (RUNNING_ON_VALGRIND) {
+        /* valgrind runs the thread on a stack of its own */
+        printf("SKIP [valgrind] sp in the thread's stack, the walk through the copy (valgrind runs translated code)\n");
+    } else {
+        assert_int_equal(r->sp_in_stack, r->samples);
+        /* spin_inner's first two instructions have no frame yet: a rare sample there differs */
+        assert_true(r->walks * 2 >= r->samples);
+        assert_true(r->walks_equal + 2 >= r->walks);
+        assert_true(r->walk_frames >= r->walks * (DEPTH / 2)); /* the copy holds the 40 frames */
+    }
+    bs_perf_sampler_close(s);
+    free(r);
+}
+
 /* A thread that exits while it is sampled: its samples come, then nothing,
  * and enable, disable, drain and close still work. */
 static void test_thread_exits_while_sampled(void **state)
@@ -625,6 +729,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_thread_kind_names),
         cmocka_unit_test(test_threads_list_own),
         cmocka_unit_test(test_sampling_busy_thread),
+        cmocka_unit_test(test_sampling_with_stack_copies),
         cmocka_unit_test(test_thread_exits_while_sampled),
         cmocka_unit_test(test_full_ring_counted),
         cmocka_unit_test(test_gone_thread_left_out),

@@ -1,10 +1,11 @@
 %%% Workloads for CPU sampling (mode => cpu): pure Erlang code that burns a
 %%% fixed amount of the VM's CPU time (not wall time: a loaded machine only
 %%% makes them take longer), a deep recursion, and two workers that run
-%%% different code.
+%%% different code, and a loop that spends most of its time in the VM's C
+%%% code (BIFs and their garbage collections).
 -module(bs_cpu_wl).
 
--export([burn/1, deep/1, alpha/1, beta/1, worker/1, fib/1]).
+-export([burn/1, deep/1, bifs/1, alpha/1, beta/1, worker/1, fib/1]).
 
 %% Runs fib(20) repeatedly until the VM has used Ms more milliseconds of
 %% CPU (statistics(runtime): every scheduler; the test VM runs little
@@ -22,6 +23,23 @@ fib(N) -> fib(N - 1) + fib(N - 2).
 -spec deep(pos_integer()) -> pos_integer().
 deep(Ms) ->
     until_cpu(fun() -> fib(25) end, Ms).
+
+%% bif_loop/2 until Ms of CPU were used: most samples land in C code
+%% (term_to_binary, binary_to_term, lists:reverse, sorting, the GCs they
+%% cause) called from bif_loop/2, which loops 50 times between two looks
+%% at the clock.
+-spec bifs(pos_integer()) -> pos_integer().
+bifs(Ms) ->
+    until_cpu(fun() -> bif_loop(50, 0) end, Ms).
+
+bif_loop(0, Acc) ->
+    Acc;
+bif_loop(K, Acc) ->
+    L = lists:seq(1, 200),
+    R = lists:reverse(L),
+    B = term_to_binary({R, K}),
+    {R, K} = binary_to_term(B),
+    bif_loop(K - 1, Acc + length(lists:sort(R))).
 
 %% Runs Work until the VM has used Ms more milliseconds of CPU; returns
 %% how many rounds ran.
