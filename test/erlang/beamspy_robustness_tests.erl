@@ -28,6 +28,7 @@ robustness_test_() ->
        {timeout, 150, fun start_all_with_spawners_on/0}},
       {"start(all) returns within seconds next to 20 spawning loops and 10,000 processes that have not run yet",
        {timeout, 150, fun start_all_with_unborn/0}},
+      {"start(all) asks the code server for nothing once beamspy is loaded", {timeout, 120, fun start_all_without_code_server/0}},
       {"start is bounded by max_duration, and leaves nothing when it gives up", {timeout, 60, fun start_bounded/0}},
       {"two concurrent stops: one gets the files, the other no_session", {timeout, 60, fun concurrent_stops/0}},
       {"stop reaches an owner that has no registered name", {timeout, 60, fun stop_unnamed_owner/0}}]}.
@@ -269,7 +270,12 @@ start_all_with_unborn() ->
     Priority = process_flag(priority, high),
     Starter = spawn(fun() ->
                             T0 = erlang:monotonic_time(millisecond),
-                            R = beamspy:start(all, #{max_processes => 200000, quiet => true, output => Dir}),
+                            %% Every child the spawners make until they are
+                            %% stopped is traced (`new' is on from the middle
+                            %% of setting up): room for them, so that no
+                            %% limit trips before the held processes run.
+                            R = beamspy:start(all, #{max_processes => 1000000, max_memory => 2 bsl 30,
+                                                     quiet => true, output => Dir}),
                             Self ! {started, self(), R, erlang:monotonic_time(millisecond) - T0},
                             receive {stop, From} -> From ! {stopped, self(), stop_with_profile(R)} end
                     end),
@@ -295,6 +301,43 @@ start_all_with_unborn() ->
         bs_churn_wl:stop(Spawners),
         bs_churn_wl:stop(Unborn),
         exit(Starter, kill),
+        rm_rf(Dir)
+    end,
+    assert_node_clean().
+
+%% On a node of thousands of runnable processes the code server answers
+%% each request only when its turn comes (seconds): start(all) on OTP 25
+%% looked for the module `trace' (OTP 27+) through the whole code path,
+%% half a minute there, on every first start of a VM. Once beamspy's code
+%% is loaded, a start asks it for nothing: here it returns while the code
+%% server is suspended (it hung until max_duration before).
+start_all_without_code_server() ->
+    Dir = tmp_dir(),
+    {ok, S0} = beamspy:start(self(), #{quiet => true, output => Dir}),
+    {ok, _} = beamspy:stop(S0),
+    %% As on a fresh VM: whether it has trace sessions is looked up again.
+    _ = persistent_term:erase({beamspy_backend, sessions_supported}),
+    Self = self(),
+    CodeServer = whereis(code_server),
+    true = erlang:suspend_process(CodeServer),
+    Starter = spawn(fun() ->
+                            R = beamspy:start(all, #{quiet => true, output => Dir, max_duration => 60000}),
+                            Self ! {started, self(), R},
+                            receive stop -> ok end
+                    end),
+    Result = try receive {started, Starter, R} -> R after 30000 -> no_reply_in_30_s end
+             after erlang:resume_process(CodeServer)
+             end,
+    try
+        ?assertMatch({ok, _}, Result),
+        {ok, S} = Result,
+        ?assertMatch({ok, _}, beamspy:stop(S))
+    after
+        exit(Starter, kill),
+        _ = case Result of
+                {ok, _} -> ok;
+                _ -> wait_for(fun() -> beamspy:sessions() =:= [] end, 90000)
+            end,
         rm_rf(Dir)
     end,
     assert_node_clean().
