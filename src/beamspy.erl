@@ -219,6 +219,10 @@
 %%% </ul>
 %%% `start' itself is bounded by `max_duration': if switching tracing on
 %%% takes longer, it is undone and `{error, {start_timeout, Ms}}' returned.
+%%% Each existing target that has run is suspended while its stack is
+%%% seeded; one that has not run yet (a node spawning without pause has
+%%% thousands waiting for their first time slice) has no stack yet and is
+%%% switched on as a process spawned afterwards would be.
 %%% The test suite kills each of these processes at random moments and
 %%% checks that every process, `new' and every function is left untraced.
 %%%
@@ -254,6 +258,14 @@
 %%% other beamspy sessions; that path is not exercised by beamspy's test
 %%% suite yet.
 -module(beamspy).
+
+%% What beamspy:start/2 calls (beamspy_session, beamspy_calibrate and
+%% their callees) besides modules every node has loaded: see
+%% load_start_modules/0.
+-define(START_MODULES, [beamspy_opts, beamspy_session, beamspy_backend, beamspy_tracer, beamspy_jobs,
+                        beamspy_watchdog, beamspy_calibrate, beamspy_telemetry, beamspy_report,
+                        string, unicode_util, calendar, filelib, io_lib, io_lib_format, io_lib_pretty,
+                        erl_scan, epp]).
 
 -export([apply/1, apply/2, profile/2, render/2, render/3, check/2, format_error/1]).
 -export([capture/3, capture_async/3]).
@@ -912,8 +924,23 @@ start_encoded(Targets, Opts0, Formats) ->
 %% scheduled again to read the reply.
 start_live(Targets, Opts0, Encode) ->
     Priority = process_flag(priority, high),
-    try start_live_high(Targets, Opts0, Encode)
+    try
+        ok = load_start_modules(),
+        start_live_high(Targets, Opts0, Encode)
     after process_flag(priority, Priority)
+    end.
+
+%% The modules a start needs, loaded in one batch when some are not loaded
+%% yet: the code server and the loader run at normal priority, and on a
+%% node of thousands of runnable processes each request to them waits its
+%% turn among all of those (loading them one by one, as each was first
+%% called, took start(all) tens of seconds there). Those that fail to load
+%% fail again when called, with the usual error.
+load_start_modules() ->
+    Modules = ?START_MODULES ++ [trace || list_to_integer(erlang:system_info(otp_release)) >= 27],
+    case lists:all(fun erlang:module_loaded/1, Modules) of
+        true -> ok;
+        false -> _ = code:ensure_modules_loaded(Modules), ok
     end.
 
 start_live_high(Targets, Opts0, Encode) ->

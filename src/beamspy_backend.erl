@@ -39,12 +39,17 @@
 -export_type([backend/0]).
 
 %% @doc True when this VM has dynamic trace sessions (OTP 27+). Looked up
-%% once per VM (a persistent term that is never updated afterwards).
+%% once per VM (a persistent term that is never updated afterwards). Before
+%% OTP 27 the module `trace' is not looked for: the code server searches
+%% every directory of the code path for a module that is not there, each a
+%% request to the loader process, which on a node of thousands of runnable
+%% processes took half a minute.
 -spec sessions_supported() -> boolean().
 sessions_supported() ->
     case persistent_term:get(?CACHE, undefined) of
         undefined ->
-            Yes = code:ensure_loaded(trace) =:= {module, trace}
+            Yes = list_to_integer(erlang:system_info(otp_release)) >= 27
+                andalso code:ensure_loaded(trace) =:= {module, trace}
                 andalso erlang:function_exported(trace, session_create, 3),
             persistent_term:put(?CACHE, Yes),
             Yes;
@@ -161,9 +166,19 @@ conflicts(_, Pids, New) ->
         none -> first_conflict(erlang:processes(), Targets)
     end.
 
+%% A process's trace flags are read at once (process_info's `trace' item,
+%% 0 when nothing traces it); its tracer only when it has some:
+%% trace_info/2 is a signal the process answers when it next runs, which on
+%% a node of thousands of runnable processes takes milliseconds each.
 first_conflict([], _) ->
     ok;
 first_conflict([P | Ps], Targets) ->
+    case erlang:process_info(P, trace) of
+        {trace, Bits} when Bits =/= 0 -> first_conflict(P, Ps, Targets);
+        _ -> first_conflict(Ps, Targets) % untraced, or gone
+    end.
+
+first_conflict(P, Ps, Targets) ->
     case foreign(erlang:trace_info(P, tracer)) of
         none ->
             first_conflict(Ps, Targets);
@@ -191,9 +206,16 @@ foreign(_) -> none.
 %% (legacy backend only: one tracer per process) or `ours'.
 -spec tracer_of(backend(), pid()) -> none | ours | {foreign, term()}.
 tracer_of({legacy, Session}, Pid) ->
-    case erlang:trace_info(Pid, tracer) of
-        {tracer, {beamspy_tracer, Session}} -> ours;
-        Other -> foreign(Other)
+    %% Untraced (flags 0) is read at once; the tracer itself is a signal
+    %% (see first_conflict/2).
+    case erlang:process_info(Pid, trace) of
+        {trace, Bits} when Bits =/= 0 ->
+            case erlang:trace_info(Pid, tracer) of
+                {tracer, {beamspy_tracer, Session}} -> ours;
+                Other -> foreign(Other)
+            end;
+        _ ->
+            none
     end;
 tracer_of({session, _, TS}, Pid) ->
     case try trace:info(TS, Pid, flags) catch error:_ -> undefined end of

@@ -490,6 +490,33 @@ switch_on_each(Backend, [P | Ps], Flags) ->
         {error, _} = Error -> Error
     end.
 
+%% A process that has not run yet (no reductions: spawned, waiting for
+%% its first time slice) has no stack to seed: it is switched on as if it had
+%% been spawned after `new' (its first frame becomes its root), without
+%% being suspended and without a signal to it. On a node spawning without
+%% pause most of the process table is such children (and most others are
+%% gone by the time they are reached): each signal, which the process
+%% answers only when it next runs among thousands of runnable ones, took
+%% milliseconds, and start(all) minutes.
+switch_on_one(Backend, P, Flags) ->
+    case erlang:process_info(P, [reductions, status]) of
+        undefined -> ok; % gone
+        [{reductions, 0}, _] -> switch_on_fresh(Backend, P, Flags);
+        [_, {status, Status}] -> switch_on_seeded(Backend, P, Flags, Status =:= waiting)
+    end.
+
+%% Switching a process on again that `new' already switched on changes
+%% nothing. Refused (legacy backend): gone, or traced by another tracer.
+switch_on_fresh(Backend, P, Flags) ->
+    case beamspy_backend:process(Backend, P, true, Flags) of
+        true -> ok;
+        false ->
+            case beamspy_backend:tracer_of(Backend, P) of
+                {foreign, T} -> {error, {already_traced, P, T}};
+                _ -> ok
+            end
+    end.
+
 %% Suspended, the process cannot run between the stack we read and the
 %% flags we set. Nothing called while it is suspended waits for another
 %% process (no code loading, no I/O): every function here is loaded.
@@ -497,12 +524,12 @@ switch_on_each(Backend, [P | Ps], Flags) ->
 %% is not suspended: if it runs in that moment, its first events are taken
 %% against the stack read just before (the stack rules tolerate frames left
 %% or entered meanwhile: an unknown caller becomes a root frame).
-switch_on_one(Backend, P, Flags) ->
+%% Waiting: its status, read before any suspension (a suspended process is
+%% `suspended').
+switch_on_seeded(Backend, P, Flags, Waiting) ->
     Session = nif_session(Backend),
     %% Without return_to (mode cpu: no stack is rebuilt) there is nothing to seed.
     Calls = lists:member(return_to, Flags),
-    %% Read before any suspension (a suspended process is `suspended').
-    Waiting = erlang:process_info(P, status) =:= {status, waiting},
     Suspend = suspend_while_switching_on(Waiting),
     case not Suspend orelse (try erlang:suspend_process(P) catch error:_ -> false end) of
         true ->

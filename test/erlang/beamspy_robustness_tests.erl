@@ -26,6 +26,9 @@ robustness_test_() ->
       {"start(all) returns while 20 processes spawn without pause", {timeout, 120, fun start_all_with_spawners/0}},
       {"start(all) switches on every process while 20 processes spawn without pause",
        {timeout, 150, fun start_all_with_spawners_on/0}},
+      {"start(all) returns within seconds next to 20 spawning loops and 10,000 processes that have not run yet",
+       {timeout, 150, fun start_all_with_unborn/0}},
+      {"start(all) asks the code server for nothing once beamspy is loaded", {timeout, 120, fun start_all_without_code_server/0}},
       {"start is bounded by max_duration, and leaves nothing when it gives up", {timeout, 60, fun start_bounded/0}},
       {"two concurrent stops: one gets the files, the other no_session", {timeout, 60, fun concurrent_stops/0}},
       {"stop reaches an owner that has no registered name", {timeout, 60, fun stop_unnamed_owner/0}}]}.
@@ -239,6 +242,109 @@ start_all_with_spawners_on() ->
         exit(Starter, kill)
     end,
     assert_node_clean().
+
+%% Issue 22: start(all) took 20 s to minutes next to 20 compiled spawning
+%% loops: every process of the table that had not run yet (most of it, on
+%% such a node) was suspended and asked for its stack and tracer, each a
+%% signal answered only when it next ran among thousands of runnable
+%% processes. Such a process has no stack to seed: it is switched on as one
+%% spawned after `new' would be, without a signal. Here 10,000 processes
+%% held before their first time slice stand for them next to the spawners:
+%% start returns {ok, _} within 40 s (3.5-18 s measured on a 2-core machine
+%% at load 20-35; the bound only catches a start that hangs until
+%% max_duration), the held processes are traced from their first call once
+%% released, and the spawners' loop (seeded) is in the profile.
+start_all_with_unborn() ->
+    Dir = tmp_dir(),
+    %% beamspy's code loaded and the tracer's cost measured first: loading
+    %% it goes through the code server, which waits its turn among the
+    %% spawners' children like any process of normal priority.
+    {ok, S0} = beamspy:start(self(), #{quiet => true, output => Dir}),
+    {ok, _} = beamspy:stop(S0),
+    Spawners = bs_churn_wl:spawners(20),
+    Unborn = bs_churn_wl:unborn(10000),
+    Self = self(),
+    %% This process reads the replies at once and stops the churn right
+    %% after start returns (among the spawners' children, at normal
+    %% priority, it would wait seconds for its turn meanwhile).
+    Priority = process_flag(priority, high),
+    Starter = spawn(fun() ->
+                            T0 = erlang:monotonic_time(millisecond),
+                            %% Every child the spawners make until they are
+                            %% stopped is traced (`new' is on from the middle
+                            %% of setting up): room for them, so that no
+                            %% limit trips before the held processes run.
+                            R = beamspy:start(all, #{max_processes => 1000000, max_memory => 2 bsl 30,
+                                                     quiet => true, output => Dir}),
+                            Self ! {started, self(), R, erlang:monotonic_time(millisecond) - T0},
+                            receive {stop, From} -> From ! {stopped, self(), stop_with_profile(R)} end
+                    end),
+    try
+        {Result, Ms} = receive {started, Starter, R, T} -> {R, T} after 120000 -> error(start_never_returned) end,
+        bs_churn_wl:stop(Spawners),
+        io:format(user, "start(all) next to 20 spawning loops and 10,000 unborn processes: ~p ms~n", [Ms]),
+        ?assertMatch({{ok, _}, _}, {Result, Ms}),
+        ?assert(Ms < 40000),
+        %% Traced from their first call, as the spawners' loops were from
+        %% their seeded stacks.
+        ok = bs_churn_wl:release(Unborn),
+        ok = wait_for(fun() -> lists:all(fun(P) -> process_info(P, status) =:= {status, waiting} end,
+                                         Unborn) end, 60000),
+        Starter ! {stop, self()},
+        Profile = receive {stopped, Starter, P} -> P after 120000 -> error(stop_never_returned) end,
+        ?assertEqual(false, maps:get(truncated, Profile)),
+        Frames = lists:usort([F || {_, Nodes} <- maps:get(processes, Profile), {_, _, F, _, _, _} <- Nodes]),
+        ?assert(lists:member(<<"bs_churn_wl:spawn_loop/0">>, Frames)),
+        ?assert(lists:member(<<"bs_churn_wl:first_work/0">>, Frames))
+    after
+        process_flag(priority, Priority),
+        bs_churn_wl:stop(Spawners),
+        bs_churn_wl:stop(Unborn),
+        exit(Starter, kill),
+        rm_rf(Dir)
+    end,
+    assert_node_clean().
+
+%% On a node of thousands of runnable processes the code server answers
+%% each request only when its turn comes (seconds): start(all) on OTP 25
+%% looked for the module `trace' (OTP 27+) through the whole code path,
+%% half a minute there, on every first start of a VM. Once beamspy's code
+%% is loaded, a start asks it for nothing: here it returns while the code
+%% server is suspended (it hung until max_duration before).
+start_all_without_code_server() ->
+    Dir = tmp_dir(),
+    {ok, S0} = beamspy:start(self(), #{quiet => true, output => Dir}),
+    {ok, _} = beamspy:stop(S0),
+    %% As on a fresh VM: whether it has trace sessions is looked up again.
+    _ = persistent_term:erase({beamspy_backend, sessions_supported}),
+    Self = self(),
+    CodeServer = whereis(code_server),
+    true = erlang:suspend_process(CodeServer),
+    Starter = spawn(fun() ->
+                            R = beamspy:start(all, #{quiet => true, output => Dir, max_duration => 60000}),
+                            Self ! {started, self(), R},
+                            receive stop -> ok end
+                    end),
+    Result = try receive {started, Starter, R} -> R after 30000 -> no_reply_in_30_s end
+             after erlang:resume_process(CodeServer)
+             end,
+    try
+        ?assertMatch({ok, _}, Result),
+        {ok, S} = Result,
+        ?assertMatch({ok, _}, beamspy:stop(S))
+    after
+        exit(Starter, kill),
+        _ = case Result of
+                {ok, _} -> ok;
+                _ -> wait_for(fun() -> beamspy:sessions() =:= [] end, 90000)
+            end,
+        rm_rf(Dir)
+    end,
+    assert_node_clean().
+
+stop_with_profile({ok, S}) ->
+    {ok, #{profile := Profile}} = beamspy:stop(S, #{profile => true}),
+    Profile.
 
 wait_stopped(S) ->
     _ = wait_for(fun() -> beamspy_session:owner(S) =:= error end, 30000),
