@@ -41,7 +41,7 @@
 %%% sessions (see {@link beamspy_backend}) and need no lock.
 -module(beamspy_session).
 
--export([start/2, finish/2, cleanup/1, seed/3, excluded_modules/0, labels/1, with_telemetry/2]).
+-export([start/2, finish/2, cleanup/1, excluded_modules/0, labels/1, with_telemetry/2]).
 -export([start_live/2, owner/1, info/1, owners/0]).
 -export([init/4]).
 
@@ -773,7 +773,7 @@ cleanup(Session) ->
     _ = erlang:trace_pattern(on_load, false, [local]),
     ok.
 
-%% @doc Seeds the stack of an already running process from its
+%% Seeds the stack of an already running process from its
 %% `current_stacktrace' (at most 64 frames, recursion collapsed by the VM).
 %% Frames of beamspy's own modules are left out, as their calls are; the
 %% engine is told when they were on top (a process profiling itself waits

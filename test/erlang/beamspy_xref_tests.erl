@@ -84,8 +84,7 @@ unused_exports_allowed() ->
      {{beamspy_report, limit_text, 2}, "the report tests"},
      {{beamspy_sequence, check, 2}, "BeamSpy.sequence/2 (Elixir)"},
      {{beamspy_sequence, extensions, 0}, "the sequence tests"},
-     {{beamspy_sequence, formats, 0}, "the sequence tests"},
-     {{beamspy_session, seed, 3}, "to remove: called only from its own module"}].
+     {{beamspy_sequence, formats, 0}, "the sequence tests"}].
 
 allowed(trace) -> code:which(trace) =:= non_existing;
 %% telemetry: the application's own dependency, called by beamspy_telemetry
