@@ -3,7 +3,8 @@
 # charges the kernel's CPU samples to the process that burned them; `record
 # --mode cpu` does so on a running node started with the flag (code
 # delivered, nothing left after); a node without the flag is refused with
-# the flag to add, and nothing is left there either.
+# the flag to add, and nothing is left there either. cpu_kill_checks.sh
+# (sourced at the end): sessions that die midway leave nothing behind.
 
 # samples_under FILE REGEX: the samples of the folded lines matching REGEX.
 samples_under() {
@@ -56,3 +57,4 @@ check "record --mode cpu on a node without +JPperf true: refused" [ $rc -ne 0 ]
 check "... saying which flag to add" grep -q '+JPperf true' "$out/cpu_noflag.err"
 check "... no file written" [ ! -e "$out/cpu_noflag.folded" ]
 check "... nothing left on the node" clean n1
+. "$here/cpu_kill_checks.sh"
