@@ -18,6 +18,7 @@ traced_count() {
     rpc "$1" 'length([P || P <- processes(), P =/= self(),
                      case erlang:trace_info(P, flags) of {flags, [_ | _]} -> true; _ -> false end]).'
 }
+some_traced() { [ "$(traced_count "$1")" -gt 0 ] 2>/dev/null; }
 # sampling OSPID: the sampler runs in the node.
 sampling() { [ "$(cpu_fds "$1")" -gt 0 ] && [ "$(drain_threads "$1")" -eq 1 ]; }
 # sampler_gone OSPID THREADS: no perf event, no drain thread, THREADS threads.
@@ -43,7 +44,7 @@ disown "$rec"
 pids+=("$rec")
 check "record --mode cpu: the sampler runs in the node (perf events open, one drain thread)" \
     wait_until 30 sampling "$c1_pid"
-check "record --mode cpu: processes are traced (their scheduling)" [ "$(traced_count c1)" -gt 0 ]
+check "record --mode cpu: processes are traced (their scheduling)" wait_until 30 some_traced c1
 sleep 1 # let it record a while (nothing below depends on how long)
 kill -9 "$rec"
 check "record --mode cpu, kill -9 of the tool: the node closes the perf events and stops the drain thread" \
@@ -75,7 +76,7 @@ started=$(rpc c2 '
     end.')
 check "beamspy:start(all, #{mode => cpu}) on c2: started" [ "$started" = started ]
 check "beamspy:start(all, #{mode => cpu}): the sampler runs" wait_until 30 sampling "$c2_pid"
-check "beamspy:start(all, #{mode => cpu}): processes are traced" [ "$(traced_count c2)" -gt 0 ]
+check "beamspy:start(all, #{mode => cpu}): processes are traced" wait_until 30 some_traced c2
 killed=$(rpc c2 'exit(persistent_term:get(bs_cpu_owner), kill).')
 check "session owner killed (exit(Owner, kill) on c2)" [ "$killed" = true ]
 check "session owner killed: the perf events closed and the drain thread stopped" \
