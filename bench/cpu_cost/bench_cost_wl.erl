@@ -22,7 +22,7 @@
 %%% start and end), whatever the command's length.
 -module(bench_cost_wl).
 
--export([start/2, window/3, span/2, perf_fds/0, ops/0]).
+-export([start/2, window/3, null_running_window/2, span/2, perf_fds/0, ops/0]).
 -export([client/3, server/0, worker/3, ticker/1]).
 
 -define(KEY, {?MODULE, counter}).
@@ -152,13 +152,25 @@ ops() ->
 %% the end of the window for it to count: `none' (nothing of beamspy
 %% samples this VM: no perf event open in it), `sampling' (beamspy's
 %% sampler still has its perf events open) or `any'. Ready (`now' or
-%% `sampling') is what to wait for first, at most 30 s, before settling
-%% for SettleMs. Returns a line for the shell:
-%% "ok OPS_PER_S OPS_PER_CPU_S CORES WINDOW_MS PERF_FDS" or "bad WHY".
+%% `sampling') is what to wait for first, at most 120 s (a node starved of
+%% CPU takes long to load beamspy's code), before settling
+%% for SettleMs. The caller is registered as bench_cost_window meanwhile.
+%% Returns a line for the shell:
+%% "ok OPS_PER_S OPS_PER_CPU_S CORES WINDOW_MS PERF_FDS READY_MS" (READY_MS:
+%% from the call to the sampler seen on) or "bad WHY".
 -spec window({now | sampling, non_neg_integer()}, none | sampling | any, pos_integer()) -> string().
 window({Ready, SettleMs}, Until, WindowMs) ->
-    case wait_ready(Ready, erlang:monotonic_time(millisecond) + 30000) of
+    %% The shell starts the tool once this name is there (whereis/1).
+    true = register(bench_cost_window, self()),
+    try window_registered(Ready, SettleMs, Until, WindowMs)
+    after unregister(bench_cost_window)
+    end.
+
+window_registered(Ready, SettleMs, Until, WindowMs) ->
+    Start = erlang:monotonic_time(millisecond),
+    case wait_ready(Ready, Start + 120000) of
         ok ->
+            ReadyMs = erlang:monotonic_time(millisecond) - Start,
             timer:sleep(SettleMs),
             {Cpu0, _} = erlang:statistics(runtime),
             T0 = erlang:monotonic_time(microsecond),
@@ -172,14 +184,27 @@ window({Ready, SettleMs}, Until, WindowMs) ->
                 true ->
                     Us = T1 - T0,
                     CpuMs = max(1, Cpu1 - Cpu0),
-                    lists:flatten(io_lib:format("ok ~.1f ~.1f ~.3f ~.1f ~w",
+                    lists:flatten(io_lib:format("ok ~.1f ~.1f ~.3f ~.1f ~w ~w",
                                                 [(R1 - R0) * 1.0e6 / Us, (R1 - R0) * 1000 / CpuMs,
-                                                 CpuMs * 1000 / Us, Us / 1000, Fds]));
+                                                 CpuMs * 1000 / Us, Us / 1000, Fds, ReadyMs]));
                 false ->
                     lists:flatten(io_lib:format("bad ~w_at_end_of_window(~w_perf_fds)", [Until, Fds]))
             end;
         timeout ->
             "bad sampler_never_started"
+    end.
+
+%% @doc window/3 while every process's scheduling (`running': `in' and
+%% `out') is traced to a null erl_tracer (bench_null_tracer: enabled/3
+%% answers `trace', trace/5 does nothing): what any design that joins
+%% samples to processes through the trace of their scheduling pays at the
+%% least, whatever its tracer does. Tracing is off again before returning.
+-spec null_running_window(non_neg_integer(), pos_integer()) -> string().
+null_running_window(SettleMs, WindowMs) ->
+    State = bench_null_tracer:state(),
+    _ = erlang:trace(all, true, [running, {tracer, bench_null_tracer, State}]),
+    try window({now, SettleMs}, any, WindowMs)
+    after erlang:trace(all, false, [running])
     end.
 
 wait_ready(now, _) -> ok;

@@ -20,6 +20,9 @@
 #   beamspy@1   the same at --hz 1: the sampler takes almost nothing, what
 #               remains is the join of samples to processes (the session
 #               traces every process's scheduling, `in' and `out')
+#   null@running  every process's scheduling (`running') traced to the
+#               null erl_tracer of bench/run.sh (a NIF that does nothing):
+#               the least any join through that trace costs
 #   perf        `perf record -F 199 -g -p PID -- sleep S`: the window opens
 #               once perf has its events open, closes while perf still runs
 #   beamspy+    `record --mode cpu --all --duration 2s`, the node's
@@ -75,6 +78,15 @@ ERL_CALL=$(ls "$ERL_ROOT"/lib/erl_interface-*/bin/erl_call 2>/dev/null | head -1
 rm -rf "$BUILD"
 mkdir -p "$BUILD/out" "$BUILD/home"
 erlc -Werror -o "$BUILD" bench/cpu_cost/bench_cost_wl.erl || exit 2
+# The null erl_tracer of bench/run.sh, for the phase null@running.
+NULL_TRACER=""
+if make -s bench/build/bench_null_tracer.so >/dev/null 2>"$BUILD/null_tracer.err" &&
+    cp bench/build/bench_null_tracer.so "$BUILD/" &&
+    erlc -Werror -o "$BUILD" bench/null_tracer/bench_null_tracer.erl 2>>"$BUILD/null_tracer.err"; then
+    NULL_TRACER=yes
+else
+    say "the null tracer did not build (bench/build/cpu_cost/null_tracer.err): no null@running phase"
+fi
 
 # perf: the reference columns, when it can record here.
 PERF=""
@@ -109,10 +121,12 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # rpc SHORT 'Mod Fun [Args]': the result, quotes of a string removed (tried
-# 3 times: erl_call now and then fails to connect to a node short of CPU).
+# 10 times: erl_call fails to connect to a node starved of CPU now and
+# then, and here the nodes get a fraction of a core when the machine is
+# loaded).
 rpc() {
     local out
-    for _ in 1 2 3; do
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
         out=$("$ERL_CALL" -sname "${TAG}_$1" -a "$2" 2>>"$BUILD/erl_call.err")
         [ -n "$out" ] && break
         sleep 0.3
@@ -156,7 +170,7 @@ median() { stats "$@" | awk '{ printf "%.3f", $1 }'; }
 
 bs() { "$CLI" "$@" --cookie-file "$COOKIE_FILE"; }
 
-declare -A RATE=() EFF=() CORES=() NOTE=() CMD_S=()  # [workload,phase,round]
+declare -A RATE=() EFF=() CORES=() NOTE=() CMD_S=() READY=()  # [workload,phase,round]
 
 # run_phase WL SHORT PHASE ROUND: one window; stores its rate.
 run_phase() {
@@ -173,7 +187,11 @@ run_phase() {
             rpc "$short" "bench_cost_wl window [{sampling, $SETTLE_MS}, sampling, $WINDOW_MS]" \
                 >"$BUILD/out/steady" &
             local win=$!
-            sleep 0.3
+            local until=$((SECONDS + 120))
+            while [ $SECONDS -lt $until ] && kill -0 "$win" 2>/dev/null; do
+                case $(rpc "$short" 'erlang whereis [bench_cost_window]') in "<"*) break ;; esac
+                sleep 0.1
+            done
             bs record --node "$node" --all --mode cpu --hz "$hz" --duration "${rec_ms}ms" \
                 -o "$BUILD/out/$wl.$ph.$r.folded" 2>"$err" &
             pid=$!
@@ -181,6 +199,8 @@ run_phase() {
             wait "$win"
             res=$(cat "$BUILD/out/steady")
             wait "$pid" || rc=$? ;;
+        null@running)
+            res=$(rpc "$short" "bench_cost_wl null_running_window [$SETTLE_MS, $WINDOW_MS]") ;;
         perf)
             perf record -F "$HZ" -g -p "$ospid" -o "$BUILD/out/$wl.$r.perf.data" \
                 -- sleep "$(awk -v m="$rec_ms" 'BEGIN { printf "%.1f", m / 1000 }')" >/dev/null 2>"$err" &
@@ -215,7 +235,8 @@ run_phase() {
         NOTE[$wl,$ph,$r]="failed"
         return
     fi
-    read -r _ rate eff cores _ms _fds <<<"$res"
+    read -r _ rate eff cores _ms _fds ready <<<"$res"
+    [ "$ph" = beamspy ] || [ "$ph" = beamspy@1 ] && READY[$wl,$ph,$r]=$(awk -v m="$ready" 'BEGIN { printf "%.2f", m / 1000 }')
     RATE[$wl,$ph,$r]=$rate
     EFF[$wl,$ph,$r]=$eff
     CORES[$wl,$ph,$r]=$cores
@@ -232,6 +253,7 @@ run_phase() {
 }
 
 PHASES=(none beamspy beamspy@1)
+[ -n "$NULL_TRACER" ] && PHASES+=(null@running)
 [ -n "$PERF" ] && PHASES+=(perf)
 PHASES+=(beamspy+)
 [ -n "$PERF" ] && PHASES+=(perf+)
@@ -285,6 +307,7 @@ declare -A LABEL=(
     [none]="no profiler"
     [beamspy]="\`record --mode cpu --all\`, steady"
     [beamspy@1]="\`record --mode cpu --all --hz 1\`, steady: the join to processes alone"
+    [null@running]="every process's scheduling traced to a null erl_tracer: the floor of that join"
     [perf]="\`perf record -F $HZ -g -p PID\`, steady"
     [beamspy+]="\`record --mode cpu --all --duration ${WHOLE_REC_S}s\`, from the command's start to its end"
     [perf+]="\`perf record -F $HZ -g -p PID -- sleep $WHOLE_REC_S\`, from the command's start to its end")
@@ -317,12 +340,12 @@ declare -A LABEL=(
             echo
         done
         echo
-        echo "| phase | ok rounds | ops/s | ratio to none | ops per CPU s | ratio to none | node's CPU, cores | command's wall time, s |"
-        echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+        echo "| phase | ok rounds | ops/s | ratio to none | ops per CPU s | ratio to none | node's CPU, cores | command's wall time, s | window call → sampling on (≈ attach), s |"
+        echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
         for ph in "${PHASES[@]}"; do
             if [ "$ph" = none ]; then ratio=1 eratio=1
             else ratio=$(cell %.3f $(ratios "$wl" RATE "$ph")) eratio=$(cell %.3f $(ratios "$wl" EFF "$ph")); fi
-            echo "| ${LABEL[$ph]} | $(values "$wl" RATE "$ph" | wc -l)/$ROUNDS | $(cell %.0f $(values "$wl" RATE "$ph")) | $ratio | $(cell %.0f $(values "$wl" EFF "$ph")) | $eratio | $(cell %.2f $(values "$wl" CORES "$ph")) | $(cell %.2f $(values "$wl" CMD_S "$ph")) |"
+            echo "| ${LABEL[$ph]} | $(values "$wl" RATE "$ph" | wc -l)/$ROUNDS | $(cell %.0f $(values "$wl" RATE "$ph")) | $ratio | $(cell %.0f $(values "$wl" EFF "$ph")) | $eratio | $(cell %.2f $(values "$wl" CORES "$ph")) | $(cell %.2f $(values "$wl" CMD_S "$ph")) | $(cell %.1f $(values "$wl" READY "$ph")) |"
         done
         echo
         bs_r=$(median $(ratios "$wl" RATE beamspy))
