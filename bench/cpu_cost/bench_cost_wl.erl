@@ -22,7 +22,7 @@
 %%% start and end), whatever the command's length.
 -module(bench_cost_wl).
 
--export([start/2, window/3, null_running_window/2, span/2, perf_fds/0, ops/0]).
+-export([start/2, window/3, null_running_window/2, window_start/4, window_result/2, span/2, perf_fds/0, ops/0]).
 -export([client/3, server/0, worker/3, ticker/1]).
 
 -define(KEY, {?MODULE, counter}).
@@ -32,12 +32,33 @@
 -define(TICKS, 12000). % 2 minutes of ticks at most
 
 %% @doc Starts the workload `msg' or `cpu' (File: the text file whose words
-%% `cpu' works on; unused by `msg'). Returns the number of processes started.
+%% `cpu' works on; unused by `msg'), once: a second call starts nothing.
+%% Returns the number of processes started.
 -spec start(msg | cpu, file:filename()) -> pos_integer().
 start(Kind, File) ->
+    %% Once per node: erl_call may ask again after an answer it lost.
+    case persistent_term:get({?MODULE, started}, undefined) of
+        undefined ->
+            N = start_workload(Kind, File),
+            persistent_term:put({?MODULE, started}, N),
+            N;
+        N ->
+            N
+    end.
+
+start_workload(Kind, File) ->
     C = counters:new(1, [write_concurrency]),
     persistent_term:put(?KEY, C),
-    register(bench_cost_ticker, spawn(?MODULE, ticker, [queue:new()])),
+    Parent = self(),
+    Ticker = spawn(fun() ->
+                           %% the windows' results (window_start/4), owned by
+                           %% the ticker, which lives as long as the node
+                           _ = ets:new(bench_cost_windows, [named_table, public]),
+                           Parent ! {self(), table},
+                           ticker(queue:new())
+                   end),
+    receive {Ticker, table} -> ok end,
+    register(bench_cost_ticker, Ticker),
     case Kind of
         msg ->
             _ = [begin
@@ -154,19 +175,11 @@ ops() ->
 %% sampler still has its perf events open) or `any'. Ready (`now' or
 %% `sampling') is what to wait for first, at most 120 s (a node starved of
 %% CPU takes long to load beamspy's code), before settling
-%% for SettleMs. The caller is registered as bench_cost_window meanwhile.
-%% Returns a line for the shell:
+%% for SettleMs. Returns a line for the shell:
 %% "ok OPS_PER_S OPS_PER_CPU_S CORES WINDOW_MS PERF_FDS READY_MS" (READY_MS:
 %% from the call to the sampler seen on) or "bad WHY".
 -spec window({now | sampling, non_neg_integer()}, none | sampling | any, pos_integer()) -> string().
 window({Ready, SettleMs}, Until, WindowMs) ->
-    %% The shell starts the tool once this name is there (whereis/1).
-    true = register(bench_cost_window, self()),
-    try window_registered(Ready, SettleMs, Until, WindowMs)
-    after unregister(bench_cost_window)
-    end.
-
-window_registered(Ready, SettleMs, Until, WindowMs) ->
     Start = erlang:monotonic_time(millisecond),
     case wait_ready(Ready, Start + 120000) of
         ok ->
@@ -205,6 +218,44 @@ null_running_window(SettleMs, WindowMs) ->
     _ = erlang:trace(all, true, [running, {tracer, bench_null_tracer, State}]),
     try window({now, SettleMs}, any, WindowMs)
     after erlang:trace(all, false, [running])
+    end.
+
+%% @doc Starts a window in a process of its own, once per Id: a second
+%% call with the same Id (erl_call tried again after an answer it lost, as
+%% happens with a node starved of CPU) starts nothing. Kind: `none',
+%% `sampling' (waits for beamspy's sampler, which must still run at the
+%% end), `any' or `null_running' (null_running_window/2). Returns "started";
+%% window_result/2 gives the line.
+-spec window_start(pos_integer(), none | sampling | any | null_running, non_neg_integer(), pos_integer()) -> string().
+window_start(Id, Kind, SettleMs, WindowMs) ->
+    case ets:insert_new(bench_cost_windows, {Id, running}) of
+        true ->
+            _ = spawn(fun() -> ets:insert(bench_cost_windows, {Id, {done, run_window(Kind, SettleMs, WindowMs)}}) end),
+            "started";
+        false ->
+            "started"
+    end.
+
+run_window(none, SettleMs, WindowMs) -> window({now, SettleMs}, none, WindowMs);
+run_window(sampling, SettleMs, WindowMs) -> window({sampling, SettleMs}, sampling, WindowMs);
+run_window(any, SettleMs, WindowMs) -> window({now, SettleMs}, any, WindowMs);
+run_window(null_running, SettleMs, WindowMs) -> null_running_window(SettleMs, WindowMs).
+
+%% @doc The line of window Id once it is done (waited for at most
+%% TimeoutMs); it can be asked for again.
+-spec window_result(pos_integer(), pos_integer()) -> string().
+window_result(Id, TimeoutMs) ->
+    window_result_until(Id, erlang:monotonic_time(millisecond) + TimeoutMs).
+
+window_result_until(Id, Deadline) ->
+    case ets:lookup(bench_cost_windows, Id) of
+        [{Id, {done, Line}}] -> Line;
+        [] -> "bad no_such_window";
+        [{Id, running}] ->
+            case erlang:monotonic_time(millisecond) > Deadline of
+                true -> "bad window_still_running";
+                false -> timer:sleep(20), window_result_until(Id, Deadline)
+            end
     end.
 
 wait_ready(now, _) -> ok;

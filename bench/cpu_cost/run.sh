@@ -172,6 +172,15 @@ bs() { "$CLI" "$@" --cookie-file "$COOKIE_FILE"; }
 
 declare -A RATE=() EFF=() CORES=() NOTE=() CMD_S=() READY=()  # [workload,phase,round]
 
+# window_start SHORT KIND: starts window number WIN_ID+1 in the node;
+# window_result SHORT: its line. Both can be tried again safely (rpc does).
+WIN_ID=0
+window_start() {
+    WIN_ID=$((WIN_ID + 1))
+    rpc "$1" "bench_cost_wl window_start [$WIN_ID, $2, $SETTLE_MS, $WINDOW_MS]" >/dev/null
+}
+window_result() { rpc "$1" "bench_cost_wl window_result [$WIN_ID, 150000]"; }
+
 # run_phase WL SHORT PHASE ROUND: one window; stores its rate.
 run_phase() {
     local wl=$1 short=$2 ph=$3 r=$4 node="${TAG}_$2@$(hostname -s)" ospid=$5
@@ -179,28 +188,22 @@ run_phase() {
     local rec_ms=$((SETTLE_MS + WINDOW_MS + 2500))
     case $ph in
         none)
-            res=$(rpc "$short" "bench_cost_wl window [{now, $SETTLE_MS}, none, $WINDOW_MS]") ;;
+            window_start "$short" none
+            res=$(window_result "$short") ;;
         beamspy | beamspy@1)
             local hz=$HZ
             [ "$ph" = beamspy@1 ] && hz=1
-            # the window's call first: it waits in the node for the sampler
-            rpc "$short" "bench_cost_wl window [{sampling, $SETTLE_MS}, sampling, $WINDOW_MS]" \
-                >"$BUILD/out/steady" &
-            local win=$!
-            local until=$((SECONDS + 120))
-            while [ $SECONDS -lt $until ] && kill -0 "$win" 2>/dev/null; do
-                case $(rpc "$short" 'erlang whereis [bench_cost_window]') in "<"*) break ;; esac
-                sleep 0.1
-            done
+            # the window first: it waits in the node for the sampler
+            window_start "$short" sampling
             bs record --node "$node" --all --mode cpu --hz "$hz" --duration "${rec_ms}ms" \
                 -o "$BUILD/out/$wl.$ph.$r.folded" 2>"$err" &
             pid=$!
             BG+=("$pid")
-            wait "$win"
-            res=$(cat "$BUILD/out/steady")
+            res=$(window_result "$short")
             wait "$pid" || rc=$? ;;
         null@running)
-            res=$(rpc "$short" "bench_cost_wl null_running_window [$SETTLE_MS, $WINDOW_MS]") ;;
+            window_start "$short" null_running
+            res=$(window_result "$short") ;;
         perf)
             perf record -F "$HZ" -g -p "$ospid" -o "$BUILD/out/$wl.$r.perf.data" \
                 -- sleep "$(awk -v m="$rec_ms" 'BEGIN { printf "%.1f", m / 1000 }')" >/dev/null 2>"$err" &
@@ -208,7 +211,8 @@ run_phase() {
             BG+=("$pid")
             for _ in $(seq 1 300); do [ "$(perf_fds_of "$pid")" -gt 0 ] && break; sleep 0.01; done
             if [ "$(perf_fds_of "$pid")" -gt 0 ]; then
-                res=$(rpc "$short" "bench_cost_wl window [{now, $SETTLE_MS}, any, $WINDOW_MS]")
+                window_start "$short" any
+                res=$(window_result "$short")
                 kill -0 "$pid" 2>/dev/null || res="bad perf_ended_before_the_window"
             else
                 res="bad perf_never_started"
