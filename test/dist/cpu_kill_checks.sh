@@ -14,10 +14,23 @@ cpu_fds() { find "/proc/$1/fd" -lname 'anon_inode:\[perf_event\]' 2>/dev/null | 
 # drain_threads OSPID: threads named like the sampler's drain thread.
 drain_threads() { cat /proc/"$1"/task/*/comm 2>/dev/null | grep -c '^beamspy_cpu_dra'; }
 vm_threads() { find "/proc/$1/task" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
+# traced_count SHORT: processes with trace flags, in the legacy trace state
+# or (OTP 27 on, where live sessions trace) in a dynamic trace session of
+# beamspy's; bs_sessions SHORT: how many such sessions there are.
+bs_sessions_expr='Sessions = case code:ensure_loaded(trace) =:= {module, trace}
+                                 andalso erlang:function_exported(trace, session_info, 1) of
+                                true -> [S || {beamspy, _} = S <- trace:session_info(all)];
+                                false -> []
+                            end'
 traced_count() {
-    rpc "$1" 'length([P || P <- processes(), P =/= self(),
-                     case erlang:trace_info(P, flags) of {flags, [_ | _]} -> true; _ -> false end]).'
+    rpc "$1" "$bs_sessions_expr,
+              Flags = fun(P) -> [F || {flags, Fs} <- [erlang:trace_info(P, flags)
+                                                      | [trace:info(S, P, flags) || S <- Sessions]],
+                                      F <- Fs] end,
+              length([P || P <- processes(), P =/= self(), Flags(P) =/= []])."
 }
+bs_sessions() { rpc "$1" "$bs_sessions_expr, length(Sessions)."; }
+no_traced() { [ "$(traced_count "$1")" = 0 ]; }
 some_traced() { [ "$(traced_count "$1")" -gt 0 ] 2>/dev/null; }
 # sampling OSPID: the sampler runs in the node.
 sampling() { [ "$(cpu_fds "$1")" -gt 0 ] && [ "$(drain_threads "$1")" -eq 1 ]; }
@@ -49,7 +62,8 @@ sleep 1 # let it record a while (nothing below depends on how long)
 kill -9 "$rec"
 check "record --mode cpu, kill -9 of the tool: the node closes the perf events and stops the drain thread" \
     wait_sampler_gone "$c1_pid" "$c1_threads"
-check "record --mode cpu, kill -9 of the tool: no process traced, beamspy unloaded" wait_clean c1 30
+check "record --mode cpu, kill -9 of the tool: no process traced, beamspy unloaded" \
+    eval 'wait_clean c1 30 && wait_until 30 no_traced c1 && [ "$(bs_sessions c1)" = 0 ]'
 check "record --mode cpu, kill -9 of the tool: the node's processes are fine" is_true c1 'is_pid(whereis(busy)).'
 bs record --node "$c1" --all --mode cpu --duration 1s -o "$out/cpu_again.folded" 2>"$out/cpu_again.err"
 rc=$?
@@ -81,8 +95,8 @@ killed=$(rpc c2 'exit(persistent_term:get(bs_cpu_owner), kill).')
 check "session owner killed (exit(Owner, kill) on c2)" [ "$killed" = true ]
 check "session owner killed: the perf events closed and the drain thread stopped" \
     wait_sampler_gone "$c2_pid" "$c2_threads"
-no_traced() { [ "$(traced_count "$1")" = 0 ]; }
-check "session owner killed: no process traced" wait_until 30 no_traced c2
+check "session owner killed: no process traced, no trace session of beamspy's" \
+    eval 'wait_until 30 no_traced c2 && [ "$(bs_sessions c2)" = 0 ]'
 check "session owner killed: no session left" wait_until 30 is_true c2 'beamspy:sessions() =:= [].'
 check "session owner killed: the node's processes are fine" is_true c2 'is_pid(whereis(busy)).'
 rpc c2 'whereis(bs_cpu_caller) ! stop.' >/dev/null
