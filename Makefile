@@ -304,6 +304,7 @@ bench: deps
 	@bench/dist/run.sh
 	@bench/fidelity/run.sh
 	@bench/cpu_fidelity/run.sh
+	@bench/cpu_cost/run.sh
 
 # Dialyzer over the Erlang modules alone (make test runs it in the erlang
 # layer; see test/erlang/dialyzer.sh).

@@ -5,6 +5,8 @@
 # delivered, nothing left after); a node without the flag is refused with
 # the flag to add, and nothing is left there either. The same for
 # --times samples (traced calls, self times from the samples).
+# cpu_kill_checks.sh (sourced at the end): sessions that die midway leave
+# nothing behind.
 
 # samples_under FILE REGEX: the samples of the folded lines matching REGEX.
 samples_under() {
@@ -88,3 +90,4 @@ rc=$?
 check "record --times samples on a node without +JPperf true: refused, naming the flag" \
     eval '[ $rc -ne 0 ] && grep -q "+JPperf true" "$out/times_noflag.err" && [ ! -e "$out/times_noflag.folded" ]'
 check "... nothing left on the node" clean n1
+. "$here/cpu_kill_checks.sh"

@@ -158,7 +158,29 @@ defmodule BeamSpyTest.MixTaskProjectTest do
       def world, do: fib(15)
       def fib(n) when n < 2, do: n
       def fib(n), do: fib(n - 1) + fib(n - 2)
+
+      # fib(20) until the VM has used ms more milliseconds of CPU (not
+      # wall time: a loaded machine only makes it take longer).
+      def burn(ms) do
+        {start, _} = :erlang.statistics(:runtime)
+        burn_until(start + ms)
+      end
+
+      defp burn_until(until) do
+        fib(20)
+
+        case :erlang.statistics(:runtime) do
+          {now, _} when now >= until -> :ok
+          _ -> burn_until(until)
+        end
+      end
     end
+    """)
+
+    # --mode cpu's script: says it ran, then burns 1 s of CPU.
+    File.write!(Path.join(app, "burn.exs"), """
+    File.write!("burn_ran.txt", "yes")
+    Hello.burn(1000)
     """)
 
     # The script of the help's example: says what arguments it got.
@@ -223,6 +245,57 @@ defmodule BeamSpyTest.MixTaskProjectTest do
     # Recursion folded: Hello.fib/1 is there, never under itself.
     assert File.read!(folded) =~ "Hello.fib/1"
     refute File.read!(folded) =~ "Hello.fib/1;Hello.fib/1"
+  end
+
+  test "--mode cpu: refused before anything runs without +JPperf true, with the two commands that work; both do",
+       %{app: app} do
+    ran = Path.join(app, "burn_ran.txt")
+    File.rm_rf!(ran)
+    args = ~w(profile.beamspy --mode cpu --no-warmup --formats folded,html -o cpu/ burn.exs)
+    # Nothing in the environment gives the VM the flag.
+    no_flag = env() ++ [{"ELIXIR_ERL_OPTIONS", nil}, {"ERL_FLAGS", nil}]
+    {out, status} = System.cmd("mix", args, cd: app, env: no_flag, stderr_to_stdout: true)
+
+    assert status != 0
+    assert out =~ "beamspy: --mode cpu needs the VM started with +JPperf true"
+    refute File.exists?(ran)
+    refute File.exists?(Path.join(app, "cpu"))
+
+    # With the warmup (the default) too: the script does not run at all.
+    {warm_out, warm_status} =
+      System.cmd("mix", ~w(profile.beamspy --mode cpu burn.exs), cd: app, env: no_flag, stderr_to_stdout: true)
+
+    assert warm_status != 0
+    assert warm_out =~ "beamspy: --mode cpu needs the VM started with +JPperf true"
+    refute warm_out =~ "Warmup"
+    refute File.exists?(ran)
+
+    commands = Regex.scan(~r/^    (.*mix profile\.beamspy .*)$/m, out, capture: :all_but_first)
+
+    assert commands == [
+             [~s(elixir --erl "+JPperf true" -S mix #{Enum.join(args, " ")})],
+             [~s(ELIXIR_ERL_OPTIONS="+JPperf true" mix #{Enum.join(args, " ")})]
+           ]
+
+    for [command] <- commands do
+      File.rm_rf!(Path.join(app, "cpu"))
+      {out, status} = System.cmd("sh", ["-c", command], cd: app, env: env(), stderr_to_stdout: true)
+      assert status == 0, "#{command}\n#{out}"
+      assert File.exists?(ran)
+      [folded] = Path.wildcard(Path.join(app, "cpu/*.folded"))
+      [html] = Path.wildcard(Path.join(app, "cpu/*.html"))
+      counts =
+        for line <- String.split(File.read!(folded), "\n", trim: true),
+            do: {line, line |> String.split(" ") |> List.last() |> String.to_integer()}
+
+      all = counts |> Enum.map(&elem(&1, 1)) |> Enum.sum()
+      fib = for({line, n} <- counts, line =~ ";Hello.fib/1", do: n) |> Enum.sum()
+      # 1 s of CPU at 199 Hz: some 200 samples, most of them in fib/1.
+      assert fib >= 20 and fib * 2 >= all, "#{command}: #{fib} of #{all} samples in Hello.fib/1"
+      page = File.read!(html)
+      assert page =~ "CPU samples at 199 Hz"
+      assert page =~ ~s("countName":"samples")
+    end
   end
 
   defp env, do: [{"MIX_ENV", "dev"}]

@@ -47,6 +47,13 @@ defmodule Mix.Tasks.Profile.Beamspy do
 
 #{BeamSpy.MixSwitches.help()}
 
+  `--mode cpu` records CPU samples instead of calls (see `BeamSpy.run/2`).
+  It needs the VM started with `+JPperf true`, which a running VM cannot
+  turn on: without it the task stops before anything runs and prints the
+  two ways to run the same command with the flag,
+  `elixir --erl "+JPperf true" -S mix profile.beamspy ...` and
+  `ELIXIR_ERL_OPTIONS="+JPperf true" mix profile.beamspy ...`.
+
   A limit that stops the recording early is said on standard error;
   `--open` with no browser says where the file is.
 
@@ -80,6 +87,8 @@ defmodule Mix.Tasks.Profile.Beamspy do
           unless File.regular?(file), do: Mix.raise("No such file: #{file}")
           {File.read!(file), file}
       end
+
+    if Map.get(beamspy_opts, :mode) == :cpu, do: check_cpu!(args)
 
     start_args = for {k, false} <- task_opts, k in @start_switches, do: "--no-" <> dashed(k)
     Mix.Task.run("app.start", start_args)
@@ -189,6 +198,37 @@ defmodule Mix.Tasks.Profile.Beamspy do
   defp switch_text(value) when is_binary(value), do: value
   defp switch_text(value) when is_atom(value), do: Atom.to_string(value)
   defp switch_text(value), do: inspect(value)
+
+  # `--mode cpu` needs a VM started with +JPperf true, which a running VM
+  # cannot turn on: refused before anything runs (no app start, no warmup),
+  # with the two ways to run this same command with the flag.
+  defp check_cpu!(args) do
+    case :beamspy_cpu.check() do
+      :ok ->
+        :ok
+
+      {:error, {:cpu_unavailable, why}} ->
+        if :erlang.system_info(:emu_flavor) == :jit and :os.type() == {:unix, :linux} do
+          command = Enum.map_join(["profile.beamspy" | args], " ", &shell_word/1)
+
+          Mix.raise(
+            "beamspy: --mode cpu needs the VM started with +JPperf true (the JIT then keeps frame " <>
+              "pointers and writes its perf map), and this one was not; a running VM cannot turn it " <>
+              "on. Run the task as\n\n    elixir --erl \"+JPperf true\" -S mix #{command}\n\nor\n\n" <>
+              "    ELIXIR_ERL_OPTIONS=\"+JPperf true\" mix #{command}\n"
+          )
+        else
+          Mix.raise("beamspy: --mode cpu cannot work here: #{why}")
+        end
+    end
+  end
+
+  # A word as a POSIX shell reads it back.
+  defp shell_word(word) do
+    if word =~ ~r/^[A-Za-z0-9_.\/=,:+@%-]+$/,
+      do: word,
+      else: "'" <> String.replace(word, "'", "'\\''") <> "'"
+  end
 
   @doc false
   def profile(fun, beamspy_opts, warmup) do
