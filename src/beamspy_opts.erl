@@ -7,7 +7,7 @@
 
 -export([target/1, options/1, options/2, outputs/2, defaults/0, defaults/1, formats/0, extensions/0,
          live_targets/1, nif_options/2, write_options/1]).
--export([outputs/3]).
+-export([outputs/3, timeline_formats/0]).
 -export([option_table/0, default/1]).
 -export([output_option/2, formats_option/2, file_format/2, text_option/1]).
 
@@ -161,6 +161,10 @@ formats() -> ?FORMATS.
 %% @doc The file extensions beamspy writes, each with its format.
 -spec extensions() -> [{string(), beamspy:format()}].
 extensions() -> ?EXTENSIONS.
+
+%% @doc The formats that show time order: asking for one keeps a timeline.
+-spec timeline_formats() -> [beamspy:format()].
+timeline_formats() -> ?TIMELINE_FORMATS.
 
 %% @doc Checks a call target; returns the fun and its arguments.
 -spec target(term()) -> {ok, fun(), [term()]} | {error, term()}.

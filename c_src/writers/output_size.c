@@ -19,11 +19,10 @@ uint64_t bs_timeline_cap_for(bs_format f, const bs_render_opts *o)
     uint64_t asked = o ? o->timeline_cap : 0;
     if (asked == UINT64_MAX)
         return 0;
-    switch (f) {
-    case BS_FORMAT_SPEEDSCOPE: return asked ? asked : BS_TIMELINE_CAP_SPEEDSCOPE;
-    case BS_FORMAT_CHROME: return asked ? asked : BS_TIMELINE_CAP_CHROME;
-    default: return 0;
-    }
+    const bs_format_desc *d = bs_format_desc_of(f);
+    if (!d || !d->timeline_cap)
+        return 0;
+    return asked ? asked : d->timeline_cap;
 }
 
 uint64_t bs_size_warn_bytes(void)

@@ -355,3 +355,21 @@ collapse_recursion_test() ->
     ?assertEqual(nomatch, re:run(Again, "bs_wl:fib/1;bs_wl:fib/1")),
     ?assertMatch({match, _}, re:run(Again, "bs_wl:fib/1 [0-9]+\n")),
     {error, {bad_option, collapse_recursion, 1, _}} = beamspy:check({bs_wl, fib, [1]}, #{collapse_recursion => 1}).
+
+%% The Erlang side's lists of formats and extensions are the C table's
+%% (c_src/writers/format_registry.c), read through the NIF: a format added
+%% there and not here (or the other way round) fails this test.
+format_lists_are_the_c_table_test() ->
+    #{profile := Rows, sequence := SeqRows} = beamspy_tracer:formats(),
+    ?assertEqual([N || {N, _, _} <- Rows], beamspy_opts:formats()),
+    ?assertEqual(lists:sort([{E, N} || {N, Exts, _} <- Rows, E <- Exts]),
+                 lists:sort(beamspy_opts:extensions())),
+    ?assertEqual(lists:sort([N || {N, _, true} <- Rows]), lists:sort(beamspy_opts:timeline_formats())),
+    ?assertEqual([N || {N, _, _} <- SeqRows], beamspy_sequence:formats()),
+    ?assertEqual(lists:sort([{E, N} || {N, Exts, _} <- SeqRows, E <- Exts]),
+                 lists:sort(beamspy_sequence:extensions())),
+    %% An extension that ends another comes after it: the first match of a
+    %% file name is the longest, as in C.
+    Exts = [E || {E, _} <- beamspy_opts:extensions()],
+    ?assertEqual([], [{Short, Long} || {I, Short} <- lists:enumerate(Exts), {J, Long} <- lists:enumerate(Exts),
+                                       I < J, lists:suffix(Short, Long)]).
