@@ -60,7 +60,7 @@
 -type live_targets() :: #{existing := all | [pid() | atom()], new := boolean()}.
 -export_type([target/0, options/0, live_target/0, live_targets/0]).
 
--define(FORMATS, [folded, svg, html, speedscope, chrome, perf, bspy, callgrind]).
+-define(FORMATS, [folded, svg, html, speedscope, chrome, perf, bspy, callgrind, pprof]).
 %% Formats that show time order: asking for one keeps a timeline.
 -define(TIMELINE_FORMATS, [speedscope, chrome, bspy]).
 -define(DEFAULT_TIMELINE_SPANS, default(timeline_calls)).
@@ -74,7 +74,8 @@
 %% Longest first: ".speedscope.json" before anything shorter.
 -define(EXTENSIONS, [{".speedscope.json", speedscope}, {".trace.json", chrome},
                      {".perf.txt", perf}, {".folded", folded}, {".svg", svg},
-                     {".html", html}, {".bspy", bspy}, {".callgrind", callgrind}]).
+                     {".html", html}, {".bspy", bspy}, {".callgrind", callgrind},
+                     {".pb.gz", pprof}, {".pprof", pprof}]).
 
 %% @doc The one table of defaults: every option of the API (`api') and every
 %% default of the command-line tool's jobs (`tool'), with its default for a

@@ -25,6 +25,8 @@ static const bs_format_desc FORMATS[] = {
      "beamspy's profile file, to render or diff", bs_write_bspy},
     {BS_FORMAT_CALLGRIND, "callgrind", {".callgrind"}, "callgrind.out.", 0, 0, 1,
      "KCachegrind, qcachegrind", bs_write_callgrind},
+    {BS_FORMAT_PPROF, "pprof", {".pb.gz", ".pprof"}, NULL, 0, 0, 0,
+     "go tool pprof, Pyroscope, Grafana", bs_write_pprof},
 };
 #define N_FORMATS (sizeof FORMATS / sizeof FORMATS[0])
 

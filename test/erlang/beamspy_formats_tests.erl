@@ -6,7 +6,7 @@
 
 -define(EXT, [{folded, ".folded"}, {svg, ".svg"}, {html, ".html"},
               {speedscope, ".speedscope.json"}, {chrome, ".trace.json"},
-              {perf, ".perf.txt"}, {bspy, ".bspy"}, {callgrind, ".callgrind"}]).
+              {perf, ".perf.txt"}, {bspy, ".bspy"}, {callgrind, ".callgrind"}, {pprof, ".pb.gz"}]).
 
 every_format_to_a_directory_test() ->
     Dir = bs_test_lib:tmp_dir(),
@@ -42,6 +42,8 @@ check_kind(speedscope, Bin) -> ?assertMatch({match, _}, re:run(Bin, "speedscope.
 check_kind(chrome, Bin) -> ?assertMatch({match, _}, re:run(Bin, "\"traceEvents\""));
 check_kind(perf, Bin) -> ?assertMatch({match, _}, re:run(Bin, "cpu-clock:"));
 check_kind(bspy, <<_, _/binary>>) -> ok;
+%% gzip; fib/1's name in its string table (test/c and test/cli decode it).
+check_kind(pprof, Bin) -> ?assertMatch({match, _}, re:run(zlib:gunzip(Bin), "bs_wl:fib/1"));
 check_kind(callgrind, Bin) ->
     ?assertMatch(<<"# callgrind format\n", _/binary>>, Bin),
     %% fib(10): 177 calls of fib/1, 176 of them from fib/1 itself.
