@@ -9,15 +9,18 @@
  * label, not a frame, so pprof's views merge processes unless asked to
  * split them with -tagfocus or -tags; a process's own time outside any
  * call is the one stack of its root frame). Values: recorded profiles give
- * "wall"/"nanoseconds" (self time, whole nanoseconds) and "calls"/"count"
- * (the calls of the node, the exact counts the tracer saw); profiles of
+ * "wall"/"nanoseconds" (self time, whole nanoseconds) and, when the profile
+ * has call counts, "calls"/"count" (the calls of the node, the exact counts
+ * the tracer saw; a node with calls and no time of its own is a sample of
+ * 0 ns, so that a function's calls add up); profiles of
  * counts (folded input, CPU samples) give "samples"/"count". Names are the
  * profile's own (Erlang or Elixir spelling), in the string table once.
  *
  * Protocol buffers allow a message's fields in any order, so samples are
  * encoded and compressed as the trees are walked; the functions, locations
- * and string table follow. Memory: two ids per frame and one stack's
- * encoding (at most folded_max_depth + 2 locations). */
+ * and string table follow. Memory: a string index and a flag per frame, a
+ * depth per node of one tree, and one stack's encoding (at most
+ * folded_max_depth + 2 locations). */
 #include "writers.h"
 
 #include <errno.h>
