@@ -81,6 +81,8 @@ all: erlang elixir ebin/beamspy.app nif cli
 # `make print-VAR` prints a variable (scripts use it for lists, not flags).
 INCLUDES   := -Ic_src -I$(GEN) -I$(ERTS_INC) -Ic_src/dist $(LIBELF_CFLAGS)
 EI_LIBS    := -L$(EI_LIB) -lei -lpthread
+# zlib: the pprof writer gzips its output (beam.smp links libz already).
+ZLIB_LIBS  := -lz
 # The DWARF unwinder of mode => cpu's C frames (c_src/cpu/dwarf_unwind.h):
 # with elfutils' libdw's headers when they are here (BS_HAVE_LIBDW), else it
 # says why it cannot unwind. libdw itself is loaded when first needed
@@ -185,7 +187,7 @@ nif: $(NIF_SO)
 NIF_OBJ := $(call objs,main,$(ENGINE_SRC) $(WRITERS_SRC) $(COMMON_SRC) $(CPU_SRC) $(NIF_SRC))
 
 $(NIF_SO): $(NIF_OBJ) | priv
-	$(CC) $(ALL_CFLAGS) -fPIC -shared -fvisibility=hidden -o $@ $(NIF_OBJ) $(LIBELF_LIBS)
+	$(CC) $(ALL_CFLAGS) -fPIC -shared -fvisibility=hidden -o $@ $(NIF_OBJ) $(LIBELF_LIBS) $(ZLIB_LIBS)
 	@# A missing bs_ function would only show when the VM loads the NIF.
 	@if nm -u $@ | grep -q ' bs_'; then nm -u $@ | grep ' bs_'; rm -f $@; exit 1; fi
 	@# libelf and libdw are loaded with dlopen: the NIF must not need them to load.
@@ -212,7 +214,7 @@ build/obj/main/payload_data.o: $(PAYLOAD_C)
 	$(CC_main) $(FLAGS_main) $(INCLUDES) -c $< -o $@
 
 $(CLI_BIN): $(CLI_OBJ) | bin
-	$(CC) $(ALL_CFLAGS) -pthread -o $@ $(CLI_OBJ) -L$(EI_LIB) -lei -lpthread
+	$(CC) $(ALL_CFLAGS) -pthread -o $@ $(CLI_OBJ) -L$(EI_LIB) -lei -lpthread $(ZLIB_LIBS)
 	@# Here the readers' objects are built too: not one of their symbols may be in the NIF.
 	@$(call no_symbols_of,$(call objs,main,$(READERS_SRC)),$(NIF_SO)) || { rm -f $@; exit 1; }
 
@@ -233,7 +235,7 @@ define test_c_rules
 test/c/build/$(1)/%: test/c/%.c $$(call objs,$(1),$$(TEST_C_SRC)) $$(wildcard test/c/*.h)
 	@mkdir -p $$(@D)
 	$$(CC_$(1)) $$(FLAGS_$(1)) $$(INCLUDES) -Itest/c -o $$@ $$< $$(call objs,$(1),$$(TEST_C_SRC)) -lcmocka $$(EI_LIBS) \
-	    $$(LIBELF_LIBS) $$(LIBDW_LIBS)
+	    $$(LIBELF_LIBS) $$(LIBDW_LIBS) $$(ZLIB_LIBS)
 test-c-$(1): $$(addprefix test/c/build/$(1)/,$$(TEST_C))
 endef
 $(foreach s,gcc asan,$(eval $(call test_c_rules,$(s))))
@@ -247,11 +249,11 @@ FUZZ_BINS  := $(patsubst fuzz/%.c,fuzz/build/%,$(wildcard fuzz/fuzz_*.c)) fuzz/b
 
 fuzz/build/fuzz_%: fuzz/fuzz_%.c $(call objs,fuzz,$(FUZZ_SRC)) $(wildcard fuzz/*.h test/c/*.h)
 	@mkdir -p $(@D)
-	$(CC_fuzz) $(FLAGS_fuzz) -fsanitize=fuzzer $(INCLUDES) -Itest/c -o $@ $< $(call objs,fuzz,$(FUZZ_SRC)) $(EI_LIBS) $(LIBDW_LIBS)
+	$(CC_fuzz) $(FLAGS_fuzz) -fsanitize=fuzzer $(INCLUDES) -Itest/c -o $@ $< $(call objs,fuzz,$(FUZZ_SRC)) $(EI_LIBS) $(LIBDW_LIBS) $(ZLIB_LIBS)
 
 fuzz/build/make_bspy_seed: fuzz/make_bspy_seed.c $(call objs,gcc,$(FUZZ_SRC)) $(wildcard fuzz/*.h test/c/*.h)
 	@mkdir -p $(@D)
-	$(CC_gcc) $(FLAGS_gcc) $(INCLUDES) -Itest/c -o $@ $< $(call objs,gcc,$(FUZZ_SRC)) $(EI_LIBS) $(LIBDW_LIBS)
+	$(CC_gcc) $(FLAGS_gcc) $(INCLUDES) -Itest/c -o $@ $< $(call objs,gcc,$(FUZZ_SRC)) $(EI_LIBS) $(LIBDW_LIBS) $(ZLIB_LIBS)
 
 fuzz-bins: $(FUZZ_BINS)
 
@@ -261,11 +263,11 @@ DRIVER_OBJ := $(call objs,main,$(ENGINE_SRC) $(WRITERS_SRC) $(READERS_SRC) $(COM
 
 bench/build/render/render_driver: bench/render/render_driver.c $(DRIVER_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(INCLUDES) -o $@ $< $(DRIVER_OBJ) $(EI_LIBS)
+	$(CC) $(ALL_CFLAGS) $(INCLUDES) -o $@ $< $(DRIVER_OBJ) $(EI_LIBS) $(ZLIB_LIBS)
 
 build/test/svg_driver: test/browser/svg_driver.c $(DRIVER_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(INCLUDES) -Itest/c -o $@ $< $(DRIVER_OBJ) $(EI_LIBS)
+	$(CC) $(ALL_CFLAGS) $(INCLUDES) -Itest/c -o $@ $< $(DRIVER_OBJ) $(EI_LIBS) $(ZLIB_LIBS)
 
 # bench/run.sh's null tracer, built like the NIF.
 bench/build/bench_null_tracer.so: bench/null_tracer/bench_null_tracer.c

@@ -89,7 +89,7 @@ defmodule BeamSpy do
   @typedoc "One option: see `run/2`."
   @type option ::
           {:output, Path.t()}
-          | {:formats, [:folded | :svg | :html | :speedscope | :chrome | :perf | :bspy | :callgrind]}
+          | {:formats, [:folded | :svg | :html | :speedscope | :chrome | :perf | :bspy | :callgrind | :pprof]}
           | {:children, boolean()}
           | {:sleep, boolean()}
           | {:gc, boolean()}
@@ -308,7 +308,7 @@ defmodule BeamSpy do
       [{"Enum.sort/1", 1}, {":lists.sort/1", 1}]
 
   With `return: [format, ...]` (`:svg`, `:html`, `:folded`, `:speedscope`,
-  `:chrome`, `:perf`, `:bspy`, `:callgrind`) the map also holds each
+  `:chrome`, `:perf`, `:bspy`, `:callgrind`, `:pprof`) the map also holds each
   format's bytes under its name, rendered in memory, nothing written: over
   `:erpc` from a Livebook notebook, a flame graph comes back from a remote
   node (see `load/2`).
@@ -780,7 +780,7 @@ defmodule BeamSpy do
   # The atoms named in an expectation ("erlang or elixir"), as Elixir writes them.
   defp elixir_words(text) do
     Regex.replace(
-      ~r/\b(erlang|elixir|hot|beam|infinity|folded|svg|html|speedscope|chrome|perf|bspy|callgrind)\b/,
+      ~r/\b(erlang|elixir|hot|beam|infinity|folded|svg|html|speedscope|chrome|perf|bspy|callgrind|pprof)\b/,
       text,
       ":\\1"
     )

@@ -5,7 +5,8 @@ set -e
 
 PKGS="erlang-nox erlang-dev erlang-tools erlang-runtime-tools erlang-eunit erlang-edoc
 erlang-common-test elixir gcc make libcmocka-dev libclang-rt-14-dev clang valgrind
-rebar3 chromium python3 libxml2-utils tmux erlang-dialyzer libelf-dev libdw-dev erlang-src linux-perf"
+rebar3 chromium python3 libxml2-utils tmux erlang-dialyzer libelf-dev libdw-dev erlang-src linux-perf
+zlib1g-dev golang-go"
 
 missing=""
 for p in $PKGS; do

@@ -25,7 +25,7 @@
 %%%   from the target and the time) or a file name whose extension picks the
 %%%   format: `.folded', `.svg', `.html', `.speedscope.json', `.trace.json',
 %%%   `.perf.txt', `.bspy', `.callgrind' (or valgrind's name
-%%%   `callgrind.out.<anything>'). Any other extension (`x.png') is refused, unless
+%%%   `callgrind.out.<anything>'), `.pb.gz' or `.pprof'. Any other extension (`x.png') is refused, unless
 %%%   the name is an existing directory or ends in `/'. Default: the current
 %%%   directory.</li>
 %%% <li>`formats' — list of formats written to a directory output (by
@@ -275,7 +275,7 @@
 %% Internal: for beamspy_agent (jobs on a node return profiles as data).
 -export([start_encoded/3, capture_encoded/4]).
 
--type format() :: folded | svg | html | speedscope | chrome | perf | bspy | callgrind.
+-type format() :: folded | svg | html | speedscope | chrome | perf | bspy | callgrind | pprof.
 -type target() :: beamspy_opts:target().
 -type outcome() :: {return, term()} | {raise, error | exit | throw, term(), list()}.
 -type profile() :: #{processes := [{binary(), [tree_node()]}],
@@ -339,7 +339,7 @@ apply(Target, Opts) ->
 %% is said on standard error, as by `apply/2'.
 %%
 %% With `return => [Format, ...]' (`svg', `html', `folded', `speedscope',
-%% `chrome', `perf', `bspy', `callgrind') the result map also holds each
+%% `chrome', `perf', `bspy', `callgrind', `pprof') the result map also holds each
 %% format's bytes under its name, rendered in memory by the same writers
 %% (with the same rendering options) and nothing written: how a notebook
 %% brings a flame graph back from a remote node through `erpc'. A format

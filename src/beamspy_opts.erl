@@ -7,7 +7,7 @@
 
 -export([target/1, options/1, options/2, outputs/2, defaults/0, defaults/1, formats/0, extensions/0,
          live_targets/1, nif_options/2, write_options/1]).
--export([outputs/3]).
+-export([outputs/3, timeline_formats/0]).
 -export([option_table/0, default/1]).
 -export([output_option/2, formats_option/2, file_format/2, text_option/1]).
 
@@ -61,7 +61,7 @@
 -type live_targets() :: #{existing := all | [pid() | atom()], new := boolean()}.
 -export_type([target/0, options/0, live_target/0, live_targets/0]).
 
--define(FORMATS, [folded, svg, html, speedscope, chrome, perf, bspy, callgrind]).
+-define(FORMATS, [folded, svg, html, speedscope, chrome, perf, bspy, callgrind, pprof]).
 %% Formats that show time order: asking for one keeps a timeline.
 -define(TIMELINE_FORMATS, [speedscope, chrome, bspy]).
 -define(DEFAULT_TIMELINE_SPANS, default(timeline_calls)).
@@ -75,7 +75,8 @@
 %% Longest first: ".speedscope.json" before anything shorter.
 -define(EXTENSIONS, [{".speedscope.json", speedscope}, {".trace.json", chrome},
                      {".perf.txt", perf}, {".folded", folded}, {".svg", svg},
-                     {".html", html}, {".bspy", bspy}, {".callgrind", callgrind}]).
+                     {".html", html}, {".bspy", bspy}, {".callgrind", callgrind},
+                     {".pb.gz", pprof}, {".pprof", pprof}]).
 
 %% @doc The one table of defaults: every option of the API (`api') and every
 %% default of the command-line tool's jobs (`tool'), with its default for a
@@ -163,6 +164,10 @@ formats() -> ?FORMATS.
 %% @doc The file extensions beamspy writes, each with its format.
 -spec extensions() -> [{string(), beamspy:format()}].
 extensions() -> ?EXTENSIONS.
+
+%% @doc The formats that show time order: asking for one keeps a timeline.
+-spec timeline_formats() -> [beamspy:format()].
+timeline_formats() -> ?TIMELINE_FORMATS.
 
 %% @doc Checks a call target; returns the fun and its arguments.
 -spec target(term()) -> {ok, fun(), [term()]} | {error, term()}.

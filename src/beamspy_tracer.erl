@@ -16,7 +16,7 @@
 -export([profile_render/3]).
 -export([seq_write/3]).
 -export([span_event/3, span_event/4, span_exit/2, span_info/1]).
--export([check_pattern/1, frame_name/2]).
+-export([check_pattern/1, frame_name/2, formats/0]).
 -export([nif_file/0]).
 
 -on_load(init/0).
@@ -27,7 +27,7 @@
 -nifs([enabled/3, trace/5, session_new/1, session_seed/5, session_stop/1, session_stop/2,
        session_capturing/2, session_probe/2, session_prepare_halt/3,
        session_pids/1, session_run_states/3, session_info/1, session_profile/2, session_write/4, session_encode/3, profile_render/3,
-       check_pattern/1, frame_name/2,
+       check_pattern/1, frame_name/2, formats/0,
        seq_write/3, span_event/3, span_event/4, span_exit/2, span_info/1]).
 
 init() ->
@@ -76,6 +76,15 @@ installed_priv_dir() ->
 -spec frame_name({module(), atom(), arity() | list()} | beamspy_session:label() | iodata(),
                  erlang | elixir) -> binary().
 frame_name(_Frame, _Style) -> erlang:nif_error(not_loaded).
+
+%% @doc The C side's table of output formats (c_src/writers/format_registry.c)
+%% in its order: each format's name, its extensions (the first is the one
+%% files get) and whether it shows time order. The tests hold {@link
+%% beamspy_opts:formats/0}, {@link beamspy_opts:extensions/0} and
+%% beamspy_sequence's lists to it.
+-spec formats() -> #{profile := [{atom(), [string()], boolean()}],
+                     sequence := [{atom(), [string()], boolean()}]}.
+formats() -> erlang:nif_error(not_loaded).
 
 %% @doc erl_tracer callback: `trace' while the session records, else
 %% `remove' (for `trace_status') or `discard'.

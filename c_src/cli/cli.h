@@ -112,6 +112,9 @@ int bs_cli_shared_option(const char *cmd, int code, const char *arg, bs_render_o
 /* Help lines of the shared options; default_title as it should read in
  * "(default ...)". */
 void bs_cli_shared_options_usage(FILE *out, const char *default_title);
+/* The formats paragraph of the help texts of commands that write profiles:
+ * one line per row of format_registry.h. */
+void bs_cli_formats_usage(FILE *out);
 /* The exit-code paragraph of every help text. */
 void bs_cli_exit_codes_usage(FILE *out);
 

@@ -193,10 +193,18 @@ void bs_cli_exit_codes_usage(FILE *out)
 int bs_cli_format_option(const char *cmd, const char *name, bs_format *format)
 {
     *format = bs_format_from_name(name);
-    if (*format == BS_FORMAT_UNKNOWN)
-        return bs_cli_usage_error(cmd, "unknown format '%s' (folded, svg, html, speedscope, chrome, perf, bspy, callgrind)",
-                                  name);
+    if (*format == BS_FORMAT_UNKNOWN) {
+        char names[256];
+        bs_format_names(names, sizeof names, ", ");
+        return bs_cli_usage_error(cmd, "unknown format '%s' (%s)", name, names);
+    }
     return BS_EXIT_OK;
+}
+
+void bs_cli_formats_usage(FILE *out)
+{
+    fputs("formats (-o picks one by the file's extension, -f/--format by name):\n", out);
+    bs_format_list_usage(out, "  ");
 }
 
 int bs_cli_add_output(const char ***outputs, int *n_outputs, const char *path)

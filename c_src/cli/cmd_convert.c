@@ -60,12 +60,9 @@ void bs_cmd_convert_usage(FILE *out)
           "event counts. What was found is said on standard error.\n"
           "\n"
           "output:\n"
-          "  -o, --output FILE   write FILE (several -o allowed); format from the\n"
-          "                      extension: .folded .svg .html .speedscope.json\n"
-          "                      .trace.json .perf.txt .bspy\n"
-          "                      .callgrind (or callgrind.out.*)\n"
-          "  -f, --format F      folded, svg, html, speedscope, chrome, perf, bspy,\n"
-          "                      callgrind\n"
+          "  -o, --output FILE   write FILE (several -o allowed); the format comes from\n"
+          "                      the extension (formats: below)\n"
+          "  -f, --format F      write every output in format F (formats: below)\n"
           "  --text              print every message on standard output, like\n"
           "                      dbg:trace_client/2 does\n"
           "  --flamechart        SVG: x is time (needs timestamps)\n"
@@ -93,6 +90,8 @@ void bs_cmd_convert_usage(FILE *out)
           "  beamspy convert /tmp/dbg.trace --text | less\n"
           "\n",
           out);
+    bs_cli_formats_usage(out);
+    fputc('\n', out);
     bs_cli_exit_codes_usage(out);
 }
 

@@ -97,9 +97,7 @@ void bs_cmd_record_usage(FILE *out)
           "\n"
           "output:\n"
           "  -o, --output FILE   write FILE (repeatable); the format comes from the\n"
-          "                      extension: .folded .svg .html .speedscope.json\n"
-          "                      .trace.json .perf.txt .bspy\n"
-          "                      .callgrind (or callgrind.out.*)\n"
+          "                      extension (formats: below)\n"
           "  --per-node          several nodes: one file per node (FILE gets the node\n"
           "                      name before its extension) instead of one file with\n"
           "                      a root frame per node\n"
@@ -118,6 +116,8 @@ void bs_cmd_record_usage(FILE *out)
           "  beamspy record --node a@h1.example.com --node b@h2.example.com --all --mode sample -o c.svg\n"
           "\n",
           out);
+    bs_cli_formats_usage(out);
+    fputc('\n', out);
     bs_cli_exit_codes_usage(out);
 }
 

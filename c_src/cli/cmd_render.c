@@ -42,11 +42,8 @@ void bs_cmd_render_usage(FILE *out)
           "\n"
           "output:\n"
           "  -o, --output FILE   write FILE; give -o several times for several files.\n"
-          "                      The format comes from the extension: .folded .svg\n"
-          "                      .html .speedscope.json .trace.json .perf.txt .bspy\n"
-          "                      .callgrind (or callgrind.out.*)\n"
-          "  -f, --format F      use format F for every output instead: folded, svg,\n"
-          "                      html, speedscope, chrome, perf, bspy or callgrind\n"
+          "                      The format comes from the extension (formats: below)\n"
+          "  -f, --format F      use format F for every output instead\n"
           "  --flamechart        SVG: x is time, not merged stacks (needs a profile\n"
           "                      recorded with a timeline); titled \"Flame Chart\"\n"
           "  --palette hot|beam  SVG and HTML colours. hot: warm colours (default);\n"
@@ -67,6 +64,8 @@ void bs_cmd_render_usage(FILE *out)
           "  cat stacks.folded | beamspy render - -o fg.svg --title 'my run'\n"
           "\n",
           out);
+    bs_cli_formats_usage(out);
+    fputc('\n', out);
     bs_cli_exit_codes_usage(out);
 }
 

@@ -66,9 +66,7 @@ void bs_cmd_run_usage(FILE *out)
           "\n"
           "options:\n"
           "  -o, --output FILE   write FILE (repeatable); the format comes from the\n"
-          "                      extension: .folded .svg .html .speedscope.json\n"
-          "                      .trace.json .perf.txt .bspy\n"
-          "                      .callgrind (or callgrind.out.*)\n"
+          "                      extension (formats: below)\n"
           "  -e, --eval EXPR     the Erlang expressions to run (instead of a command)\n"
           "  --mode trace|cpu    trace (default): every call and return, exact counts\n"
           "                      and stacks; cpu: the kernel's CPU samples of the\n"
@@ -106,6 +104,7 @@ void bs_cmd_run_usage(FILE *out)
           "  beamspy run --mode cpu -o compile.svg -- erlc -o /tmp big_module.erl\n"
           "\n",
           out);
+    bs_cli_formats_usage(out);
 }
 
 /* Names left to the command (no --elixir or --erlang): Elixir's when the

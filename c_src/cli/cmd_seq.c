@@ -97,9 +97,7 @@ void bs_cmd_seq_usage(FILE *out)
           "\n"
           "output:\n"
           "  -o, --output FILE   write FILE (repeatable); the format comes from the\n"
-          "                      extension: .mmd (Mermaid), .seq.svg (SVG, full message\n"
-          "                      on hover), .trace.json (Chrome trace with flow arrows,\n"
-          "                      for Perfetto), .json (for scripts)\n"
+          "                      extension (formats: below)\n"
           "  -h, --help          this text\n"
           "\n"
           "examples:\n"
@@ -107,6 +105,9 @@ void bs_cmd_seq_usage(FILE *out)
           "  beamspy seq --node app --function 'MyApp.Router.call/2' --calls 3 -o f.seq.svg -o f.json\n"
           "\n",
           out);
+    fputs("formats (picked by the file's extension):\n", out);
+    bs_seq_format_list_usage(out, "  ");
+    fputc('\n', out);
     bs_cli_exit_codes_usage(out);
 }
 
@@ -207,10 +208,12 @@ static int check_args(const seq_args *a)
         return bs_cli_usage_error(CMD, "nothing to follow: give --function M:F/A");
     if (a->n_outputs == 0)
         return bs_cli_usage_error(CMD, "no output: give -o FILE");
+    char seq_extensions[128];
+    bs_seq_format_extension_list(seq_extensions, sizeof seq_extensions, ", ");
     for (int i = 0; i < a->n_outputs; i++)
         if (bs_seq_format_from_path(a->outputs[i]) == BS_SEQ_FORMAT_UNKNOWN)
-            return bs_cli_usage_error(CMD, "cannot tell the format of '%s' from its extension (.mmd, .seq.svg, "
-                                      ".trace.json or .json)", a->outputs[i]);
+            return bs_cli_usage_error(CMD, "cannot tell the format of '%s' from its extension (%s)",
+                                      a->outputs[i], seq_extensions);
     return BS_EXIT_OK;
 }
 

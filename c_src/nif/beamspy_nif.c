@@ -9,6 +9,7 @@
 #include "../engine/filter.h"
 #include "../writers/writers.h"
 #include "cpu_session.h"
+#include "format_nif.h"
 #include "name_nif.h"
 #include "nif_atoms.h"
 #include "profile_export.h"
@@ -579,6 +580,7 @@ static ERL_NIF_TERM check_pattern(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
 static ErlNifFunc nif_funcs[] = {
     {"check_pattern", 1, check_pattern, 0},
     {"frame_name", 2, bs_nif_frame_name, 0},
+    {"formats", 0, bs_nif_formats, 0},
     {"enabled", 3, bs_nif_enabled, 0},
     {"trace", 5, bs_nif_trace, 0},
     {"session_new", 1, session_new, 0},

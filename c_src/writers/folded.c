@@ -4,6 +4,7 @@
  * 100,000 frames deep) and keeps the current path in one growing buffer, so
  * each line costs one fwrite of the prefix already built. */
 #include "folded.h"
+#include "writers.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -151,4 +152,16 @@ int bs_write_folded(FILE *out, const bs_profile *p, const bs_folded_opts *opts)
         rc = write_tree(out, p, &p->trees[i], &o, &path, unit, max_depth);
     free(path.s);
     return rc;
+}
+
+int bs_write_folded_opts(FILE *out, const bs_profile *p, const bs_render_opts *o)
+{
+    bs_folded_opts fo = {0};
+    fo.drop_sleep = o->drop_sleep;
+    /* Folded output grows with depth times paths: a 200,000-deep recursion
+     * would write gigabytes for a picture no viewer can draw. Below 1024
+     * frames the subtree is summed into one "[deeper]" leaf (no time lost). */
+    fo.max_depth = o->folded_max_depth ? o->folded_max_depth : 1024;
+    fo.ns_per_unit = p->unit == BS_UNIT_NS ? 1000 : 1;
+    return bs_write_folded(out, p, &fo);
 }

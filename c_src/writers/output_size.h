@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "writers.h"
+#include "format_registry.h"
 
 /* speedscope's own JSON imports 200,000 calls in 22 s and 400,000 in 30 s
  * here (832,000: 49 s); its Chrome trace importer is much slower and grows

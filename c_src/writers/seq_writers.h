@@ -1,6 +1,7 @@
 /* seq_writers.h — the outputs of a sequence diagram (seq_flow.h): Mermaid
  * (.mmd), a self-contained SVG (.seq.svg), a Chrome trace (.trace.json) and
- * JSON for scripts (.json), and the one entry point that writes a file
+ * JSON for scripts (.json; names and extensions: format_registry.h), and
+ * the one entry point that writes a file
  * atomically (temporary file, then rename; see atomic_file.h).
  *
  * Every writer is deterministic (same diagram, same bytes) and escapes
@@ -16,23 +17,11 @@
 #include <stdio.h>
 
 #include "../engine/seq_flow.h"
+#include "format_registry.h"
 
 #define BS_SEQ_MERMAID_MAX_MESSAGES 800u
 #define BS_SEQ_MERMAID_MAX_BYTES 45000u
 #define BS_SEQ_SVG_MAX_MESSAGES 5000u
-
-typedef enum bs_seq_format {
-    BS_SEQ_FORMAT_UNKNOWN = 0,
-    BS_SEQ_FORMAT_MERMAID, /* .mmd */
-    BS_SEQ_FORMAT_SVG,     /* .seq.svg (or .svg) */
-    BS_SEQ_FORMAT_CHROME,  /* .trace.json */
-    BS_SEQ_FORMAT_JSON     /* .json (.seq.json) */
-} bs_seq_format;
-
-bs_seq_format bs_seq_format_from_name(const char *name); /* mermaid, svg, chrome, json */
-bs_seq_format bs_seq_format_from_path(const char *path);
-const char *bs_seq_format_name(bs_seq_format f);
-const char *bs_seq_format_extension(bs_seq_format f);
 
 typedef struct bs_seq_write_info {
     size_t written;  /* messages drawn */

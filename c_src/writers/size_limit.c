@@ -23,8 +23,8 @@ uint64_t bs_openable_bytes(void)
 
 int bs_size_limit_applies(bs_format f)
 {
-    return f == BS_FORMAT_FOLDED || f == BS_FORMAT_PERF || f == BS_FORMAT_SPEEDSCOPE || f == BS_FORMAT_CHROME ||
-           f == BS_FORMAT_CALLGRIND;
+    const bs_format_desc *d = bs_format_desc_of(f);
+    return d && d->collapse_when_big;
 }
 
 int bs_fit_openable(bs_profile *p, bs_format f, const bs_render_opts *o, bs_write_report *r)

@@ -21,7 +21,7 @@
 
 #include <stdint.h>
 
-#include "writers.h"
+#include "format_registry.h"
 
 #define BS_OPENABLE_BYTES (200u * 1000u * 1000u)
 

@@ -1,9 +1,8 @@
-/* writers.c — format names and extensions, bs_write_stream (filters, then
- * the writer of the format, into any FILE) and bs_write_file (the same into
- * a file that appears atomically; memory_output.c does it into memory).
+/* writers.c — bs_write_stream (filters, then the writer of the format's row
+ * in format_registry.c, into any FILE) and bs_write_file (the same into a
+ * file that appears atomically; memory_output.c does it into memory).
  *
- * Each writer lives in its own file (folded.c, svg.c, ...); adding a format
- * means one line in the table below and one case in write_format(). */
+ * Each writer lives in its own file (folded.c, svg.c, ...). */
 #include "writers.h"
 
 #include <errno.h>
@@ -12,106 +11,17 @@
 #include "../engine/filter.h"
 #include "../engine/span_cap.h"
 #include "../common/atomic_file.h"
-#include "folded.h"
 #include "output_size.h"
 #include "size_limit.h"
 
-typedef struct format_info {
-    bs_format format;
-    const char *name;
-    const char *extension;
-} format_info;
-
-/* Longer extensions first: ".speedscope.json" must win over ".json". */
-static const format_info FORMATS[] = {
-    {BS_FORMAT_SPEEDSCOPE, "speedscope", ".speedscope.json"},
-    {BS_FORMAT_CHROME, "chrome", ".trace.json"},
-    {BS_FORMAT_PERF, "perf", ".perf.txt"},
-    {BS_FORMAT_FOLDED, "folded", ".folded"},
-    {BS_FORMAT_SVG, "svg", ".svg"},
-    {BS_FORMAT_HTML, "html", ".html"},
-    {BS_FORMAT_BSPY, "bspy", ".bspy"},
-    {BS_FORMAT_CALLGRIND, "callgrind", ".callgrind"},
-};
-#define N_FORMATS (sizeof FORMATS / sizeof FORMATS[0])
-
-bs_format bs_format_from_name(const char *name)
-{
-    for (size_t i = 0; i < N_FORMATS; i++)
-        if (strcmp(FORMATS[i].name, name) == 0)
-            return FORMATS[i].format;
-    return BS_FORMAT_UNKNOWN;
-}
-
-static int ends_with_nocase(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    if (m > n)
-        return 0;
-    for (size_t i = 0; i < m; i++) {
-        char a = s[n - m + i], b = suffix[i];
-        if (a >= 'A' && a <= 'Z')
-            a = (char)(a - 'A' + 'a');
-        if (a != b)
-            return 0;
-    }
-    return 1;
-}
-
-bs_format bs_format_from_path(const char *path)
-{
-    for (size_t i = 0; i < N_FORMATS; i++)
-        if (ends_with_nocase(path, FORMATS[i].extension))
-            return FORMATS[i].format;
-    /* valgrind's own names: callgrind.out.<pid>, which KCachegrind lists. */
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    if (strncmp(base, "callgrind.out.", strlen("callgrind.out.")) == 0 && base[strlen("callgrind.out.")])
-        return BS_FORMAT_CALLGRIND;
-    return BS_FORMAT_UNKNOWN;
-}
-
-const char *bs_format_name(bs_format f)
-{
-    for (size_t i = 0; i < N_FORMATS; i++)
-        if (FORMATS[i].format == f)
-            return FORMATS[i].name;
-    return "unknown";
-}
-
-const char *bs_format_extension(bs_format f)
-{
-    for (size_t i = 0; i < N_FORMATS; i++)
-        if (FORMATS[i].format == f)
-            return FORMATS[i].extension;
-    return "";
-}
-
-int bs_write_folded_opts(FILE *out, const bs_profile *p, const bs_render_opts *o)
-{
-    bs_folded_opts fo = {0};
-    fo.drop_sleep = o->drop_sleep;
-    /* Folded output grows with depth times paths: a 200,000-deep recursion
-     * would write gigabytes for a picture no viewer can draw. Below 1024
-     * frames the subtree is summed into one "[deeper]" leaf (no time lost). */
-    fo.max_depth = o->folded_max_depth ? o->folded_max_depth : 1024;
-    fo.ns_per_unit = p->unit == BS_UNIT_NS ? 1000 : 1;
-    return bs_write_folded(out, p, &fo);
-}
-
 static int write_format(FILE *out, bs_format f, const bs_profile *p, const bs_render_opts *o)
 {
-    switch (f) {
-    case BS_FORMAT_FOLDED: return bs_write_folded_opts(out, p, o);
-    case BS_FORMAT_SVG: return bs_write_svg(out, p, o);
-    case BS_FORMAT_HTML: return bs_write_html(out, p, o);
-    case BS_FORMAT_SPEEDSCOPE: return bs_write_speedscope(out, p, o);
-    case BS_FORMAT_CHROME: return bs_write_chrome(out, p, o);
-    case BS_FORMAT_PERF: return bs_write_perf(out, p, o);
-    case BS_FORMAT_BSPY: return bs_write_bspy(out, p, o);
-    case BS_FORMAT_CALLGRIND: return bs_write_callgrind(out, p, o);
-    default: errno = EINVAL; return -1;
+    const bs_format_desc *d = bs_format_desc_of(f);
+    if (!d) {
+        errno = EINVAL;
+        return -1;
     }
+    return d->write(out, p, o);
 }
 
 int bs_write_stream(FILE *out, bs_format f, const bs_profile *p, const bs_render_opts *opts)

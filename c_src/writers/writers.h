@@ -6,34 +6,16 @@
  * options: same bytes) and escape every name they write. bs_write_stream
  * applies the filters of the options and picks the writer; bs_write_file
  * writes through it atomically (temporary file, then rename),
- * bs_write_memory into a buffer. */
+ * bs_write_memory into a buffer. The formats, their names and extensions
+ * are the rows of format_registry.h. */
 #ifndef BS_WRITERS_H
 #define BS_WRITERS_H
 
 #include <stdio.h>
 
 #include "../engine/profile.h"
+#include "format_registry.h"
 #include "render_opts.h"
-
-typedef enum bs_format {
-    BS_FORMAT_UNKNOWN = 0,
-    BS_FORMAT_FOLDED,      /* .folded */
-    BS_FORMAT_SVG,         /* .svg */
-    BS_FORMAT_HTML,        /* .html */
-    BS_FORMAT_SPEEDSCOPE,  /* .speedscope.json */
-    BS_FORMAT_CHROME,      /* .trace.json */
-    BS_FORMAT_PERF,        /* .perf.txt */
-    BS_FORMAT_BSPY,        /* .bspy (beamspy's own profile file) */
-    BS_FORMAT_CALLGRIND    /* .callgrind or callgrind.out.* (KCachegrind) */
-} bs_format;
-
-/* "folded", "svg", ... -> format; BS_FORMAT_UNKNOWN if none. */
-bs_format bs_format_from_name(const char *name);
-/* Format picked by a file name's extension (longest match wins), or
- * callgrind for a file named callgrind.out.* as valgrind names them. */
-bs_format bs_format_from_path(const char *path);
-const char *bs_format_name(bs_format f);
-const char *bs_format_extension(bs_format f);
 
 int bs_write_folded_opts(FILE *out, const bs_profile *p, const bs_render_opts *o);
 int bs_write_svg(FILE *out, const bs_profile *p, const bs_render_opts *o);
@@ -43,6 +25,7 @@ int bs_write_chrome(FILE *out, const bs_profile *p, const bs_render_opts *o);
 int bs_write_perf(FILE *out, const bs_profile *p, const bs_render_opts *o);
 int bs_write_bspy(FILE *out, const bs_profile *p, const bs_render_opts *o);
 int bs_write_callgrind(FILE *out, const bs_profile *p, const bs_render_opts *o);
+int bs_write_pprof(FILE *out, const bs_profile *p, const bs_render_opts *o);
 
 /* Writes p in format f (not BS_FORMAT_UNKNOWN) to out, after applying the
  * filters of o to a copy (p is not changed). The one path every output

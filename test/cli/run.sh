@@ -173,6 +173,8 @@ valid_as() {
     perf) perf_ok "$2" ;;
     bspy) [ -s "$2" ] && "$BEAMSPY" render "$2" -o "$2.back.folded" 2>/dev/null && folded_ok "$2.back.folded" ;;
     callgrind) callgrind_ok "$2" ;;
+    pprof) gzip -t "$2" && { ! command -v go >/dev/null 2>&1 ||
+        HOME="$W" go tool pprof -raw -symbolize=none "$2" 2>/dev/null | grep -q '^Samples:'; } ;;
     esac
 }
 
@@ -237,7 +239,7 @@ done
 O="$W/o"
 mkdir -p "$O"
 for pair in folded:.folded svg:.svg html:.html speedscope:.speedscope.json chrome:.trace.json perf:.perf.txt bspy:.bspy \
-    callgrind:.callgrind; do
+    callgrind:.callgrind pprof:.pb.gz; do
     fmt=${pair%%:*}
     ext=${pair#*:}
     for input in "$IN/workers.folded" "$DATA/names.folded"; do
@@ -262,13 +264,14 @@ with open('$W/wide.folded', 'w') as f:
 for shape in deep wide; do
     D="$W/$shape"
     bs render "$W/$shape.folded" -o "$D.svg" -o "$D.html" -o "$D.speedscope.json" -o "$D.trace.json" \
-        -o "$D.perf.txt" -o "$D.bspy" -o "$D.callgrind" -o "$D.out.folded"
+        -o "$D.perf.txt" -o "$D.bspy" -o "$D.callgrind" -o "$D.pb.gz" -o "$D.out.folded"
     check "render a million $shape: exit 0, SVG and folded valid" \
         eval 'rc_is 0 && valid_as svg "$D.svg" && folded_ok "$D.out.folded"'
     check "render a million $shape: every other format written" \
         eval 'grep -q "<html" "$D.html" && [ "$(head -c 1 "$D.speedscope.json")" = "{" ] &&
               [ "$(head -c 1 "$D.trace.json")" = "{" ] && perf_ok "$D.perf.txt" &&
-              [ "$(head -n 1 "$D.callgrind")" = "# callgrind format" ] && [ -s "$D.bspy" ]'
+              [ "$(head -n 1 "$D.callgrind")" = "# callgrind format" ] && [ -s "$D.bspy" ] &&
+              gzip -t "$D.pb.gz"'
     [ "$shape" = deep ] && check "render a million deep: frames past 1,024 in one [deeper] leaf" \
         grep -q ';\[deeper\] 1$' "$D.out.folded"
     rm -f "$D".*
@@ -327,6 +330,71 @@ PYEOF
             eval '[ -n "$cg_total" ] && d=$((cg_total / 1000 - folded_total)) && [ ${d#-} -le "$lines" ]'
     else
         echo "SKIPPED callgrind_annotate checks: valgrind is not installed"
+    fi
+    # pprof: what go tool pprof reads of recorded profiles. -raw's stacks
+    # (the process label first) and their times are the folded output's
+    # (which rounds each line to microseconds), for several processes;
+    # fib/1's calls add up to the 8361 the tracer saw; -top shows the time.
+    if command -v go >/dev/null 2>&1; then
+        pprof_raw() { # FILE.pb.gz [FOLDED [FUNCTION]]: check the stacks, or print FUNCTION's calls
+            local f=$1
+            shift
+            HOME="$W" go tool pprof -raw -symbolize=none "$f" >"$f.raw" 2>"$f.err" || return 1
+            $PY - "$f.raw" "$@" <<'PYEOF'
+import re, sys
+from collections import Counter
+raw, folded = sys.argv[1], sys.argv[2]
+calls_of = sys.argv[3] if len(sys.argv) > 3 else None
+names, samples, section = {}, [], None
+for line in open(raw):
+    line = line.rstrip("\n")
+    if line in ("Samples:", "Locations", "Mappings"):
+        section = line
+        continue
+    if section == "Samples:":
+        m = re.match(r"^\s+(\d+)\s+(\d+):\s*([\d ]*)$", line)
+        if m:
+            samples.append([int(m.group(1)), [int(x) for x in m.group(3).split()], None, int(m.group(2))])
+        elif line.strip().startswith("process:["):
+            samples[-1][2] = line.strip()[len("process:["):-1]
+    elif section == "Locations":
+        m = re.match(r"^\s+(\d+): 0x[0-9a-f]+ M=\d+ (.*) :0 s=0$", line)
+        if m:
+            names[int(m.group(1))] = m.group(2)
+if calls_of:  # the calls of one function: the samples it is the leaf of
+    print(sum(c for _, ids, _, c in samples if names[ids[0]] == calls_of))
+    sys.exit(0)
+got = Counter()
+for ns, ids, proc, _ in samples:
+    frames = [names[i] for i in reversed(ids)]
+    # A process's own time is the one stack of its root frame.
+    stack = ";".join(([proc] if proc and frames != [proc] else []) + frames)
+    got[stack] += ns
+got = {k: (v + 500) // 1000 for k, v in got.items()}
+got = {k: v for k, v in got.items() if v}
+want = {}
+for line in open(folded):
+    stack, _, n = line.rstrip("\n").rpartition(" ")
+    want[stack] = int(n)
+if got != want:
+    for k in sorted(set(got) | set(want)):
+        if got.get(k) != want.get(k):
+            print("differs:", k, got.get(k), want.get(k))
+    sys.exit(1)
+print(len(want), "stacks,", sum(want.values()), "us")
+PYEOF
+        }
+        bs render "$IN/workers.bspy" -o "$O/workers.pb.gz" -o "$O/workers.folded"
+        check "pprof: go tool pprof reads the stacks, processes and times of the folded output" \
+            eval 'rc_is 0 && pprof_raw "$O/workers.pb.gz" "$O/workers.folded"'
+        bs render "$IN/fib18.bspy" -o "$O/fib18.pprof" -o "$O/fib18.folded"
+        check "pprof: .pprof picks the format; fib/1 has its 8361 calls; -top shows wall time" \
+            eval 'rc_is 0 && pprof_raw "$O/fib18.pprof" "$O/fib18.folded" &&
+                  [ "$(pprof_raw "$O/fib18.pprof" "$O/fib18.folded" cli_workload:fib/1)" = 8361 ] &&
+                  HOME="$W" go tool pprof -top -symbolize=none "$O/fib18.pprof" 2>/dev/null |
+                  grep -q "^Type: wall"'
+    else
+        echo "SKIPPED pprof checks: go is not installed (apt-get install -y golang-go)"
     fi
 else
     fail "recorded .bspy input" "beamspy:apply/2 did not write fib18.bspy"

@@ -6,7 +6,7 @@
 
 -define(EXT, [{folded, ".folded"}, {svg, ".svg"}, {html, ".html"},
               {speedscope, ".speedscope.json"}, {chrome, ".trace.json"},
-              {perf, ".perf.txt"}, {bspy, ".bspy"}, {callgrind, ".callgrind"}]).
+              {perf, ".perf.txt"}, {bspy, ".bspy"}, {callgrind, ".callgrind"}, {pprof, ".pb.gz"}]).
 
 every_format_to_a_directory_test() ->
     Dir = bs_test_lib:tmp_dir(),
@@ -42,6 +42,8 @@ check_kind(speedscope, Bin) -> ?assertMatch({match, _}, re:run(Bin, "speedscope.
 check_kind(chrome, Bin) -> ?assertMatch({match, _}, re:run(Bin, "\"traceEvents\""));
 check_kind(perf, Bin) -> ?assertMatch({match, _}, re:run(Bin, "cpu-clock:"));
 check_kind(bspy, <<_, _/binary>>) -> ok;
+%% gzip; fib/1's name in its string table (test/c and test/cli decode it).
+check_kind(pprof, Bin) -> ?assertMatch({match, _}, re:run(zlib:gunzip(Bin), "bs_wl:fib/1"));
 check_kind(callgrind, Bin) ->
     ?assertMatch(<<"# callgrind format\n", _/binary>>, Bin),
     %% fib(10): 177 calls of fib/1, 176 of them from fib/1 itself.
@@ -355,3 +357,21 @@ collapse_recursion_test() ->
     ?assertEqual(nomatch, re:run(Again, "bs_wl:fib/1;bs_wl:fib/1")),
     ?assertMatch({match, _}, re:run(Again, "bs_wl:fib/1 [0-9]+\n")),
     {error, {bad_option, collapse_recursion, 1, _}} = beamspy:check({bs_wl, fib, [1]}, #{collapse_recursion => 1}).
+
+%% The Erlang side's lists of formats and extensions are the C table's
+%% (c_src/writers/format_registry.c), read through the NIF: a format added
+%% there and not here (or the other way round) fails this test.
+format_lists_are_the_c_table_test() ->
+    #{profile := Rows, sequence := SeqRows} = beamspy_tracer:formats(),
+    ?assertEqual([N || {N, _, _} <- Rows], beamspy_opts:formats()),
+    ?assertEqual(lists:sort([{E, N} || {N, Exts, _} <- Rows, E <- Exts]),
+                 lists:sort(beamspy_opts:extensions())),
+    ?assertEqual(lists:sort([N || {N, _, true} <- Rows]), lists:sort(beamspy_opts:timeline_formats())),
+    ?assertEqual([N || {N, _, _} <- SeqRows], beamspy_sequence:formats()),
+    ?assertEqual(lists:sort([{E, N} || {N, Exts, _} <- SeqRows, E <- Exts]),
+                 lists:sort(beamspy_sequence:extensions())),
+    %% An extension that ends another comes after it: the first match of a
+    %% file name is the longest, as in C.
+    Exts = [E || {E, _} <- beamspy_opts:extensions()],
+    ?assertEqual([], [{Short, Long} || {I, Short} <- lists:enumerate(Exts), {J, Long} <- lists:enumerate(Exts),
+                                       I < J, lists:suffix(Short, Long)]).
