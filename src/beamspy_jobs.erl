@@ -21,12 +21,43 @@
 %%% makes itself visible before it looks at the other). A job that has
 %%% handed back its result marks itself done ({@link mark_done/0}): it is
 %%% waited for (it is exiting), not counted.
+%%%
+%%% Deleted code becomes old code, which a purge removes. A purge never
+%%% kills here: old code is purged softly once no process runs it (a plain
+%%% call of beamspy's API in progress, or the unloader itself, leaves it in
+%%% its own time), by a process that runs only OTP code, since a process of
+%%% beamspy's code would hold what it purges ({@link purger/2}).
 -module(beamspy_jobs).
 
 -export([check_start/0, init_or_refuse/0, mark_done/0, lock/0, unlock/0, running/3]).
+-export([loaded_modules/0, waiter/0, set_waiter/1, stop_waiter/0, purger/2]).
 
 -define(UNLOADING, beamspy_unloading).
 -define(DONE, '$beamspy_job_done').
+%% The process that unloads once the last job has ended (beamspy_agent's),
+%% in the `beamspy' application environment (not a registered name: it
+%% takes the lock, which is one).
+-define(WAITER, unload_waiter).
+
+%% The purging loop, evaluated by erl_eval (OTP's code): purges Ms softly,
+%% waiting 20 ms, then twice as long each time up to 1 s, until Deadline
+%% (monotonic ms); what is left then stays, with a warning in the node's log.
+-define(PURGER,
+        "fun Purge([], _, _) -> ok;"
+        "    Purge(Ms, Wait, Deadline) ->"
+        "        case [M || M <- Ms, not code:soft_purge(M)] of"
+        "            [] -> ok;"
+        "            Left ->"
+        "                case erlang:monotonic_time(millisecond) + Wait > Deadline of"
+        "                    true ->"
+        "                        logger:warning(\"beamspy: the old code of ~w is left on this node: processes "
+        "still run it (code:purge/1 removes it, killing them)\", [Left]);"
+        "                    false ->"
+        "                        receive after Wait -> ok end,"
+        "                        Purge(Left, min(2 * Wait, 1000), Deadline)"
+        "                end"
+        "        end "
+        "end").
 
 -type job() :: {atom(), pid()}.
 -export_type([job/0]).
@@ -89,6 +120,62 @@ running(Modules, Exclude, WaitMs) ->
     Stayed = [J || {_, P} = J <- Ending, not exited(P, Deadline)],
     Running ++ Stayed.
 
+%% @doc Every beamspy module loaded on this node: a job may run a module
+%% the node had already and still need the ones delivered.
+-spec loaded_modules() -> [module()].
+loaded_modules() ->
+    [M || {M, _} <- code:all_loaded(), lists:prefix("beamspy", atom_to_list(M))].
+
+%% @doc Ends the process waiting for the last job to unload (its code is
+%% being removed by the caller, who holds the lock: it has nothing left to
+%% do and would hold the old code).
+-spec stop_waiter() -> ok.
+stop_waiter() ->
+    case waiter() of
+        undefined ->
+            ok;
+        W ->
+            Mon = erlang:monitor(process, W),
+            exit(W, kill),
+            receive {'DOWN', Mon, process, W, _} -> ok end,
+            application:unset_env(beamspy, ?WAITER)
+    end.
+
+%% @doc The process waiting for the last job to unload, if there is one.
+%% Set and read holding the lock.
+-spec waiter() -> pid() | undefined.
+waiter() ->
+    case application:get_env(beamspy, ?WAITER) of
+        {ok, W} when is_pid(W) ->
+            case is_process_alive(W) of
+                true -> W;
+                false -> undefined
+            end;
+        _ ->
+            undefined
+    end.
+
+%% @doc Notes the process waiting for the last job (`undefined': none).
+-spec set_waiter(pid() | undefined) -> ok.
+set_waiter(undefined) ->
+    application:unset_env(beamspy, ?WAITER);
+set_waiter(W) ->
+    application:set_env(beamspy, ?WAITER, W).
+
+%% @doc The expressions (and their bindings) that spawn a process purging
+%% the old code of Modules once no process runs it, trying for at most
+%% MaxMs; for `erl_eval:exprs/2' (OTP's code: beamspy's, this module's
+%% included, may be deleted by the time they are evaluated, here or on
+%% another node). The process runs only OTP code.
+-spec purger([module()], non_neg_integer()) -> {erl_eval:expression_list(), erl_eval:binding_struct()}.
+purger(Modules, MaxMs) ->
+    Src = "Purge = " ++ ?PURGER ++ ", "
+        "Deadline = erlang:monotonic_time(millisecond) + MaxMs, "
+        "erlang:spawn(fun() -> Purge(Modules, 20, Deadline) end).",
+    {ok, Tokens, _} = erl_scan:string(Src),
+    {ok, Exprs} = erl_parse:parse_exprs(Tokens),
+    {Exprs, erl_eval:add_binding('MaxMs', MaxMs, erl_eval:add_binding('Modules', Modules, erl_eval:new_bindings()))}.
+
 %%% ---------------------------------------------------------------------
 
 %% What a process is, from the code it was spawned with (proc_lib's
@@ -124,6 +211,8 @@ module_kind(beamspy_telemetry, _, _) -> telemetry;
 module_kind(beamspy_sampler, _, _) -> sampler;
 module_kind(beamspy_top, _, _) -> top;
 module_kind(beamspy_agent, init, 4) -> cli_job;
+%% Waits for the jobs to end to unload: not one of them.
+module_kind(beamspy_agent, await_jobs, 0) -> none;
 module_kind(beamspy_watchdog, _, _) -> watchdog;
 module_kind(beamspy_calibrate, _, _) -> calibration;
 module_kind(M, _, _) -> M.
