@@ -107,18 +107,25 @@ unlock() ->
 %% @doc The jobs running code of Modules on this node, but the processes of
 %% Exclude: `{Kind, Pid}' with Kind `session', `capture', `seq',
 %% `telemetry', `sampler', `top', `cli_job', `watchdog', `calibration', or
-%% the module a process is running. Jobs that marked themselves done, and
-%% watchdogs whose owner is done, are waited for, at most WaitMs in all;
-%% those still there then are listed.
+%% the module a process is running (a plain call of beamspy's API in
+%% progress, not a job). Jobs that marked themselves done, watchdogs whose
+%% owner is done, and (when no job runs) plain calls are waited for, at
+%% most WaitMs in all; those still there then are listed.
 -spec running([module()], [pid()], non_neg_integer()) -> [job()].
 running(Modules, Exclude, WaitMs) ->
     Deadline = erlang:monotonic_time(millisecond) + WaitMs,
-    Found = [{Kind, P} || P <- erlang:processes(), not lists:member(P, Exclude),
-                          Kind <- [job_kind(P, Modules)], Kind =/= none],
-    Pids = [P || {_, P} <- Found],
-    {Ending, Running} = lists:partition(fun(J) -> ending(J, Pids) end, Found),
+    Found = [{Class, Kind, P} || P <- erlang:processes(), not lists:member(P, Exclude),
+                                 {Class, Kind} <- [classify(P, Modules)]],
+    Jobs = [{Kind, P} || {job, Kind, P} <- Found],
+    Calls = [{M, P} || {call, M, P} <- Found],
+    Pids = [P || {_, P} <- Jobs],
+    {Ending, Running} = lists:partition(fun(J) -> ending(J, Pids) end, Jobs),
     Stayed = [J || {_, P} = J <- Ending, not exited(P, Deadline)],
-    Running ++ Stayed.
+    InCall = case Running of
+                 [] -> [C || {_, P} = C <- Calls, not left_code(P, Modules, Deadline)];
+                 _ -> Calls
+             end,
+    Running ++ Stayed ++ InCall.
 
 %% @doc Every beamspy module loaded on this node: a job may run a module
 %% the node had already and still need the ones delivered.
@@ -178,14 +185,17 @@ purger(Modules, MaxMs) ->
 
 %%% ---------------------------------------------------------------------
 
-%% What a process is, from the code it was spawned with (proc_lib's
-%% processes keep theirs in the dictionary) or the code it runs now.
-job_kind(P, Modules) ->
-    case erlang:process_info(P, [initial_call, current_function]) of
-        [{initial_call, {proc_lib, init_p, 5}}, {current_function, Current}] ->
-            kind(proc_lib_initial(P), Current, Modules);
-        [{initial_call, Initial}, {current_function, Current}] ->
-            kind(Initial, Current, Modules);
+%% What a process is: a job, from the code it was spawned with (proc_lib's
+%% processes keep theirs in the dictionary); else a plain call of beamspy's
+%% API in progress (`{call, Module}'), from the code on its stack (the
+%% frames process_info/2 shows, `backtrace_depth' of them, 8 by default):
+%% waited for until it has left that code; else `none'.
+classify(P, Modules) ->
+    case erlang:process_info(P, [initial_call, current_stacktrace]) of
+        [{initial_call, {proc_lib, init_p, 5}}, {current_stacktrace, Stack}] ->
+            kind(proc_lib_initial(P), Stack, Modules);
+        [{initial_call, Initial}, {current_stacktrace, Stack}] ->
+            kind(Initial, Stack, Modules);
         undefined ->
             none
     end.
@@ -196,13 +206,18 @@ proc_lib_initial(P) ->
         _ -> undefined
     end.
 
-kind({M, F, A}, Current, Modules) ->
+kind({M, F, A}, Stack, Modules) ->
     case lists:member(M, Modules) of
-        true -> module_kind(M, F, A);
-        false -> running_kind(Current, Modules)
+        true ->
+            case module_kind(M, F, A) of
+                none -> none;
+                Kind -> {job, Kind}
+            end;
+        false ->
+            in_call(Stack, Modules)
     end;
-kind(_, Current, Modules) ->
-    running_kind(Current, Modules).
+kind(_, Stack, Modules) ->
+    in_call(Stack, Modules).
 
 module_kind(beamspy_session, _, _) -> session;
 module_kind(beamspy_capture, _, _) -> capture;
@@ -218,17 +233,32 @@ module_kind(beamspy_calibrate, _, _) -> calibration;
 module_kind(M, _, _) -> M.
 
 %% A process running beamspy's code right now, though not spawned with it
-%% (the caller of a capture waiting for it, say). beamspy_remote's: another
-%% unload, which gives way at once.
-running_kind({beamspy_remote, _, _}, _) ->
-    none;
-running_kind({M, F, A}, Modules) ->
-    case lists:member(M, Modules) of
-        true -> module_kind(M, F, A);
-        false -> none
-    end;
-running_kind(_, _) ->
-    none.
+%% (the caller of a capture waiting for it, a call of beamspy:format_error/1
+%% printing): `{call, Module}' with the innermost of beamspy's modules on
+%% its stack. beamspy_remote's: another unload, which gives way at once.
+in_call(Stack, Modules) ->
+    Ours = [M || {M, _, _, _} <- Stack, lists:member(M, Modules)],
+    case {Ours, lists:member(beamspy_remote, Ours)} of
+        {[M | _], false} -> {call, M};
+        _ -> none
+    end.
+
+%% Until P has left the code of Modules (or exited), at most until
+%% Deadline: looked at every 20 ms.
+left_code(P, Modules, Deadline) ->
+    case erlang:process_info(P, current_stacktrace) of
+        undefined ->
+            true;
+        {current_stacktrace, Stack} ->
+            case in_call(Stack, Modules) of
+                none -> true;
+                _ ->
+                    case erlang:monotonic_time(millisecond) + 20 > Deadline of
+                        true -> false;
+                        false -> receive after 20 -> left_code(P, Modules, Deadline) end
+                    end
+            end
+    end.
 
 %% Done with its work and exiting: a job that marked itself done, or a
 %% watchdog whose owner is one (or gone).
