@@ -1077,7 +1077,9 @@ load(Node, Timeout) ->
     beamspy_remote:load(Node, Timeout).
 
 %% @equiv unload(Node, 30000)
--spec unload(node()) -> {ok, #{unloaded := [module()], deferred := boolean()}} | {error, term()}.
+-spec unload(node()) ->
+          {ok, #{unloaded := [module()], deferred := boolean(), purged := boolean(), running := [pid()]}}
+          | {error, term()}.
 unload(Node) ->
     unload(Node, 30000).
 
@@ -1091,10 +1093,22 @@ unload(Node) ->
 %% Node}}}', as does any job starting there meanwhile. Timeout bounds each
 %% remote call; a job that is ending is waited for at most half of it.
 %%
+%% Nor is a plain call of beamspy's in progress there killed (a process in
+%% `beamspy:format_error/1', say): it is waited for until it has left
+%% beamspy's code (at most half of Timeout), else the unload is refused
+%% with it in `Jobs' (`{beamspy_report, Pid}': the module it runs). One
+%% the unload cannot see (deeper in the stack than `backtrace_depth'
+%% frames) keeps the old code until it leaves it: `purged => false' and
+%% `running => [Pid]' then (its next call of beamspy's is undefined), and
+%% the node purges that code once it is left. `purged => true' when the
+%% code is gone.
+%%
 %% ```
-%% 1> {ok, #{unloaded := [beamspy | _]}} = beamspy:unload('app@host').
+%% 1> {ok, #{unloaded := [beamspy | _], purged := true}} = beamspy:unload('app@host').
 %% '''
--spec unload(node(), timeout()) -> {ok, #{unloaded := [module()], deferred := boolean()}} | {error, term()}.
+-spec unload(node(), timeout()) ->
+          {ok, #{unloaded := [module()], deferred := boolean(), purged := boolean(), running := [pid()]}}
+          | {error, term()}.
 unload(Node, Timeout) ->
     beamspy_remote:unload(Node, Timeout).
 

@@ -28,8 +28,8 @@
 %%% '''
 -module(beamspy_agent).
 
--export([start/3, poll/1, arm/1, finish/2, unload/1, release/1, noted/0, dump/1, runs_elixir/0]).
--export([init/4]).
+-export([start/3, poll/1, arm/1, finish/2, release/1, noted/0, dump/1, runs_elixir/0]).
+-export([init/4, await_jobs/0, unload_or_defer_current/3]).
 
 -type kind() :: record | capture | sample | top | seq.
 -type job() :: pid().
@@ -38,6 +38,16 @@
 -define(DEFAULT_LEASE_MS, 5000).
 %% In a job's dictionary once it has ended (release/1 ignores it then).
 -define(JOB_DONE, '$beamspy_job_done').
+%% beamspy_jobs' unloading lock.
+-define(UNLOADING, beamspy_unloading).
+%% How long release/1 waits for another unload in progress, and for jobs
+%% that are ending.
+-define(UNLOCK_WAIT_MS, 20000).
+-define(ENDING_WAIT_MS, 5000).
+%% The waiter looks at the jobs again at least this often.
+-define(LOOK_AGAIN_MS, 1000).
+%% How long the node tries to purge old code that a process still runs.
+-define(PURGE_MS, 600000).
 
 %%% ---------------------------------------------------------------------
 %%% API
@@ -171,49 +181,160 @@ watch_dump(Tool, [_ | _] = Modules) when is_pid(Tool), node(Tool) =/= node() ->
 watch_dump(_, _) ->
     self().
 
-%% @doc What a tool calls before unloading the modules it delivered: `now'
-%% when no other beamspy job runs on this node (the tool then unloads
-%% them), else `deferred': another tool's job still runs this code, so the
-%% modules are noted in the `beamspy' application environment
-%% (`unload_when_done') and the last job to end unloads them.
+%% @doc What a tool calls to remove the modules it delivered. No code is
+%% removed under a running job, whoever started it (a capture or session
+%% started through `erpc', another tool's job, a plain call of beamspy's
+%% API in progress): `unloaded' when none runs, the modules deleted now
+%% (their old code is purged by the node once this call has returned);
+%% else `deferred': they are noted (the `beamspy' application environment,
+%% `unload_when_done') and removed once the last job has ended, by a
+%% process of the node's that waits for them. Waits at most 20 s for
+%% another unload in progress; `busy' if it is still going on then (the
+%% code stays).
 %%
 %% ```
 %% 1> beamspy_agent:release([beamspy_agent]).
-%% now
+%% unloaded
 %% '''
--spec release([module()]) -> now | deferred.
+-spec release([module()]) -> unloaded | deferred | busy.
 release(Modules) ->
-    case other_jobs() of
+    unload_or_defer(Modules, [self()], erlang:monotonic_time(millisecond) + ?UNLOCK_WAIT_MS).
+
+%% Unloads Modules (and those noted) if no job runs but the processes of
+%% Exclude, else leaves them to the last job. The lock taken, nothing of
+%% beamspy starts meanwhile.
+unload_or_defer(Modules, Exclude, Deadline) ->
+    case beamspy_jobs:lock() of
+        ok ->
+            %% Released by a BIF: beamspy_jobs may be deleted by now.
+            try unload_or_defer_locked(Modules, Exclude)
+            after release_lock()
+            end;
+        {error, _} ->
+            %% Another unload: looked at again once it is over.
+            case wait_for_unloader(Deadline) of
+                over -> unload_or_defer_again(Modules, Exclude, Deadline);
+                timeout -> busy
+            end
+    end.
+
+%% The other unload may have removed this very code (a call of the
+%% current code then fails): what is left of Modules is looked at again.
+unload_or_defer_again(Modules, Exclude, Deadline) ->
+    case erlang:module_loaded(?MODULE) andalso erlang:module_loaded(beamspy_jobs) of
+        true ->
+            %% Current code again (the other unload left it).
+            ?MODULE:unload_or_defer_current(Modules, Exclude, Deadline);
+        false ->
+            Left = [M || M <- Modules, erlang:module_loaded(M)],
+            _ = [code:delete(M) || M <- Left],
+            unloaded
+    end.
+
+%% @private unload_or_defer/3, called as the current code's.
+-spec unload_or_defer_current([module()], [pid()], integer()) -> unloaded | deferred | busy.
+unload_or_defer_current(Modules, Exclude, Deadline) ->
+    unload_or_defer(Modules, Exclude, Deadline).
+
+unload_or_defer_locked(Modules, Exclude) ->
+    All = lists:usort(noted() ++ Modules),
+    case beamspy_jobs:running(beamspy_jobs:loaded_modules(), Exclude, ?ENDING_WAIT_MS) of
         [] ->
-            now;
-        _ ->
-            application:set_env(beamspy, unload_when_done, lists:usort(noted() ++ Modules)),
-            %% Looked at again after noting: a job that ended in between
-            %% may not have seen the note (jobs mark themselves done
-            %% before they look).
-            case other_jobs() of
-                [] -> unload_noted();
-                _ -> ok
-            end,
+            application:unset_env(beamspy, unload_when_done),
+            ok = beamspy_jobs:stop_waiter(),
+            ok = delete_and_purge(All),
+            unloaded;
+        [_ | _] ->
+            application:set_env(beamspy, unload_when_done, All),
+            ok = start_waiter(),
             deferred
     end.
 
-%% Modules left loaded under a job that is not a tool's: listed as
-%% beamspy:load/1 lists what it loaded, so that beamspy:unload/1 removes
-%% them once that job is done.
-list_for_unload(Modules) ->
-    Listed = case application:get_env(beamspy, delivered) of
-                 {ok, #{loaded := L, reload := R}} -> #{loaded => lists:usort(L ++ Modules), reload => R};
-                 _ -> #{loaded => lists:usort(Modules), reload => []}
-             end,
-    application:set_env(beamspy, delivered, Listed).
+%% Deletes Modules (their code becomes old; an old version left over is
+%% purged first, if nobody runs it) and leaves a process that purges them
+%% once no process runs them (this one, to begin with). Only local calls
+%% and OTP's from the first deletion on: beamspy_jobs may be among them.
+delete_and_purge(Modules) ->
+    {Purger, Bindings} = beamspy_jobs:purger(Modules, ?PURGE_MS),
+    _ = [begin _ = code:soft_purge(M), code:delete(M) end || M <- Modules],
+    {value, _, _} = erl_eval:exprs(Purger, Bindings),
+    ok.
 
-%% Unloads what was noted, from a process of its own (the caller may be a
-%% remote call that must still return).
-unload_noted() ->
-    All = noted(),
-    application:unset_env(beamspy, unload_when_done),
-    _ = spawn(fun() -> unload(All) end),
+release_lock() ->
+    try unregister(?UNLOADING) of
+        true -> ok
+    catch
+        error:badarg -> ok
+    end.
+
+%% Until the unloading lock is free (its holder gone or done), at most
+%% until Deadline.
+wait_for_unloader(Deadline) ->
+    case whereis(?UNLOADING) of
+        undefined ->
+            over;
+        Holder ->
+            Mon = erlang:monitor(process, Holder),
+            Left = max(0, Deadline - erlang:monotonic_time(millisecond)),
+            receive
+                {'DOWN', Mon, process, Holder, _} -> over
+            after min(100, Left) ->
+                    erlang:demonitor(Mon, [flush]),
+                    case Left of
+                        0 -> timeout;
+                        _ -> wait_for_unloader(Deadline)
+                    end
+            end
+    end.
+
+%% The process that removes the noted modules once the last job has ended
+%% (one per node). Called holding the lock.
+start_waiter() ->
+    case beamspy_jobs:waiter() of
+        undefined -> beamspy_jobs:set_waiter(spawn(?MODULE, await_jobs, []));
+        _ -> ok
+    end.
+
+%% @private The waiter: looks at the jobs (holding the lock), waits for one
+%% of them to end (or a while: a process seen in beamspy's code may be a
+%% plain call that goes on with other work), and looks again; once none
+%% runs, removes the noted modules. Not a job itself (beamspy_jobs).
+-spec await_jobs() -> ok.
+await_jobs() ->
+    case beamspy_jobs:lock() of
+        ok ->
+            Next = try await_locked()
+                   after release_lock()
+                   end,
+            case Next of
+                done -> ok;
+                {wait, Pids} -> wait_any(Pids), await_jobs()
+            end;
+        {error, _} ->
+            _ = wait_for_unloader(erlang:monotonic_time(millisecond) + ?LOOK_AGAIN_MS),
+            ?MODULE:await_jobs()
+    end.
+
+await_locked() ->
+    case beamspy_jobs:running(beamspy_jobs:loaded_modules(), [self()], 0) of
+        [] ->
+            All = noted(),
+            application:unset_env(beamspy, unload_when_done),
+            ok = beamspy_jobs:set_waiter(undefined),
+            ok = delete_and_purge(All),
+            done;
+        Jobs ->
+            {wait, [P || {_, P} <- Jobs]}
+    end.
+
+%% Until one of Pids ends, at most ?LOOK_AGAIN_MS.
+wait_any(Pids) ->
+    Mons = [erlang:monitor(process, P) || P <- Pids],
+    receive
+        {'DOWN', _, process, _, _} -> ok
+    after ?LOOK_AGAIN_MS -> ok
+    end,
+    _ = [erlang:demonitor(M, [flush]) || M <- Mons],
     ok.
 
 %% @doc The modules tools and unload calls left for the last job to unload.
@@ -224,73 +345,20 @@ noted() ->
         _ -> []
     end.
 
-%% Jobs of any tool running on this node, but the calling process.
-other_jobs() ->
-    Self = self(),
-    [P || P <- erlang:processes(), P =/= Self,
-          erlang:process_info(P, initial_call) =:= {initial_call, {?MODULE, init, 4}},
-          not job_done(P)].
-
-job_done(P) ->
-    case erlang:process_info(P, dictionary) of
-        {dictionary, Dict} -> lists:keymember(?JOB_DONE, 1, Dict);
-        undefined -> true
-    end.
-
-%% At the end of a job: the modules tools left for the last job to unload,
-%% and, when the job's own tool is gone, the modules it delivered.
+%% At the end of a job, marked done: the modules noted for the last job,
+%% and, when the job's own tool is gone, the modules it delivered, are
+%% removed if no other job runs (Theirs, the processes of the tool's own
+%% work, aside), else left to the last one.
 unload_when_last(Own) ->
     unload_when_last(Own, []).
 
 unload_when_last(Own, Theirs) ->
     put(?JOB_DONE, true),
-    case {lists:usort(noted() ++ Own), other_jobs()} of
-        {[], _} ->
-            ok;
-        {All, []} ->
-            unload_if_idle(All, Theirs);
-        {All, _} ->
-            application:set_env(beamspy, unload_when_done, All)
+    case lists:usort(noted() ++ Own) of
+        [] -> ok;
+        All -> _ = unload_or_defer(All, [self() | Theirs], erlang:monotonic_time(millisecond) + ?UNLOCK_WAIT_MS),
+               ok
     end.
-
-%% The last job unloads only when nothing else of beamspy runs (a capture
-%% started through erpc, say; Theirs, the processes of the tool's own work,
-%% aside): then the modules stay, listed for beamspy:unload/1. While
-%% another unload runs, the modules are left to it (it looks at the note
-%% once this job is gone).
-unload_if_idle(All, Theirs) ->
-    application:set_env(beamspy, unload_when_done, All),
-    case beamspy_jobs:lock() of
-        ok ->
-            Mods = [M || {M, _} <- code:all_loaded(), lists:prefix("beamspy", atom_to_list(M))],
-            case beamspy_jobs:running(Mods, [self() | Theirs], 5000) of
-                [] ->
-                    application:unset_env(beamspy, unload_when_done),
-                    unload(All);
-                _ ->
-                    application:unset_env(beamspy, unload_when_done),
-                    list_for_unload(All),
-                    beamspy_jobs:unlock()
-            end;
-        {error, _} ->
-            ok
-    end.
-
-%% @doc Unloads Modules from this node, whoever runs them: what the job
-%% does when its tool went away without cleaning up. The caller may be
-%% running one of them: the last purge is done by a process that runs only
-%% OTP code.
-%%
-%% ```
-%% 1> beamspy_agent:unload([beamspy_agent]).
-%% ok
-%% '''
--spec unload([module()]) -> ok.
-unload(Modules) ->
-    _ = [code:purge(M) || M <- Modules],
-    _ = [code:delete(M) || M <- Modules],
-    _ = erlang:spawn(lists, foreach, [fun code:purge/1, Modules]),
-    ok.
 
 %%% ---------------------------------------------------------------------
 %%% The job process

@@ -21,6 +21,9 @@
 -export([unload_local/2]).
 
 -define(ENV, delivered).
+%% How long the node goes on trying to purge old code that processes still
+%% ran when unload/2 returned.
+-define(PURGE_LATER_MS, 600000).
 
 %% @doc Loads beamspy onto Node. Returns `{ok, #{loaded := [module()],
 %% kept := [module()]}}' (modules loaded now, modules the node had in this
@@ -58,23 +61,36 @@ load(Node, Timeout) ->
 %% one meanwhile gets `{error, {busy, {unloading, Node}}}', and jobs
 %% starting meanwhile are refused with the same reason.
 %%
+%% Nor does it kill a process in the middle of a plain call of beamspy's
+%% (one that is not a job: `beamspy:apply/2' printing what it wrote, say):
+%% the removed code stays on the node as old code until no process runs
+%% it. Waited for within Timeout; if some process still runs it then, the
+%% reply says `purged => false' and lists them in `running', and the old
+%% code is purged by the node as soon as they leave it (a process running
+%% only OTP code tries for 10 minutes). `purged => true' once it is gone.
+%%
 %% ```
-%% 1> {ok, #{unloaded := [_ | _]}} = beamspy_remote:unload('app@host', 30000).
+%% 1> {ok, #{unloaded := [_ | _], purged := true}} = beamspy_remote:unload('app@host', 30000).
 %% '''
--spec unload(node(), timeout()) -> {ok, #{unloaded := [module()], deferred := boolean()}} | {error, term()}.
+-spec unload(node(), timeout()) ->
+          {ok, #{unloaded := [module()], deferred := boolean(), purged := boolean(), running := [pid()]}}
+          | {error, term()}.
 unload(Node, Timeout) ->
+    Deadline = deadline(Timeout),
     try
         #{loaded := Loaded, reload := Reload} = delivered(Node, Timeout),
         case Loaded of
             [] -> throw({error, {nothing_loaded, Node}});
             _ -> ok
         end,
-        Deferred = case unload_there(Node, Loaded, Timeout) of
-                       {now, Deleted} -> ok = purge(Node, Deleted, deadline(Timeout), Timeout), false;
-                       deferred -> true
-                   end,
-        _ = [rpc(Node, code, load_file, [M], Timeout) || not Deferred, M <- Reload],
-        {ok, #{unloaded => Loaded, deferred => Deferred}}
+        case unload_there(Node, Loaded, Timeout) of
+            {now, Deleted} ->
+                Running = purge(Node, Deleted, Deadline, Timeout),
+                _ = [rpc(Node, code, load_file, [M], Timeout) || M <- Reload],
+                {ok, #{unloaded => Loaded, deferred => false, purged => Running =:= [], running => Running}};
+            deferred ->
+                {ok, #{unloaded => Loaded, deferred => true, purged => false, running => []}}
+        end
     catch
         throw:{error, _} = Error -> Error
     end.
@@ -106,13 +122,16 @@ release_unloading_lock() ->
     end.
 
 unload_locked(Loaded, WaitMs) ->
-    Jobs = beamspy_jobs:running(beamspy_modules(), [self()], WaitMs),
+    Jobs = beamspy_jobs:running(beamspy_jobs:loaded_modules(), [self()], WaitMs),
     case {Jobs, [P || {cli_job, P} <- Jobs]} of
         {[], _} ->
             All = lists:usort(Loaded ++ beamspy_agent:noted()),
             ok = application:unset_env(beamspy, unload_when_done),
             ok = application:unset_env(beamspy, ?ENV),
-            _ = [delete(M) || M <- All],
+            %% A tool's modules waiting for the last job: removed now.
+            ok = beamspy_jobs:stop_waiter(),
+            %% Only OTP's calls from here on: beamspy_jobs is among them.
+            _ = [begin _ = code:soft_purge(M), code:delete(M) end || M <- All],
             {now, All};
         {_, []} ->
             {error, {busy, {jobs_running, node(), Jobs}}};
@@ -121,17 +140,6 @@ unload_locked(Loaded, WaitMs) ->
             ok = application:unset_env(beamspy, ?ENV),
             deferred
     end.
-
-%% Every beamspy module loaded here: a job may run a module the node had
-%% already (kept) and still need the ones delivered.
-beamspy_modules() ->
-    [M || {M, _} <- code:all_loaded(), lists:prefix("beamspy", atom_to_list(M))].
-
-%% Current code becomes old (an old version left over is purged first, if
-%% nobody runs it).
-delete(M) ->
-    _ = code:soft_purge(M),
-    code:delete(M).
 
 unload_there(Node, Loaded, Timeout) ->
     try erpc:call(Node, ?MODULE, unload_local, [Loaded, wait_ms(Timeout)], Timeout) of
@@ -154,23 +162,36 @@ wait_ms(infinity) -> 15000;
 wait_ms(Timeout) -> Timeout div 2.
 
 %% Old code is purged once no process runs it: the remote calls that ran
-%% it (another unload giving way, say) end on their own. A process still
-%% running it when the caller's time is up is killed by the purge.
+%% it (this unload's own, another giving way) end on their own, and so does
+%% a plain call of beamspy's API in progress. Nobody is killed: what is
+%% still run when the caller's time is up stays as old code, purged by the
+%% node once they leave it. Returns the processes that still run it.
 purge(Node, Modules, Deadline, Timeout) ->
+    purge(Node, Modules, 20, Deadline, Timeout).
+
+purge(Node, Modules, Wait, Deadline, Timeout) ->
     Left = [M || M <- Modules, not rpc(Node, code, soft_purge, [M], Timeout)],
-    case Left of
-        [] ->
-            ok;
-        _ ->
-            case time_left(Deadline) > 20 of
-                true ->
-                    timer:sleep(20),
-                    purge(Node, Left, Deadline, Timeout);
-                false ->
-                    _ = [rpc(Node, code, purge, [M], Timeout) || M <- Left],
-                    ok
-            end
+    case {Left, time_left(Deadline)} of
+        {[], _} ->
+            [];
+        {_, Time} when Time > Wait ->
+            timer:sleep(Wait),
+            purge(Node, Left, min(2 * Wait, 500), Deadline, Timeout);
+        {_, _} ->
+            {PExprs, PBindings} = beamspy_jobs:purger(Left, ?PURGE_LATER_MS),
+            _ = rpc(Node, erl_eval, exprs, [PExprs, PBindings], Timeout),
+            old_code_users(Node, Left, Timeout)
     end.
+
+%% The processes of Node running old code of Modules: evaluated there by
+%% erl_eval (beamspy's code is gone from the node).
+old_code_users(Node, Modules, Timeout) ->
+    Src = "[P || P <- erlang:processes(), lists:any(fun(M) -> erlang:check_process_code(P, M) end, Modules)].",
+    {ok, Tokens, _} = erl_scan:string(Src),
+    {ok, Exprs} = erl_parse:parse_exprs(Tokens),
+    Bindings = erl_eval:add_binding('Modules', Modules, erl_eval:new_bindings()),
+    {value, Pids, _} = rpc(Node, erl_eval, exprs, [Exprs, Bindings], Timeout),
+    Pids.
 
 deadline(infinity) -> infinity;
 deadline(Timeout) -> erlang:monotonic_time(millisecond) + Timeout.

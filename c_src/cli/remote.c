@@ -220,8 +220,15 @@ int bs_remote_attach(const bs_remote_opts *o, int i, bs_remote *r)
 void bs_remote_detach(bs_remote *r)
 {
     char err[512];
-    if (r->node.fd >= 0 && !r->keep)
-        bs_remove_code(&r->node, &r->delivery, r->timeout_ms, err, sizeof err);
+    int deferred = 0;
+    if (r->node.fd >= 0 && !r->keep) {
+        bs_node_status st = bs_remove_code(&r->node, &r->delivery, r->timeout_ms, &deferred, err, sizeof err);
+        if (st != BS_NODE_OK)
+            bs_cli_error("warning: %s", err);
+        else if (deferred)
+            fprintf(stderr, "beamspy: another beamspy job still runs on %s (a recording, capture or tool started "
+                    "there too): beamspy's code stays until the last one ends, which removes it\n", r->node.name);
+    }
     bs_node_close(&r->node);
 }
 

@@ -423,42 +423,53 @@ bs_node_status bs_deliver_code(bs_node *n, bs_delivery *d, unsigned tmo, char *e
     }
     d->n_loaded = n_need;
     if (st != BS_NODE_OK) {
+        /* A delivery that failed halfway: nothing of it runs yet. */
+        static const char *const steps[] = {"purge", "delete", "purge"};
         char ignored[256];
-        bs_remove_code(n, d, tmo, ignored, sizeof ignored);
+        for (size_t k = 0; k < 3; k++)
+            (void)for_each_module(n, steps[k], names, n_need, tmo, ignored, sizeof ignored);
         d->n_loaded = 0;
     }
     d->load_ms = elapsed_ms(&t0);
     return st;
 }
 
-bs_node_status bs_remove_code(bs_node *n, const bs_delivery *d, unsigned tmo, char *err, size_t err_size)
+bs_node_status bs_remove_code(bs_node *n, const bs_delivery *d, unsigned tmo, int *deferred, char *err,
+                              size_t err_size)
 {
-    static const char *const steps[] = {"purge", "delete", "purge"};
     const char *names[BS_DELIVERY_MAX_MODULES];
+    *deferred = 0;
     for (unsigned k = 0; k < d->n_loaded; k++)
         names[k] = bs_payload_modules[d->loaded[k]].name;
     if (d->n_loaded == 0)
         return BS_NODE_OK;
-    /* Another tool's job may be running this code right now: then the
-     * node unloads it when the last job ends (beamspy_agent:release/1). */
+    /* The node removes the code itself, and only when no beamspy job runs
+     * there (whoever started it): else the last job to end removes it
+     * (beamspy_agent:release/1). It never kills: old code still run by a
+     * process is purged by the node once the process leaves it. The call
+     * may wait for jobs that are ending (5 s) and for another unload
+     * (20 s): its own time on top of the tool's. */
     ei_x_buff a;
     call_result c;
     if (bs_call_args(&a, "A", names, d->n_loaded) < 0)
         return BS_NODE_FAILED;
-    bs_node_status st = call(n, "beamspy_agent", "release", &a, tmo, &c, err, err_size);
-    if (st == BS_NODE_LOST || st == BS_NODE_TIMEOUT)
+    bs_node_status st = call(n, "beamspy_agent", "release", &a, tmo + 30000u, &c, err, err_size);
+    if (st != BS_NODE_OK)
         return st;
-    if (st == BS_NODE_OK) {
-        int deferred = decode_is_atom(&c, "deferred");
+    int unloaded = decode_is_atom(&c, "unloaded");
+    *deferred = decode_is_atom(&c, "deferred");
+    if (!unloaded && !*deferred) {
+        if (decode_is_atom(&c, "busy"))
+            snprintf(err, err_size, "another unload of beamspy was in progress on %s for 20 s: beamspy's code was "
+                     "left there", n->name);
+        else
+            unexpected(&c, "removing beamspy's code", n->name, err, err_size);
         ei_x_free(&c.r);
-        if (deferred)
-            return BS_NODE_OK;
+        return BS_NODE_FAILED;
     }
-    for (size_t s = 0; s < 3; s++) {
-        st = for_each_module(n, steps[s], names, d->n_loaded, tmo, err, err_size);
-        if (st != BS_NODE_OK)
-            return st;
-    }
+    ei_x_free(&c.r);
+    if (*deferred)
+        return BS_NODE_OK;
     /* The node's own version of a module we replaced comes back. */
     for (unsigned k = 0; k < d->n_loaded; k++)
         if (d->reload[k]) {

@@ -34,8 +34,11 @@ typedef struct bs_delivery {
 bs_node_status bs_deliver_code(bs_node *n, bs_delivery *d, unsigned timeout_ms, char *err, size_t err_size);
 
 /* Unloads what bs_deliver_code loaded (and reloads the node's own version
- * of a module it replaced). */
-bs_node_status bs_remove_code(bs_node *n, const bs_delivery *d, unsigned timeout_ms, char *err, size_t err_size);
+ * of a module it replaced), once no beamspy job runs on the node: while one
+ * runs (another tool's, or one started there by other means), *deferred is
+ * set and the node removes the code when the last job ends. */
+bs_node_status bs_remove_code(bs_node *n, const bs_delivery *d, unsigned timeout_ms, int *deferred, char *err,
+                              size_t err_size);
 
 /* The module names of a delivery as an Erlang list of atoms, appended to x
  * (the job on the node unloads them itself if the tool goes away). */

@@ -19,7 +19,9 @@
 # that idle servers of an Elixir command are WAIT, not RUNNABLE
 # (idle_checks.sh), ONLY=meta what record's outputs say was recorded and how
 # (record_meta_checks.sh), ONLY=many_calls a capture of 100,000 calls
-# (many_calls.sh), ONLY=cpu mode cpu from run and record (cpu_checks.sh).
+# (many_calls.sh), ONLY=cpu mode cpu from run and record (cpu_checks.sh),
+# ONLY=unload that the tool removes its code only once no job runs
+# (unload_checks.sh).
 set -u
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -180,6 +182,12 @@ fi
 # ONLY=cpu: mode cpu from the command line (cpu_checks.sh) alone.
 if [ "${ONLY:-}" = cpu ]; then
     . "$here/cpu_checks.sh"
+    finish
+fi
+
+# ONLY=unload: the tool's code removal under other jobs alone.
+if [ "${ONLY:-}" = unload ]; then
+    . "$here/unload_checks.sh"
     finish
 fi
 
@@ -372,6 +380,7 @@ rec_rc=$?
 check "two tools at once: the record delivered, finished first, and left the code to the other" [ $rec_rc -eq 0 ] && [ -s "$out/both_a.folded" ]
 check "two tools at once: top kept working to its end" [ $top_rc -eq 0 ] && [ "$(grep -c '^PID' "$out/both_top.txt")" -eq 4 ]
 check "two tools at once: the last job out unloaded beamspy" wait_clean n2 10
+. "$here/unload_checks.sh"
 
 echo "--- another version of beamspy on the node"
 mkdir -p "$build/fake"

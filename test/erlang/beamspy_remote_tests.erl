@@ -13,6 +13,7 @@ remote_test_() ->
                         {"a running capture is not cut short; concurrent unloads",
                          {timeout, 120, fun() -> capture_busy(Ctx) end}},
                         {"nothing starts while unloading", fun() -> unloading(Ctx) end},
+                        {"a plain call in progress is not killed", {timeout, 120, fun() -> plain_call(Ctx) end}},
                         {"errors", fun() -> errors(Ctx) end}]}
      end}.
 
@@ -92,9 +93,10 @@ capture_busy(#{node := Node, tmp := Tmp}) ->
     ?assertMatch({match, _}, re:run(beamspy:format_error(Why), "capture")),
     Busy = concurrently(3, fun() -> beamspy:unload(Node) end),
     ?assertEqual([], [R || R <- Busy, not is_busy(R)]),
-    %% Still there, still capturing.
+    %% Still there, still capturing (its name is registered before its
+    %% meta pattern is set: on a loaded machine the pattern may come later).
     ?assertNotEqual(false, erpc:call(Node, code, is_loaded, [beamspy_capture])),
-    ?assertNotEqual({meta, false}, erpc:call(Node, erlang, trace_info, [MFA, meta])),
+    wait_until(fun() -> {meta, false} =/= erpc:call(Node, erlang, trace_info, [MFA, meta]) end),
     %% Its caller gone, the capture ends (nothing captured) and cleans up.
     exit(Caller, kill),
     wait_until(fun() -> undefined =:= erpc:call(Node, erlang, whereis, [beamspy_active_session]) end),
@@ -132,6 +134,74 @@ unloading(#{node := Node}) ->
     Holder ! release,
     {ok, #{deferred := false}} = beamspy:unload(Node),
     wait_until(fun() -> erpc:call(Node, code, is_loaded, [beamspy]) =:= false end).
+
+%% A process in the middle of a plain call of beamspy's (not a job):
+%% beamspy:apply/2 printing what it wrote, to a group leader that does not
+%% answer yet, sits in io with beamspy_report and beamspy under it. The
+%% unload's purge once killed it when the unload's time was up. Now the
+%% unload waits for it to leave beamspy's code (half its time), and says
+%% which process runs it if it does not; a call it cannot see (deeper than
+%% the stacks process_info/2 shows) is not killed either: the old code
+%% stays until it has left it, and the reply says so.
+plain_call(#{node := Node, tmp := Tmp}) ->
+    {ok, _} = beamspy:load(Node),
+    Out = filename:join(Tmp, "plain.folded"),
+    {Caller, Mon, Answer} = blocked_apply(Node, Out),
+    {error, {busy, {jobs_running, Node, [{beamspy_report, Caller}]}} = Why} = beamspy:unload(Node, 2000),
+    ?assertMatch({match, _}, re:run(beamspy:format_error(Why), "beamspy_report")),
+    ?assert(erpc:call(Node, erlang, is_process_alive, [Caller])),
+    Answer(),
+    receive {'DOWN', Mon, process, Caller, Why1} -> ?assertEqual(normal, Why1) end,
+    {ok, #{deferred := false, purged := true, running := []}} = beamspy:unload(Node, 5000),
+    ?assertEqual([], old_code(Node)),
+    %% Unseen: stacks shown one frame deep, the caller's frame is io's.
+    {ok, _} = beamspy:load(Node),
+    {Caller2, Mon2, Answer2} = blocked_apply(Node, Out),
+    Depth = erpc:call(Node, erlang, system_flag, [backtrace_depth, 1]),
+    try
+        {ok, #{deferred := false, purged := false, running := [Caller2]}} = beamspy:unload(Node, 2000)
+    after
+        erpc:call(Node, erlang, system_flag, [backtrace_depth, Depth])
+    end,
+    ?assert(erpc:call(Node, erlang, is_process_alive, [Caller2])),
+    ?assertEqual(false, erpc:call(Node, code, is_loaded, [beamspy])),
+    ?assert(erpc:call(Node, erlang, check_old_code, [beamspy_report])),
+    %% Answered, it goes on (its next call of beamspy's is undefined: the
+    %% code is gone) and the node purges the old code it leaves.
+    Answer2(),
+    receive {'DOWN', Mon2, process, Caller2, Why2} -> ?assertNotEqual(killed, Why2) end,
+    wait_until(fun() -> [] =:= old_code(Node) end),
+    ?assertEqual([], [M || M <- erpc:call(Node, erlang, loaded, []), lists:prefix("beamspy", atom_to_list(M))]),
+    ok = file:delete(Out),
+    ?assertEqual([], bs_test_lib:list_dir(Tmp)).
+
+%% A process on Node in beamspy:apply/2, blocked printing what it wrote
+%% (its group leader answers nothing until Answer() is called): its pid, a
+%% monitor of it, and Answer.
+blocked_apply(Node, Out) ->
+    Silent = spawn(Node, timer, sleep, [infinity]),
+    %% Runs no code of beamspy's until woken, once its group leader is set.
+    Caller = spawn(Node, erlang, hibernate, [beamspy, apply, [{lists, sort, [[3, 1, 2]]}, #{output => Out}]]),
+    true = erpc:call(Node, erlang, group_leader, [Silent, Caller]),
+    Mon = erlang:monitor(process, Caller),
+    Caller ! go,
+    wait_until(fun() -> {message_queue_len, 1} =:= erpc:call(Node, erlang, process_info, [Silent, message_queue_len]) end),
+    {current_stacktrace, Stack} = erpc:call(Node, erlang, process_info, [Caller, current_stacktrace]),
+    ?assertMatch([beamspy_report | _], [M || {M, _, _, _} <- Stack, lists:prefix("beamspy", atom_to_list(M))]),
+    Answer = fun() ->
+                     %% What it prints next goes to the node's output.
+                     User = erpc:call(Node, erlang, whereis, [user]),
+                     true = erpc:call(Node, erlang, group_leader, [User, Caller]),
+                     {messages, [{io_request, From, ReplyAs, _}]} = erpc:call(Node, erlang, process_info, [Silent, messages]),
+                     From ! {io_reply, ReplyAs, ok},
+                     exit(Silent, kill)
+             end,
+    {Caller, Mon, Answer}.
+
+%% beamspy's modules with old code on Node.
+old_code(Node) ->
+    [M || M <- erpc:call(Node, erlang, loaded, []), lists:prefix("beamspy", atom_to_list(M)),
+          erpc:call(Node, erlang, check_old_code, [M])].
 
 is_busy({error, {busy, {unloading, _}}}) -> true;
 is_busy({error, {busy, {jobs_running, _, [_ | _]}}}) -> true;

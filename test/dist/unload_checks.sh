@@ -1,0 +1,76 @@
+# unload_checks.sh — sourced by run.sh (needs its node n1 and helpers): the
+# tool removes the code it delivered only when no beamspy job runs on the
+# node, whoever started the job. A capture started through erpc while
+# `record --mode sample' ran was once killed by the tool's purge when the
+# record ended (undef in its owner and watchdog), and the node kept the
+# capture's trace patterns, its meta pattern and on_load traced.
+
+# What a capture of bs_dist_wl:wait_for_go/0 (called by nobody once the
+# node runs) or a session would leave: "meta=M on_load=O local=N old=K"
+# (N functions of lists with a call pattern, K modules with old code).
+capture_leftovers() {
+    rpc "$1" '
+        {meta, Meta} = erlang:trace_info({bs_dist_wl, wait_for_go, 0}, meta),
+        {traced, OnLoad} = erlang:trace_info(on_load, traced),
+        Local = [F || {F, A} <- lists:module_info(exports),
+                      element(2, erlang:trace_info({lists, F, A}, traced)) =/= false],
+        Old = [M || M <- erlang:loaded(), erlang:check_old_code(M)],
+        lists:flatten(io_lib:format("meta=~w on_load=~w local=~w old=~w",
+                                    [Meta, OnLoad, length(Local), length(Old)])).' |
+        tr -d '"'
+}
+
+capture_clean() { nothing_left "$1" capture_leftovers "meta=false on_load=false local=0 old=0"; }
+
+# unload_under_job WHAT START RUNNING: `record --mode sample' delivers
+# beamspy to n1; while it runs, a process there (registered as
+# bsd_unload_holder) evaluates START, keeps its result as R (also in the
+# application env bsd_unload/result) and waits for a message `stop'. The
+# record ends first; RUNNING (an expression) is then true on n1 if the job
+# still runs.
+unload_under_job() {
+    local what=$1 start=$2 running=$3
+    rpc n1 'application:unset_env(bsd_unload, result), application:unset_env(bsd_unload, stopped),
+            [exit(H, kill) || H <- [erlang:whereis(bsd_unload_holder)], is_pid(H)], ok.' >/dev/null
+    "$cli" record --node "$n1" --all --mode sample --duration 2s -o "$out/under_$what.folded" \
+        --cookie-file "$cookie_file" 2>"$out/under_$what.err" &
+    local rec=$!
+    wait_until 20 is_true n1 'erlang:function_exported(beamspy, capture, 3).'
+    rpc n1 "spawn(fun() ->
+                      register(bsd_unload_holder, self()),
+                      R = (catch ($start)),
+                      application:set_env(bsd_unload, result, R),
+                      receive stop -> application:set_env(bsd_unload, stopped, catch beamspy:stop(element(2, R), #{})) end
+              end), ok." >/dev/null
+    wait_until 20 is_true n1 "$running" || echo "    $what: not seen running: $(rpc n1 'application:get_env(bsd_unload, result).')"
+    wait "$rec"
+    local rc=$?
+    check "$what under a tool's job: the tool ends normally" [ $rc -eq 0 ]
+    check "$what under a tool's job: the tool says that the code stays for the other job" \
+        grep -q "another beamspy job still runs on $n1" "$out/under_$what.err"
+    check "$what under a tool's job: still running once the tool has gone (its code kept)" is_true n1 "$running"
+}
+
+echo "--- the tool's code removal waits for every job"
+# A capture through erpc whose function nobody calls: it ends on its
+# timeout (6 s), after the tool.
+unload_under_job capture \
+    'beamspy:capture({bs_dist_wl, wait_for_go, 0}, 100000, #{timeout => 6000, quiet => true})' \
+    'is_pid(erlang:whereis(beamspy_active_session)).'
+wait_until 30 is_true n1 'application:get_env(bsd_unload, result) =/= undefined.'
+check "capture under a tool's job: it ends as it would alone (no calls captured), not killed" \
+    is_true n1 'case application:get_env(bsd_unload, result) of {ok, {error, {no_calls_captured, _}}} -> true; _ -> false end.'
+check "capture under a tool's job: once it has ended the last job out removes beamspy's code" wait_clean n1 15
+check "capture under a tool's job: no trace pattern, meta pattern, on_load or old code left" capture_clean n1
+
+# A live session started through erpc, stopped by its caller after the
+# tool ended.
+unload_under_job session \
+    "beamspy:start(erlang:whereis(busy), #{quiet => true, max_duration => 600000, output => \"$out/under_session_live.folded\"})" \
+    'erlang:function_exported(beamspy, sessions, 0) andalso beamspy:sessions() =/= [].'
+rpc n1 'bsd_unload_holder ! stop, ok.' >/dev/null
+wait_until 20 is_true n1 'application:get_env(bsd_unload, stopped) =/= undefined.'
+check "session under a tool's job: stops as it would alone" \
+    is_true n1 'case application:get_env(bsd_unload, stopped) of {ok, {ok, _}} -> true; _ -> false end.'
+check "session under a tool's job: once it has stopped the last job out removes beamspy's code" wait_clean n1 15
+check "session under a tool's job: no trace pattern or flag, no old code left" capture_clean n1
