@@ -29,7 +29,7 @@
 %%% beamspy's code would hold what it purges ({@link purger/2}).
 -module(beamspy_jobs).
 
--export([check_start/0, init_or_refuse/0, mark_done/0, lock/0, unlock/0, running/3]).
+-export([check_start/0, init_or_refuse/0, mark_done/0, lock/0, running/3]).
 -export([loaded_modules/0, waiter/0, set_waiter/1, stop_waiter/0, purger/2]).
 
 -define(UNLOADING, beamspy_unloading).
@@ -88,8 +88,9 @@ mark_done() ->
     put(?DONE, true),
     ok.
 
-%% @doc Takes the unloading lock for the calling process (released by
-%% {@link unlock/0} or when the process exits).
+%% @doc Takes the unloading lock for the calling process: the registered
+%% name `beamspy_unloading', released with `unregister/1' (a BIF: this
+%% module may be deleted by then) or when the process exits.
 -spec lock() -> ok | {error, {busy, {unloading, node()}}}.
 lock() ->
     try register(?UNLOADING, self()) of
@@ -97,12 +98,6 @@ lock() ->
     catch
         error:badarg -> {error, {busy, {unloading, node()}}}
     end.
-
-%% @doc Releases the lock if the calling process holds it.
--spec unlock() -> ok.
-unlock() ->
-    _ = whereis(?UNLOADING) =:= self() andalso unregister(?UNLOADING),
-    ok.
 
 %% @doc The jobs running code of Modules on this node, but the processes of
 %% Exclude: `{Kind, Pid}' with Kind `session', `capture', `seq',

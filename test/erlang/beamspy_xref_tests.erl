@@ -59,7 +59,7 @@ unused_exports_allowed() ->
     Tool = "the command-line tool, over erpc (c_src/cli)",
     Init = "proc_lib's start of the process",
     [{{beamspy_agent, start, 3}, Tool}, {{beamspy_agent, poll, 1}, Tool}, {{beamspy_agent, arm, 1}, Tool},
-     {{beamspy_agent, finish, 2}, Tool}, {{beamspy_agent, unload, 1}, Tool},
+     {{beamspy_agent, finish, 2}, Tool},
      {{beamspy_agent, release, 1}, Tool}, {{beamspy_agent, dump, 1}, Tool},
      {{beamspy_agent, runs_elixir, 0}, Tool},
      {{beamspy_remote, unload_local, 2}, "beamspy_remote:unload/2, over erpc"},
