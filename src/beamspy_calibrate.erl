@@ -46,7 +46,7 @@
 %%% them itself, even when its caller dies meanwhile.
 -module(beamspy_calibrate).
 
--export([nif_option/1, costs/1, wait_idle/0, forget/0, kept/1, keep/3]).
+-export([nif_option/1, costs/1, measure/1, wait_idle/0, forget/0, kept/1, keep/3]).
 %% The loops, called (traced) by the calibrating process only.
 -export([tail/1, body/2, leaf/1]).
 
@@ -149,7 +149,7 @@ keep(Timeline, Costs, MeasuredAt) ->
     atomics:put(Slots, ?MEASURED_AT, case MeasuredAt of 0 -> 1; _ -> MeasuredAt end),
     ok.
 
-%% Measures again (nothing kept).
+%% @doc Measures again (nothing kept): the compensation tests use it.
 -spec measure(boolean()) -> {ok, costs()} | {error, term()}.
 measure(Timeline) ->
     Parent = self(),

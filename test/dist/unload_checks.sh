@@ -25,24 +25,28 @@ capture_clean() { nothing_left "$1" capture_leftovers "meta=false on_load=false 
 # unload_under_job WHAT START RUNNING: `record --mode sample' delivers
 # beamspy to n1; while it runs, a process there (registered as
 # bsd_unload_holder) evaluates START, keeps its result as R (also in the
-# application env bsd_unload/result) and waits for a message `stop'. The
-# record ends first; RUNNING (an expression) is then true on n1 if the job
-# still runs.
+# application env bsd_unload/result) and waits for a message `stop'. Once
+# RUNNING (an expression) is true on n1, the record is stopped with Ctrl-C
+# (its --duration is only a bound), so the tool always ends while the other
+# job runs, however long that job took to start on a loaded machine;
+# RUNNING must still be true after it.
 unload_under_job() {
     local what=$1 start=$2 running=$3
     rpc n1 'application:unset_env(bsd_unload, result), application:unset_env(bsd_unload, stopped),
             [exit(H, kill) || H <- [erlang:whereis(bsd_unload_holder)], is_pid(H)], ok.' >/dev/null
-    "$cli" record --node "$n1" --all --mode sample --duration 2s -o "$out/under_$what.folded" \
+    "$cli" record --node "$n1" --all --mode sample --duration 120s -o "$out/under_$what.folded" \
         --cookie-file "$cookie_file" 2>"$out/under_$what.err" &
     local rec=$!
-    wait_until 20 is_true n1 'erlang:function_exported(beamspy, capture, 3).'
+    wait_until 60 is_true n1 'erlang:function_exported(beamspy, capture, 3).'
     rpc n1 "spawn(fun() ->
                       register(bsd_unload_holder, self()),
                       R = (catch ($start)),
                       application:set_env(bsd_unload, result, R),
                       receive stop -> application:set_env(bsd_unload, stopped, catch beamspy:stop(element(2, R), #{})) end
               end), ok." >/dev/null
-    wait_until 20 is_true n1 "$running" || echo "    $what: not seen running: $(rpc n1 'application:get_env(bsd_unload, result).')"
+    wait_until 60 is_true n1 "$running" ||
+        echo "    $what: not seen running: result $(rpc n1 'application:get_env(bsd_unload, result).'), holder at $(rpc n1 'case erlang:whereis(bsd_unload_holder) of undefined -> gone; H -> erlang:process_info(H, current_stacktrace) end.')"
+    kill -INT "$rec"
     wait "$rec"
     local rc=$?
     check "$what under a tool's job: the tool ends normally" [ $rc -eq 0 ]

@@ -77,6 +77,7 @@ unused_exports_allowed() ->
      {{beamspy_calibrate, leaf, 1}, "the calibration's traced workload, called by name"},
      {{beamspy_calibrate, costs, 1}, "bench/fidelity and the compensation tests"},
      {{beamspy_calibrate, forget, 0}, "the compensation tests"},
+     {{beamspy_calibrate, measure, 1}, "the compensation tests"},
      {{beamspy_calibrate, kept, 1}, "the compensation tests"},
      {{beamspy_calibrate, keep, 3}, "the compensation tests"},
      {{beamspy_opts, defaults, 0}, "BeamSpy (Elixir) and the defaults test"},
