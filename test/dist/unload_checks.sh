@@ -22,6 +22,17 @@ capture_leftovers() {
 
 capture_clean() { nothing_left "$1" capture_leftovers "meta=false on_load=false local=0 old=0"; }
 
+# wait_capture_clean SHORT SECONDS: the old code is purged by a process the
+# unload leaves behind, softly and with backoff (20 ms, doubling up to 1 s),
+# once the processes that ran it (the waiter itself, to begin with) have
+# left it: until nothing is left, at most SECONDS; on failure the modules
+# whose old code is still there are printed.
+wait_capture_clean() {
+    wait_until "$2" capture_clean "$1" >/dev/null && return 0
+    echo "    old code on $1: $(rpc "$1" '[M || M <- erlang:loaded(), erlang:check_old_code(M)].')"
+    capture_clean "$1"
+}
+
 # unload_under_job WHAT START RUNNING: `record --mode sample' delivers
 # beamspy to n1; while it runs, a process there (registered as
 # bsd_unload_holder) evaluates START, keeps its result as R (also in the
@@ -65,7 +76,7 @@ wait_until 30 is_true n1 'application:get_env(bsd_unload, result) =/= undefined.
 check "capture under a tool's job: it ends as it would alone (no calls captured), not killed" \
     is_true n1 'case application:get_env(bsd_unload, result) of {ok, {error, {no_calls_captured, _}}} -> true; _ -> false end.'
 check "capture under a tool's job: once it has ended the last job out removes beamspy's code" wait_clean n1 15
-check "capture under a tool's job: no trace pattern, meta pattern, on_load or old code left" capture_clean n1
+check "capture under a tool's job: no trace pattern, meta pattern, on_load or old code left" wait_capture_clean n1 20
 
 # A live session started through erpc, stopped by its caller after the
 # tool ended.
@@ -77,4 +88,4 @@ wait_until 20 is_true n1 'application:get_env(bsd_unload, stopped) =/= undefined
 check "session under a tool's job: stops as it would alone" \
     is_true n1 'case application:get_env(bsd_unload, stopped) of {ok, {ok, _}} -> true; _ -> false end.'
 check "session under a tool's job: once it has stopped the last job out removes beamspy's code" wait_clean n1 15
-check "session under a tool's job: no trace pattern or flag, no old code left" capture_clean n1
+check "session under a tool's job: no trace pattern or flag, no old code left" wait_capture_clean n1 20
