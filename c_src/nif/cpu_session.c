@@ -74,7 +74,7 @@ struct bs_cpu {
     /* The C frames' unwinding (drain thread only): NULL when libdw is
      * missing or the rings with stack copies were refused (why in no_unwind). */
     bs_dwarf_unwinder *unwinder;
-    char no_unwind[256];
+    char no_unwind[480];
     bs_proc_mem mem;
     uint64_t walks_cut, c_leaf, reached_jit, fragment_first, callers_found, callers_refused, jit_leaf_fragment, erlang_any;
     uint64_t dwarf[DWARF_MAX_FRAMES + 1];
@@ -523,7 +523,7 @@ bs_cpu *bs_cpu_open(ErlNifEnv *env, bs_session *s, unsigned hz, int all, char *w
     /* The C frames are unwound when libdw is there and the kernel gives the
      * bigger rings (stack copies); else the kernel's frame-pointer chains,
      * and the notes say why. */
-    char no[200];
+    char no[400];
     if (bs_dwarf_unwinder_open(&c->unwinder, (int)getpid(), UNWIND_MAX_BYTES, no, sizeof no) < 0) {
         c->unwinder = NULL;
         snprintf(c->no_unwind, sizeof c->no_unwind, "%s", no);
@@ -668,7 +668,7 @@ int bs_cpu_export(bs_cpu *c, bs_profile *out, bs_key_namer namer, void *ctx)
     out->unit = BS_UNIT_COUNT;
     bs_perf_stats st;
     bs_perf_sampler_stats(c->sampler, &st);
-    char note[512];
+    char note[640];
     snprintf(note, sizeof note,
              "CPU samples at %u Hz of %u scheduler threads: %llu samples, %llu lost by the kernel, %llu with "
              "their outermost frames cut (perf_event_max_stack %u), %llu left out (memory), %llu thread "

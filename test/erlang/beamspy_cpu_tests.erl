@@ -25,7 +25,9 @@ cpu_test_() ->
       {"two workers running different code are told apart", {timeout, 120, fun two_workers/0}},
       {"the default rate, said in the notes", {timeout, 120, fun default_rate/0}},
       {"bad mode and rate options are refused before anything runs", fun bad_options/0},
-      {"a VM without +JPperf true is refused, naming the flag", {timeout, 120, fun no_perf_flag/0}}]}.
+      {"a VM without +JPperf true is refused, naming the flag", {timeout, 120, fun no_perf_flag/0}},
+      {"rings with stack copies refused by the locked-memory limit: frame pointers, said in the notes",
+       {timeout, 180, fun locked_memory_fallback/0}}]}.
 
 %% Samples (self weights) of a tree, and those whose path holds Frame.
 samples(Nodes) ->
@@ -155,4 +157,108 @@ no_perf_flag() ->
         ?assertEqual([], peer:call(Peer, beamspy, sessions, []))
     after
         peer:stop(Peer)
+    end.
+
+%% The rings that carry stack copies (for the DWARF unwinding of C frames)
+%% are 4 times the size of plain ones. An unprivileged user may lock
+%% kernel.perf_event_mlock_kb per online CPU plus its RLIMIT_MEMLOCK (root
+%% is not limited: CAP_IPC_LOCK). A VM run as `nobody' with a 64 KiB
+%% RLIMIT_MEMLOCK and as many scheduler threads as make the plain rings fit
+%% that budget and the bigger ones not: mode cpu must fall back to the
+%% kernel's frame-pointer chains, record the CPU of the function that burns
+%% it (pure Erlang, which frame pointers reach) and say in its notes why the
+%% C frames are not unwound. Needs root to switch to `nobody' (setpriv and
+%% prlimit, util-linux).
+locked_memory_fallback() ->
+    case string:trim(os:cmd("id -u")) of
+        "0" -> locked_memory_fallback_as_nobody();
+        Uid -> ?debugFmt("SKIP: needs root to run a VM as nobody (uid ~ts)", [Uid])
+    end.
+
+locked_memory_fallback_as_nobody() ->
+    Dir = filename:join("/tmp", "bs_mlock_" ++ integer_to_list(erlang:unique_integer([positive]))),
+    try
+        Ebin = filename:join([Dir, "beamspy", "ebin"]),
+        Priv = filename:join([Dir, "beamspy", "priv"]),
+        Out = filename:join(Dir, "out"),
+        ok = filelib:ensure_dir(filename:join(Ebin, "x")),
+        ok = filelib:ensure_dir(filename:join(Priv, "x")),
+        ok = filelib:ensure_dir(filename:join(Out, "x")),
+        OwnEbin = filename:dirname(code:which(beamspy)),
+        Copies = [{F, Ebin} || F <- filelib:wildcard(filename:join(OwnEbin, "*"))]
+            ++ [{code:which(bs_cpu_wl), Ebin}]
+            ++ [{F, Priv} || F <- filelib:wildcard(filename:join([filename:dirname(OwnEbin), "priv", "*"])),
+                             filelib:is_regular(F)],
+        [{ok, _} = file:copy(F, filename:join(To, filename:basename(F))) || {F, To} <- Copies],
+        [ok = file:change_mode(D, 8#755) || D <- [Dir, filename:dirname(Ebin), Ebin, Priv]],
+        ok = file:change_mode(Out, 8#777),
+        [ok = file:change_mode(F, 8#755) || F <- filelib:wildcard(filename:join([Dir, "beamspy", "*", "*"]))],
+        Threads = threads_over_budget(),
+        Result = filename:join(Out, "profile.bin"),
+        Eval = lists:flatten(io_lib:format(
+                 "{ok, #{profile := P}} = beamspy:profile({bs_cpu_wl, burn, [400]}, #{mode => cpu, cpu_hz => 999}), "
+                 "ok = file:write_file(~p, term_to_binary(P)), halt().", [Result])),
+        Args = ["--memlock=65536:65536", os:find_executable("setpriv"),
+                "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--",
+                os:find_executable("env"), "HOME=" ++ Out, os:find_executable("erl"),
+                "+JPperf", "true", "+S", "1:1", "+SDcpu", "1:1", "+SDio", integer_to_list(Threads - 2),
+                "-noshell", "-pa", Ebin, "-eval", Eval],
+        Port = open_port({spawn_executable, os:find_executable("prlimit")},
+                         [{args, Args}, exit_status, stderr_to_stdout, binary]),
+        {Status, Output} = port_output(Port, <<>>),
+        ?debugFmt("VM as nobody, ~w scheduler threads, RLIMIT_MEMLOCK 64 KiB: exit ~w~ts",
+                  [Threads, Status, Output]),
+        ?assertEqual(0, Status),
+        {ok, Bin} = file:read_file(Result),
+        P = binary_to_term(Bin),
+        #{notes := Notes} = P,
+        ?debugFmt("notes: ~ts", [Notes]),
+        ?assertMatch({match, _}, re:run(Notes, "C frames not unwound: ")),
+        case unwinds_here() of
+            true ->
+                ?assertMatch({match, _}, re:run(Notes, "C frames not unwound: the rings with stack copies were refused")),
+                ?assertMatch({match, _}, re:run(Notes, "locked-memory limit"));
+            false ->
+                ?debugMsg("SKIP the locked-memory reason: this VM does not unwind C frames at all (no libdw)")
+        end,
+        %% The caller there is the VM's one -eval process.
+        [{_, Nodes}] = bs_test_lib:processes(P),
+        All = samples(Nodes),
+        ?assert(All >= 100),
+        ?assert(samples_under(Nodes, ?FIB) >= 0.8 * All)
+    after
+        file:del_dir_r(Dir)
+    end.
+
+%% Whether mode cpu unwinds C frames in this VM (libdw there): only then
+%% does it ask for the rings with stack copies.
+unwinds_here() ->
+    {ok, #{profile := #{notes := Notes}}} =
+        beamspy:profile({bs_cpu_wl, burn, [50]}, #{mode => cpu, cpu_hz => 99}),
+    re:run(Notes, "C frames unwound with DWARF") =/= nomatch.
+
+%% Scheduler threads (1 normal, 1 dirty CPU, the rest dirty I/O) whose
+%% plain rings (BS_PERF_RING_PAGES + 1 = 9 pages each) fit an unprivileged
+%% user's budget and whose rings with stack copies (BS_PERF_RING_PAGES_STACK
+%% + 1 = 33 pages) do not: the budget divided by the mean of the two.
+threads_over_budget() ->
+    {ok, MlockKb} = read_integer("/proc/sys/kernel/perf_event_mlock_kb"),
+    PageKb = list_to_integer(string:trim(os:cmd("getconf PAGESIZE"))) div 1024,
+    Budget = MlockKb * erlang:system_info(logical_processors_online) + 64,
+    Threads = max(3, Budget div (21 * PageKb)),
+    ?assert(Threads * 9 * PageKb < Budget),
+    ?assert(Threads * 33 * PageKb > Budget),
+    Threads.
+
+read_integer(File) ->
+    {ok, Text} = file:read_file(File),
+    {ok, binary_to_integer(string:trim(Text))}.
+
+port_output(Port, Acc) ->
+    receive
+        {Port, {data, D}} -> port_output(Port, <<Acc/binary, D/binary>>);
+        {Port, {exit_status, S}} -> {S, Acc}
+    after 150000 ->
+            catch port_close(Port),
+            {timeout, Acc}
     end.
