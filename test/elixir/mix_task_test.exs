@@ -1,5 +1,5 @@
 # mix_task_test.exs — `mix profile.beamspy`: its switches are the options of
-# BeamSpy.run/2 (every one of the option table of docs/reference-options.md, from the one table of
+# BeamSpy.run/2 (every option of the table in docs/reference-options.md, from the one table of
 # options), its help says so, a switch after the script is refused, and
 # the examples of its help run as written in a real Mix project (made in a
 # scratch directory, beamspy as a path dependency, no Hex).
