@@ -91,7 +91,7 @@
 %%%   the deepest left out, totals unchanged; the file and a warning on
 %%%   standard error say how many. `auto' is 300000 for speedscope and
 %%%   25000 for Chrome trace, what speedscope imports in under 30 s
-%%%   (README, Benchmarks: output sizes); `infinity' keeps every call
+%%%   (docs/benchmarks.md, Output sizes); `infinity' keeps every call
 %%%   recorded (Perfetto reads far more). Default `auto'.</li>
 %%% <li>`collapse_recursion' — fold recursion into one frame in every
 %%%   output, time and calls kept exactly: `true' or `direct' (`f' calling

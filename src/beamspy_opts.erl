@@ -83,7 +83,7 @@
 %% call (`apply'), where they differ for a live session (`live') and from
 %% Elixir (`elixir'), and what it is, in a line. {@link defaults/0}, {@link
 %% defaults/1}, {@link default/1} and the tool's jobs on a node take their
-%% values from it; the README, the docs of `beamspy' and `BeamSpy' and the
+%% values from it; docs/reference-options.md, the docs of `beamspy' and `BeamSpy' and the
 %% help of `bin/beamspy' are checked against it by the tests
 %% (test/erlang/beamspy_defaults_tests.erl).
 %%

@@ -16,7 +16,7 @@
 # and Chrome trace, so the other formats' "default" is "before"; perf
 # script is only written collapsed (uncollapsed it is 4.8 GB for the
 # compiler). Files are deleted as soon as measured; recordings already in
-# WORKDIR are reused. Prints a Markdown table (the README's "Benchmarks: output sizes").
+# WORKDIR are reused. Prints a Markdown table (docs/benchmarks.md, "Output sizes").
 # Usage: bench/sizes/run.sh [WORKDIR]   (default: a temporary directory)
 set -u
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

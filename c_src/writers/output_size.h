@@ -9,7 +9,7 @@
  *
  * Default timeline caps, measured by loading evented files of increasing
  * size into speedscope 1.25 (headless Chromium, 2 shared cores; its Chrome
- * trace importer for .trace.json): see README "Benchmarks: output sizes".
+ * trace importer for .trace.json): see docs/benchmarks.md, "Output sizes".
  * Above the cap a file takes minutes to import or never opens. */
 #ifndef BS_OUTPUT_SIZE_H
 #define BS_OUTPUT_SIZE_H

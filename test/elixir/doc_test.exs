@@ -1,12 +1,12 @@
 # doc_test.exs — runs the examples in BeamSpy's documentation, and holds
-# run/2's option list (what `h BeamSpy.run` shows) to the README's table.
+# run/2's option list (what `h BeamSpy.run` shows) to the option table of docs/reference-options.md.
 defmodule BeamSpyTest.DocTest do
   use ExUnit.Case
   doctest BeamSpy
 
-  @readme Path.expand("../../README.md", __DIR__)
+  @readme Path.expand("../../docs/reference-options.md", __DIR__)
 
-  test "h BeamSpy.run lists every option of the README's option table" do
+  test "h BeamSpy.run lists every option of the option table (docs/reference-options.md)" do
     [_, table] = String.split(File.read!(@readme), "| option | default | meaning |\n", parts: 2)
     [table | _] = String.split(table, "\n\n", parts: 2)
 

@@ -1,5 +1,5 @@
 # mix_task_test.exs — `mix profile.beamspy`: its switches are the options of
-# BeamSpy.run/2 (every one of the README's table, from the one table of
+# BeamSpy.run/2 (every option of the table in docs/reference-options.md, from the one table of
 # options), its help says so, a switch after the script is refused, and
 # the examples of its help run as written in a real Mix project (made in a
 # scratch directory, beamspy as a path dependency, no Hex).
@@ -19,9 +19,9 @@ defmodule BeamSpyTest.MixTaskTest do
     doc
   end
 
-  # Every option the README's option table names (a row may name several).
+  # Every option the option table (docs/reference-options.md) names (a row may name several).
   defp readme_options do
-    readme = File.read!(Path.join(@root, "README.md"))
+    readme = File.read!(Path.join(@root, "docs/reference-options.md"))
     [_, table] = String.split(readme, "| option | default | meaning |\n", parts: 2)
     [table | _] = String.split(table, "\n\n", parts: 2)
 
@@ -33,7 +33,7 @@ defmodule BeamSpyTest.MixTaskTest do
   end
 
   describe "switches" do
-    test "every option of the README's table is a switch or named as having none" do
+    test "every option of the option table of docs/reference-options.md is a switch or named as having none" do
       options = readme_options()
       assert length(options) > 25
       assert :show_idle in options

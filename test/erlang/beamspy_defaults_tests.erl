@@ -1,11 +1,15 @@
 %%% One table of defaults (beamspy_opts:option_table/0): the code takes its
 %%% defaults from it, and every place that writes a default down (the
-%%% README's option table, the option docs of src/beamspy.erl and
+%%% option table of docs/reference-options.md, the option docs of src/beamspy.erl and
 %%% lib/beam_spy.ex, the help of bin/beamspy) is read here and compared
 %%% with it; a default written differently anywhere fails. Under a second.
 -module(beamspy_defaults_tests).
 
 -include_lib("eunit/include/eunit.hrl").
+
+%% The heading row of the option table for readers, looked for in the
+%% README and docs/*.md (it is in docs/reference-options.md).
+-define(TABLE_HEAD, "| option | default | meaning |").
 
 %% Where the command-line help states an entry of the table: command,
 %% option, entry.
@@ -26,7 +30,7 @@
 
 defaults_test_() ->
     [{"the code's defaults are the table's", fun code/0},
-     {"the README's option table says the table's defaults", fun readme/0},
+     {"the option table of the docs says the table's defaults", fun options_doc/0},
      {"beamspy's option docs say the table's defaults", fun erlang_docs/0},
      {"BeamSpy's option docs say the table's defaults", fun elixir_docs/0},
      {"bin/beamspy help says the table's defaults", fun cli_help/0}].
@@ -53,13 +57,27 @@ code() ->
     {ok, #{timeline := Calls}} = beamspy_opts:options(#{timeline => true}),
     ?assertEqual(beamspy_opts:default(timeline_calls), Calls).
 
-%% | `key` | default | meaning |: every option of the API has its row.
-readme() ->
+%% | `key` | default | meaning |: every option of the API has its row, in
+%% the one table of the docs that has this heading (wherever it lives).
+options_doc() ->
+    Table = option_doc_table(),
     Rows = [{list_to_atom(K), string:trim(D)}
-            || L <- lines(file("README.md")),
+            || L <- Table,
                {match, [K, D]} <- [re:run(L, "^\\| `([a-z_]+)` \\|([^|]*)\\|", [{capture, all_but_first, list}, unicode])]],
-    [?assertEqual({K, text(readme, D)}, {K, proplists:get_value(K, Rows)})
+    ?assert(length(Rows) > 25),
+    [?assertEqual({K, text(doc, D)}, {K, proplists:get_value(K, Rows)})
      || {K, api, D, _} <- beamspy_opts:option_table()].
+
+%% The lines of the option table: the docs hold exactly one.
+option_doc_table() ->
+    Docs = ["README.md" | [filename:join("docs", F) || F <- element(2, file:list_dir(filename:join(root(), "docs"))),
+                                                      filename:extension(F) =:= ".md"]],
+    Tables = [{Name, lists:takewhile(fun(L) -> L =/= "" end, tl(Rest))}
+              || Name <- Docs,
+                 [_ | Rest] <- [lists:dropwhile(fun(L) -> L =/= ?TABLE_HEAD end, lines(file(Name)))]],
+    ?assertMatch([{_, [_ | _]}], Tables),
+    [{_, Table}] = Tables,
+    Table.
 
 %% <li>`key' — ... Default X.</li> in the module doc of beamspy.
 erlang_docs() ->
@@ -102,16 +120,16 @@ defaults_of(Key) ->
         false -> error({not_in_the_table, Key})
     end.
 
-text(readme, #{apply := A} = D) ->
+text(doc, #{apply := A} = D) ->
     Live = case D of
-               #{live := L} -> " (`apply`), " ++ value(readme, L) ++ " (live sessions)";
+               #{live := L} -> " (`apply`), " ++ value(doc, L) ++ " (live sessions)";
                #{} -> ""
            end,
     Elixir = case D of
-                 #{elixir := E} -> " (" ++ value(readme, E) ++ " from `BeamSpy`)";
+                 #{elixir := E} -> " (" ++ value(doc, E) ++ " from `BeamSpy`)";
                  #{} -> ""
              end,
-    value(readme, A) ++ Live ++ Elixir;
+    value(doc, A) ++ Live ++ Elixir;
 text(erlang, #{apply := A} = D) ->
     case D of
         #{live := L} -> value(erlang, A) ++ " for `apply', " ++ value(erlang, L) ++ " for a live session";
@@ -128,15 +146,15 @@ text(cli, Value, Key) ->
         false -> integer_to_list(Value)
     end.
 
-value(readme, ".") -> "current directory";
+value(doc, ".") -> "current directory";
 value(_, ".") -> "the current directory";
 value(_, 268435456) -> "256 MiB";
 value(_, N) when is_integer(N) -> integer_to_list(N);
-value(readme, A) when is_atom(A) -> "`" ++ atom_to_list(A) ++ "`";
+value(doc, A) when is_atom(A) -> "`" ++ atom_to_list(A) ++ "`";
 value(erlang, A) when is_atom(A) -> "`" ++ atom_to_list(A) ++ "'";
 value(elixir, B) when is_boolean(B) -> "`" ++ atom_to_list(B) ++ "`";
 value(elixir, A) when is_atom(A) -> "`:" ++ atom_to_list(A) ++ "`";
-value(readme, L) when is_list(L) -> "`" ++ lists:flatten(io_lib:format("~w", [L])) ++ "`";
+value(doc, L) when is_list(L) -> "`" ++ lists:flatten(io_lib:format("~w", [L])) ++ "`";
 value(erlang, L) when is_list(L) -> "`" ++ lists:flatten(io_lib:format("~w", [L])) ++ "'";
 value(elixir, L) when is_list(L) -> lists:flatten(["`[", lists:join(", ", [":" ++ atom_to_list(A) || A <- L]), "]`"]).
 
