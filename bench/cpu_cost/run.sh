@@ -40,7 +40,8 @@
 #   COST_WINDOW_MS=2000      the steady windows (none, beamspy, perf)
 #   COST_SETTLE_MS=300       from the sampler on to the window
 #   COST_WORKLOADS=msg,cpu
-#   COST_FILE=README.md      the text file of the `cpu' workload
+#   COST_FILE=docs/guide-nodes.md  the text file of the `cpu' workload (the
+#                            README before it was split, 127 kB, until 2026-11-29)
 #   COST_ERL_FLAGS="+sbwt none +sbwtdcpu none +sbwtdio none"
 #                            the nodes' flags besides +JPperf true (no
 #                            scheduler busy-waiting: the node's CPU time is
@@ -60,7 +61,7 @@ ROUNDS=${COST_ROUNDS:-5}
 WINDOW_MS=${COST_WINDOW_MS:-2000}
 SETTLE_MS=${COST_SETTLE_MS:-300}
 WORKLOADS=${COST_WORKLOADS:-msg,cpu}
-TEXT=${COST_FILE:-$ROOT/README.md}
+TEXT=${COST_FILE:-$ROOT/docs/guide-nodes.md}
 # shellcheck disable=SC2206 # word splitting wanted: flags
 ERL_FLAGS_BENCH=(${COST_ERL_FLAGS-+sbwt none +sbwtdcpu none +sbwtdio none})
 RESULTS="$ROOT/bench/build/cpu_cost.md"
