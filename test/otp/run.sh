@@ -39,7 +39,7 @@ dir="$cache/$suite"
 layers=${OTP_LAYERS:-erlang elixir cli dist}
 # What the layers need inside; a chroot made with another list is rebuilt.
 pkgs="erlang-base erlang-dev erlang-tools erlang-runtime-tools erlang-eunit
-erlang-edoc erlang-syntax-tools elixir gcc make libc6-dev zlib1g-dev python3
+erlang-edoc erlang-syntax-tools elixir gcc make libc6-dev zlib1g-dev libdw-dev libelf-dev python3
 libxml2-utils procps tmux hostname"
 passed=0
 failed=0
