@@ -14,6 +14,7 @@
 #include "../cpu/erl_caller.h"
 #include "../cpu/perf_sampler.h"
 #include "../cpu/sample_chains.h"
+#include "../cpu/sched_work.h"
 #include "../cpu/proc_mem.h"
 #include "../cpu/symbols.h"
 #include "../cpu/thread_slices.h"
@@ -60,6 +61,9 @@ struct bs_cpu {
     int extra_used[EXTRA_TREES];
     uint64_t samples, dropped, unresolved_frames, frames_named, truncated_chains, other_frames, own_code, others;
     uint32_t truncated_frame, other_frame;
+    uint32_t spin_frame;          /* [spin]: a scheduler's own samples spinning before it sleeps */
+    bs_sched_sites spin_sites;    /* sched_work.h */
+    uint64_t spins;
     unsigned char *own;           /* per frame id: 1 for beamspy's own modules */
     uint32_t own_cap;
     char excluded[BS_MAX_EXCLUDED][256]; /* beamspy's own modules, as text */
@@ -378,6 +382,21 @@ static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t
     return (uint32_t)n;
 }
 
+/* 1 when a sample of a scheduler thread that ran no process, c->chain
+ * (root first, n frames, from ips), spins before sleep (sched_work.h). */
+static int spinning(bs_cpu *c, const uint64_t *ips, uint32_t n)
+{
+    bs_sched_frame frames[64];
+    size_t m = 0;
+    for (uint32_t i = n; i-- > 0 && m < sizeof frames / sizeof *frames;) {
+        const char *t = bs_frame_name(&c->frames, c->chain[i]);
+        const char *sep = t[0] == 'N' ? strchr(t, '\x01') : NULL;
+        frames[m++] = (bs_sched_frame){ips[n - 1 - i], sep ? sep + 1 : NULL,
+                                       sep && strncmp(t + 1, "beam.", 5) == 0};
+    }
+    return bs_sched_work_of(&c->spin_sites, frames, m, c->unwinder != NULL) == BS_SCHED_WORK_SPIN;
+}
+
 static void on_sample(void *ctx, const bs_cpu_sample *smp)
 {
     bs_cpu *c = ctx;
@@ -402,6 +421,7 @@ static void on_sample(void *ctx, const bs_cpu_sample *smp)
         c->others++; /* not one of the chosen processes */
         return;
     }
+    int scheduler_own = !tree && known && !pid; /* the thread ran no process */
     if (!tree)
         tree = extra_tree(c, !known ? EXTRA_UNKNOWN : pid ? EXTRA_UNKNOWN : thread_extra(c, smp->tid));
     if (!tree) {
@@ -409,12 +429,6 @@ static void on_sample(void *ctx, const bs_cpu_sample *smp)
         return;
     }
     uint32_t at = 0;
-    if (smp->chain_truncated) {
-        c->truncated_chains++;
-        bs_key k = {BS_CPU_FRAME_MODULE, c->truncated_frame, 0};
-        if ((at = bs_call_tree_child(tree, at, &k)) == BS_NO_NODE)
-            goto full;
-    }
     /* Root first. A return address points after its call: step back one
      * byte so that a call ending a function names that function. Frames of
      * beamspy's own code, and all below them, are left out (as tracing
@@ -438,6 +452,18 @@ static void on_sample(void *ctx, const bs_cpu_sample *smp)
     if (from == n && n > 0 && c->own[c->chain[n - 1]]) {
         c->own_code++; /* beamspy itself was running: not the program's time */
         return;
+    }
+    if (scheduler_own && spinning(c, ips, n)) { /* the scheduler's own, never anyone's work */
+        bs_key k = {BS_CPU_FRAME_MODULE, c->spin_frame, 0};
+        if ((at = bs_call_tree_child(tree, at, &k)) == BS_NO_NODE)
+            goto full;
+        c->spins++;
+    }
+    if (smp->chain_truncated) {
+        c->truncated_chains++;
+        bs_key k = {BS_CPU_FRAME_MODULE, c->truncated_frame, 0};
+        if ((at = bs_call_tree_child(tree, at, &k)) == BS_NO_NODE)
+            goto full;
     }
     for (uint32_t i = from; i < n; i++) {
         bs_key k = {BS_CPU_FRAME_MODULE, c->chain[i], 0};
@@ -487,7 +513,8 @@ bs_cpu *bs_cpu_open(ErlNifEnv *env, bs_session *s, unsigned hz, int all, char *w
     c->cache = calloc(BS_CPU_ADDR_CACHE, sizeof *c->cache);
     c->truncated_frame = bs_frame_table_intern(&c->frames, "P[truncated]", 12);
     c->other_frame = bs_frame_table_intern(&c->frames, "P[other code]", 13);
-    if (!c->cache || c->truncated_frame == UINT32_MAX || c->other_frame == UINT32_MAX) {
+    c->spin_frame = bs_frame_table_intern(&c->frames, "P[spin]", 7);
+    if (!c->cache || c->truncated_frame == UINT32_MAX || c->other_frame == UINT32_MAX || c->spin_frame == UINT32_MAX) {
         snprintf(why, cap, "out of memory");
         goto fail_frames;
     }
@@ -668,16 +695,17 @@ int bs_cpu_export(bs_cpu *c, bs_profile *out, bs_key_namer namer, void *ctx)
     out->unit = BS_UNIT_COUNT;
     bs_perf_stats st;
     bs_perf_sampler_stats(c->sampler, &st);
-    char note[512];
+    char note[640];
     snprintf(note, sizeof note,
              "CPU samples at %u Hz of %u scheduler threads: %llu samples, %llu lost by the kernel, %llu with "
              "their outermost frames cut (perf_event_max_stack %u), %llu left out (memory), %llu thread "
              "switches lost, %llu in beamspy's own code and %llu of other processes or the schedulers left "
-             "out; %llu of %llu code addresses named by no symbol",
+             "out; %llu of schedulers spinning before they sleep ([spin]); %llu of %llu code addresses named by "
+             "no symbol",
              c->hz, c->n_threads, (unsigned long long)c->samples, (unsigned long long)st.lost,
              (unsigned long long)c->truncated_chains, st.max_stack, (unsigned long long)c->dropped,
              (unsigned long long)atomic_load(&c->slices.lost), (unsigned long long)c->own_code,
-             (unsigned long long)c->others,
+             (unsigned long long)c->others, (unsigned long long)c->spins,
              (unsigned long long)c->unresolved_frames,
              (unsigned long long)c->frames_named);
     size_t used = strlen(out->notes);
