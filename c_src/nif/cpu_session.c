@@ -11,6 +11,7 @@
 #include <erl_nif.h>
 
 #include "../cpu/dwarf_unwind.h"
+#include "../cpu/hot_counts.h"
 #include "../cpu/erl_caller.h"
 #include "../cpu/perf_sampler.h"
 #include "../cpu/sample_chains.h"
@@ -64,6 +65,8 @@ struct bs_cpu {
     uint32_t spin_frame;          /* [spin]: a scheduler's own samples spinning before it sleeps */
     bs_sched_sites spin_sites;    /* sched_work.h */
     uint64_t spins;
+    bs_hot_counts hot;            /* top's window of samples per function (hot_counts.h), under hot_lock */
+    ErlNifMutex *hot_lock;
     unsigned char *own;           /* per frame id: 1 for beamspy's own modules */
     uint32_t own_cap;
     char excluded[BS_MAX_EXCLUDED][256]; /* beamspy's own modules, as text */
@@ -397,6 +400,38 @@ static int spinning(bs_cpu *c, const uint64_t *ips, uint32_t n)
     return bs_sched_work_of(&c->spin_sites, frames, m, c->unwinder != NULL) == BS_SCHED_WORK_SPIN;
 }
 
+/* Top's window: the sample (c->chain[from..n), root first) counts for its
+ * innermost Erlang function, or as the scheduler's own. */
+static void hot_sample(bs_cpu *c, uint32_t from, uint32_t n, int scheduler_own, int spin)
+{
+    enif_mutex_lock(c->hot_lock);
+    c->hot.samples++;
+    if (scheduler_own) {
+        c->hot.scheduler++;
+        c->hot.spin += spin != 0;
+    } else {
+        uint32_t i = n;
+        while (i > from && bs_frame_name(&c->frames, c->chain[i - 1])[0] != 'E')
+            i--;
+        if (i > from)
+            bs_hot_counts_add(&c->hot, c->chain[i - 1], bs_frame_name(&c->frames, c->chain[i - 1]) + 1);
+        else
+            c->hot.no_erlang++;
+    }
+    enif_mutex_unlock(c->hot_lock);
+}
+
+size_t bs_cpu_hot_take(bs_cpu *c, bs_hot_entry *out, size_t max, bs_hot_counts *totals)
+{
+    enif_mutex_lock(c->hot_lock);
+    size_t n = bs_hot_counts_top(&c->hot, out, max);
+    *totals = c->hot;
+    totals->slots = NULL;
+    bs_hot_counts_reset(&c->hot);
+    enif_mutex_unlock(c->hot_lock);
+    return n;
+}
+
 static void on_sample(void *ctx, const bs_cpu_sample *smp)
 {
     bs_cpu *c = ctx;
@@ -453,7 +488,9 @@ static void on_sample(void *ctx, const bs_cpu_sample *smp)
         c->own_code++; /* beamspy itself was running: not the program's time */
         return;
     }
-    if (scheduler_own && spinning(c, ips, n)) { /* the scheduler's own, never anyone's work */
+    int spin = scheduler_own && spinning(c, ips, n);
+    hot_sample(c, from, n, scheduler_own, spin);
+    if (spin) { /* the scheduler's own, never anyone's work */
         bs_key k = {BS_CPU_FRAME_MODULE, c->spin_frame, 0};
         if ((at = bs_call_tree_child(tree, at, &k)) == BS_NO_NODE)
             goto full;
@@ -514,6 +551,11 @@ bs_cpu *bs_cpu_open(ErlNifEnv *env, bs_session *s, unsigned hz, int all, char *w
     c->truncated_frame = bs_frame_table_intern(&c->frames, "P[truncated]", 12);
     c->other_frame = bs_frame_table_intern(&c->frames, "P[other code]", 13);
     c->spin_frame = bs_frame_table_intern(&c->frames, "P[spin]", 7);
+    c->hot_lock = enif_mutex_create("beamspy_cpu_hot");
+    if (!c->hot_lock || bs_hot_counts_init(&c->hot) < 0) {
+        snprintf(why, cap, "out of memory");
+        goto fail_frames;
+    }
     if (!c->cache || c->truncated_frame == UINT32_MAX || c->other_frame == UINT32_MAX || c->spin_frame == UINT32_MAX) {
         snprintf(why, cap, "out of memory");
         goto fail_frames;
@@ -599,6 +641,9 @@ fail_slices:
 fail_symbols:
     bs_symbols_free(&c->symbols);
 fail_frames:
+    bs_hot_counts_free(&c->hot);
+    if (c->hot_lock)
+        enif_mutex_destroy(c->hot_lock);
     free(c->cache);
     free(c->own);
     free(c->kinds);
@@ -637,6 +682,8 @@ void bs_cpu_close(bs_cpu *c)
     bs_dwarf_unwinder_close(c->unwinder);
     bs_thread_slices_free(&c->slices);
     bs_symbols_free(&c->symbols);
+    bs_hot_counts_free(&c->hot);
+    enif_mutex_destroy(c->hot_lock);
     for (int i = 0; i < EXTRA_TREES; i++)
         if (c->extra_used[i])
             bs_proc_free(&c->extra[i]);

@@ -42,6 +42,7 @@
 
 #include <erl_nif.h>
 
+#include "../cpu/hot_counts.h"
 #include "../engine/frame_name.h"
 #include "../engine/profile.h"
 
@@ -73,6 +74,11 @@ void bs_cpu_stop(bs_cpu *c);
 
 /* Stops if needed and frees everything; NULL-safe. */
 void bs_cpu_close(bs_cpu *c);
+
+/* Top's window (cpu/hot_counts.h): its max most sampled functions, most
+ * first, into out, and its totals into *totals (slots NULL); a new window
+ * starts. Any thread. */
+size_t bs_cpu_hot_take(bs_cpu *c, bs_hot_entry *out, size_t max, bs_hot_counts *totals);
 
 /* The sampling rate. */
 unsigned bs_cpu_hz(const bs_cpu *c);
