@@ -24,6 +24,7 @@ cpu_test_() ->
       {"samples in the VM's C code reach the Erlang function that called it", {timeout, 120, fun c_frames/0}},
       {"two workers running different code are told apart", {timeout, 120, fun two_workers/0}},
       {"a dirty scheduler's spin before sleep is [spin], never a process's", {timeout, 120, fun spin/0}},
+      {"top's hottest functions from CPU samples; the session ends with top", {timeout, 120, fun top_cpu/0}},
       {"the default rate, said in the notes", {timeout, 120, fun default_rate/0}},
       {"bad mode and rate options are refused before anything runs", fun bad_options/0},
       {"a VM without +JPperf true is refused, naming the flag", {timeout, 120, fun no_perf_flag/0}}]}.
@@ -157,6 +158,38 @@ spin() ->
             ?debugMsg("SKIP the [spin] share: C frames not unwound here")
     end,
     assert_clean().
+
+%% beamspy_top with the CPU: the window's hottest function is the one the
+%% busy process burns (fib/1, 300 ms of CPU at 999 Hz), as a count of CPU
+%% samples; with cpu => false the report says why not. The CPU session
+%% ends when top stops, and when the top process is killed.
+top_cpu() ->
+    {ok, Top} = beamspy_top:start(#{owner => self(), cpu_hz => 999}),
+    Self = self(),
+    Hot = spawn(fun() -> bs_cpu_wl:burn(300), Self ! {burnt, self()} end),
+    receive {burnt, Hot} -> ok end,
+    {ok, #{hot := cpu, cpu_hz := 999, cpu_samples := N, functions := Fs}} = beamspy_top:report(Top),
+    Fib = proplists:get_value({bs_cpu_wl, fib, 1}, Fs, 0),
+    ?debugFmt("top: ~w samples of processes, ~w in fib/1; first: ~p", [N, Fib, lists:sublist(Fs, 3)]),
+    ?assert(Fib >= 50),
+    ?assert(Fib >= 0.5 * N),
+    ?assertMatch([{{bs_cpu_wl, fib, 1}, _} | _], Fs),
+    ?assertMatch([_], beamspy:sessions()),
+    ok = beamspy_top:stop(Top),
+    ?assertEqual([], beamspy:sessions()),
+    {ok, Off} = beamspy_top:start(#{owner => self(), cpu => false}),
+    {ok, #{hot := sampled, hot_why := <<"--no-cpu was given">>}} = beamspy_top:report(Off),
+    ?assertEqual([], beamspy:sessions()),
+    ok = beamspy_top:stop(Off),
+    {ok, Killed} = beamspy_top:start(#{owner => self()}),
+    ?assertMatch([_], beamspy:sessions()),
+    exit(Killed, kill),
+    ?assert(until(fun() -> beamspy:sessions() =:= [] end, 3000)),
+    assert_clean().
+
+%% Polls Cond every 10 ms, at most N times.
+until(Cond, N) ->
+    Cond() orelse (N > 0 andalso begin timer:sleep(10), until(Cond, N - 1) end).
 
 dirty_waker(0) ->
     ok;
