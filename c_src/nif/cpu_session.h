@@ -19,9 +19,14 @@
  * while the thread ran none go to a tree of the scheduler itself
  * (`[scheduler]', `[dirty cpu scheduler]', `[dirty io scheduler]'), and
  * samples whose thread log was lapped or is still empty to `[unknown
- * process]'; a session of chosen processes leaves them out (they are other
+ * process]'; a scheduler's samples spinning before it sleeps go under
+ * `[spin]' in its tree (cpu/sched_work.h); a session of chosen processes leaves them out (they are other
  * processes' work as well as the scheduler's) and counts them. A chain the kernel cut at its limit
  * (perf_event_max_stack) keeps its innermost frames under `[truncated]'.
+ *
+ * Every sample also counts in a window of samples per innermost Erlang
+ * function (cpu/hot_counts.h, under a mutex) that `beamspy top' takes and
+ * restarts (bs_cpu_hot_take).
  *
  * With option times => samples (session field cpu_times) the calls are
  * traced as usual and the samples of traced processes are kept apart
