@@ -57,7 +57,7 @@
 %% any process: the job ends when it goes away). Options: `lease_ms',
 %% `unload' (modules to unload when the job ends without the tool),
 %% `targets' (record, sample), `mfa' and `calls' and `timeout' (capture),
-%% `interval_ms' (sample, top), `limit' (top), and for record and capture
+%% `interval_ms' (sample, top), `limit', `cpu' and `cpu_hz' (top), and for record and capture
 %% every option of {@link beamspy:start/2}. Returns once recording is on.
 %%
 %% ```
@@ -559,7 +559,7 @@ begin_job(sample, Opts) ->
         {error, _} = Error -> Error
     end;
 begin_job(top, Opts) ->
-    TOpts = maps:with([interval_ms, limit], Opts),
+    TOpts = maps:with([interval_ms, limit, cpu, cpu_hz], Opts),
     case beamspy_top:start(TOpts#{owner => self()}) of
         {ok, Pid} -> {ok, #{top => Pid}};
         {error, _} = Error -> Error

@@ -42,7 +42,7 @@
 -module(beamspy_session).
 
 -export([start/2, finish/2, cleanup/1, excluded_modules/0, labels/1, with_telemetry/2]).
--export([start_live/2, owner/1, info/1, owners/0]).
+-export([start_live/2, owner/1, info/1, cpu_hot/2, owners/0]).
 -export([init/4]).
 
 -define(LOCK, beamspy_active_session).
@@ -175,6 +175,13 @@ owner(_) ->
           {ok, beamspy:stop_report()} | {error, term()}.
 finish(Owner, Opts) ->
     call(Owner, {finish, Opts}, infinity).
+
+%% @doc Mode cpu: the samples per function since the previous call, see
+%% beamspy_tracer:session_cpu_hot/2 (for beamspy_top). `{error, no_cpu}'
+%% when the session samples no CPU, `{error, stopped}' once it has stopped.
+-spec cpu_hot(pid(), non_neg_integer()) -> {ok, map()} | {error, term()}.
+cpu_hot(Owner, N) ->
+    call(Owner, {cpu_hot, N}, 5000).
 
 %% @doc What the owner is recording right now (see {@link beamspy:sessions/0}).
 -spec info(pid()) -> {ok, map()} | {error, term()}.
@@ -595,6 +602,12 @@ loop(#{caller := Caller, mon := Mon} = S) ->
             From ! {Tag, Reply};
         {info, From, Tag} ->
             From ! {Tag, info_map(S)},
+            loop(S);
+        {{cpu_hot, N}, From, Tag} ->
+            From ! {Tag, case S of
+                             #{stopped := false, session := Session} -> beamspy_tracer:session_cpu_hot(Session, N);
+                             _ -> {error, stopped}
+                         end},
             loop(S);
         {'DOWN', Mon, process, Caller, _} ->
             case S of

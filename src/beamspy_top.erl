@@ -29,7 +29,18 @@
 %%% <li>memory: one reductions counter per process (the last full pass),
 %%%   and sample counts per function for at most `limit' processes.</li>
 %%% </ul>
-%%% The top process itself and its owner are never listed nor counted.
+%%% The top process itself, its owner and its CPU session's owner are never
+%%% listed nor counted.
+%%%
+%%% The hottest functions of the node come from CPU samples when the VM
+%%% can take them (`+JPperf true', see {@link beamspy_cpu:check/0}): a
+%%% `mode => cpu' session of every process (started by the top process,
+%%% ended with it however it ends: its owner watches the top process) whose
+%%% samples per function are taken every report, each sample counted for
+%%% its innermost Erlang function (a BIF's C time goes to the function that
+%%% called it), the schedulers' own samples (`[spin]' included) apart.
+%%% Otherwise, or with `cpu => false', they come from the samples of the
+%%% busiest processes above, and the report says why (`hot_why').
 %%%
 %%% ```
 %%% {ok, Top} = beamspy_top:start(#{owner => self(), limit => 10}),
@@ -50,7 +61,8 @@
 -define(FUNCTIONS_PER_REPORT, 20).
 -define(RAN_TO_RECEIVE, <<"[ran to receive]">>).
 
--type opts() :: #{owner := pid(), interval_ms => pos_integer(), limit => pos_integer()}.
+-type opts() :: #{owner := pid(), interval_ms => pos_integer(), limit => pos_integer(),
+                  cpu => boolean(), cpu_hz => pos_integer()}.
 -type process_row() :: #{pid := binary(), name := binary(), reductions := non_neg_integer(),
                          message_queue_len := non_neg_integer(), memory := non_neg_integer(),
                          current := mfa() | undefined,
@@ -61,7 +73,10 @@
                     run_queue := non_neg_integer(), total_reductions := non_neg_integer(),
                     samples := non_neg_integer(), samples_taken := non_neg_integer(),
                     processes := [process_row()],
-                    functions := [{top_function(), pos_integer()}]}.
+                    functions := [{top_function(), pos_integer()}],
+                    hot := cpu | sampled, hot_why => binary(),
+                    cpu_hz => pos_integer(), cpu_samples => non_neg_integer(),
+                    cpu_scheduler => non_neg_integer()}.
 -export_type([opts/0, report/0, process_row/0]).
 
 %%% ---------------------------------------------------------------------
@@ -70,7 +85,8 @@
 
 %% @doc Starts watching the node for `owner' (required; top stops when it
 %% dies), sampling every `interval_ms' (default 100) the current function
-%% of the `limit' (default 20) busiest processes.
+%% of the `limit' (default 20) busiest processes, and, unless `cpu' is
+%% false or the VM cannot, the CPU at `cpu_hz' (default as mode cpu's).
 %%
 %% ```
 %% {ok, Top} = beamspy_top:start(#{owner => self()}).
@@ -91,7 +107,11 @@ start(Other) ->
 %% each with its three most sampled functions, and the hottest functions
 %% over the samples that found a process running, not waiting (at most
 %% 20); `samples' counts those, `samples_taken' every sample of the window,
-%% running or waiting (the rows' shares are of those). A new window starts. Functions are raw
+%% running or waiting (the rows' shares are of those). With `hot => cpu'
+%% the hottest functions are counts of CPU samples instead, shares of
+%% `cpu_samples' (the processes' samples at `cpu_hz'; `cpu_scheduler' of
+%% the schedulers' own are not among them); with `hot => sampled',
+%% `hot_why' says why not. A new window starts. Functions are raw
 %% `{M, F, A}' (the tool spells them, see {@link
 %% beamspy_tracer:frame_name/2}).
 %%
@@ -123,10 +143,13 @@ stop(Top) ->
 %%% ---------------------------------------------------------------------
 
 check_opts(Opts) ->
-    Defaults = #{interval_ms => ?DEFAULT_INTERVAL_MS, limit => ?DEFAULT_LIMIT},
+    Defaults = #{interval_ms => ?DEFAULT_INTERVAL_MS, limit => ?DEFAULT_LIMIT, cpu => true,
+                 cpu_hz => beamspy_opts:default(cpu_hz)},
     beamspy_procs:check_opts(Opts, Defaults, fun valid_option/2, owner).
 
-valid_option(Key, Value) when Key =:= interval_ms; Key =:= limit -> is_integer(Value) andalso Value > 0;
+valid_option(Key, Value) when Key =:= interval_ms; Key =:= limit; Key =:= cpu_hz ->
+    is_integer(Value) andalso Value > 0;
+valid_option(cpu, Value) -> is_boolean(Value);
 valid_option(_, _) -> false.
 
 call(Top, Request) when is_pid(Top) ->
@@ -147,6 +170,10 @@ init(#{owner := Owner, interval_ms := Interval} = Config) ->
     ok = beamspy_jobs:init_or_refuse(),
     OwnerMon = erlang:monitor(process, Owner),
     _ = erlang:send_after(Interval, self(), {?MODULE, bootstrap}),
+    %% Before the run states: on OTP 25/26 a process has one tracer, and
+    %% the CPU session traces the scheduling of every process.
+    Cpu = start_cpu(Config),
+    NotListed = [Owner | [CpuOwner || {on, CpuOwner, _} <- [Cpu]]],
     RS = case beamspy_runstate:open([]) of
              {ok, R} -> R;
              {error, _} -> undefined
@@ -154,11 +181,37 @@ init(#{owner := Owner, interval_ms := Interval} = Config) ->
     proc_lib:init_ack({ok, self()}),
     try
         loop(new_window(Config#{owner_mon => OwnerMon, bootstrapped => false, ticking => false,
-                                runstate => RS, pending => #{}},
-                        full_pass(Owner), []))
+                                runstate => RS, pending => #{}, cpu_session => Cpu,
+                                not_listed => NotListed},
+                        full_pass(NotListed), []))
     after
-        close_runstate(RS)
+        close_runstate(RS),
+        stop_cpu(Cpu)
     end.
+
+%% The CPU session of the hottest functions, or why there is none.
+start_cpu(#{cpu := false}) ->
+    {off, <<"--no-cpu was given">>};
+start_cpu(#{cpu_hz := Hz}) ->
+    case beamspy_cpu:check() of
+        ok ->
+            Opts = #{mode => cpu, cpu_hz => Hz, max_duration => infinity, timeline => false},
+            case beamspy:start_encoded(all, Opts, [folded]) of
+                {ok, Handle} ->
+                    {ok, Owner} = beamspy_session:owner(Handle),
+                    {on, Owner, Hz};
+                {error, Reason} ->
+                    {off, unicode:characters_to_binary(beamspy:format_error(Reason))}
+            end;
+        {error, {cpu_unavailable, Why}} ->
+            {off, Why}
+    end.
+
+stop_cpu({on, Owner, _}) ->
+    _ = beamspy_session:finish(Owner, #{encode => false}),
+    ok;
+stop_cpu(_) ->
+    ok.
 
 close_runstate(undefined) -> ok;
 close_runstate(RS) -> beamspy_runstate:close(RS).
@@ -186,6 +239,8 @@ loop(#{owner_mon := OwnerMon} = State) ->
             From ! {Tag, Report},
             loop(Next);
         {?MODULE, stop, From, Tag} ->
+            %% Ended before the reply: the tool may remove beamspy's code next.
+            ok = stop_cpu(maps:get(cpu_session, State)),
             ok = beamspy_jobs:mark_done(),
             From ! {Tag, ok},
             ok;
@@ -198,10 +253,11 @@ loop(#{owner_mon := OwnerMon} = State) ->
 now_ms() ->
     erlang:monotonic_time(millisecond).
 
-%% Reductions of every process but top and its owner.
-full_pass(Owner) ->
+%% Reductions of every process but top and those NotListed (its owner, its
+%% CPU session's).
+full_pass(NotListed) ->
     Self = self(),
-    maps:from_list([{P, R} || P <- erlang:processes(), P =/= Self, P =/= Owner,
+    maps:from_list([{P, R} || P <- erlang:processes(), P =/= Self, not lists:member(P, NotListed),
                               {reductions, R} <- [erlang:process_info(P, reductions)]]).
 
 %% Deltas against the baseline, busiest first (a process born in the
@@ -218,8 +274,8 @@ busiest(Pass, Baseline) ->
 %% (unless a report did already).
 bootstrap(#{bootstrapped := true} = State) ->
     State;
-bootstrap(#{owner := Owner, baseline := Baseline, limit := Limit} = State) ->
-    {Ranked, _} = busiest(full_pass(Owner), Baseline),
+bootstrap(#{not_listed := NotListed, baseline := Baseline, limit := Limit} = State) ->
+    {Ranked, _} = busiest(full_pass(NotListed), Baseline),
     Sampled = [P || {_, P} <- lists:sublist(Ranked, Limit)],
     start_ticks(watch(State#{bootstrapped := true, sampled := Sampled}, Sampled)).
 
@@ -326,23 +382,38 @@ bump(Key, N, Counts) ->
 bump(Key, Counts) ->
     Counts#{Key => maps:get(Key, Counts, 0) + 1}.
 
-report_and_renew(#{owner := Owner, baseline := Baseline, limit := Limit,
+report_and_renew(#{not_listed := NotListed, baseline := Baseline, limit := Limit,
                    window_start_ms := Started, samples := Samples, samples_taken := Taken,
                    process_functions := PF, functions := Fs} = State) ->
-    Pass = full_pass(Owner),
+    Pass = full_pass(NotListed),
     Now = now_ms(),
     {Ranked, Total} = busiest(Pass, Baseline),
     Rows = rows(Ranked, Limit, PF, []),
-    Report = #{window_ms => Now - Started,
-               process_count => erlang:system_info(process_count),
-               run_queue => erlang:statistics(total_run_queue_lengths),
-               total_reductions => Total,
-               samples => Samples,
-               samples_taken => Taken,
-               processes => Rows,
-               functions => hottest(Fs, ?FUNCTIONS_PER_REPORT)},
+    Report0 = #{window_ms => Now - Started,
+                process_count => erlang:system_info(process_count),
+                run_queue => erlang:statistics(total_run_queue_lengths),
+                total_reductions => Total,
+                samples => Samples,
+                samples_taken => Taken,
+                processes => Rows},
+    {Report, Cpu} = hot_functions(maps:get(cpu_session, State), Fs, Report0),
     Sampled = [P || {_, P} <- lists:sublist(Ranked, Limit)],
-    {Report, start_ticks(new_window(State#{bootstrapped := true}, Pass, Sampled))}.
+    {Report, start_ticks(new_window(State#{bootstrapped := true, cpu_session := Cpu}, Pass, Sampled))}.
+
+%% The window's hottest functions: from the CPU session when it runs, else
+%% from the busiest processes' samples, saying why (a CPU session that
+%% stopped, at a limit, says so from then on).
+hot_functions({on, Owner, Hz} = Cpu, Fs, Report) ->
+    case beamspy_session:cpu_hot(Owner, ?FUNCTIONS_PER_REPORT) of
+        {ok, #{samples := All, scheduler := Sch, functions := Hot}} ->
+            {Report#{functions => Hot, hot => cpu, cpu_hz => Hz, cpu_samples => All - Sch,
+                     cpu_scheduler => Sch}, Cpu};
+        {error, Reason} ->
+            Why = iolist_to_binary(io_lib:format("the CPU session ended (~0tp)", [Reason])),
+            hot_functions({off, Why}, Fs, Report)
+    end;
+hot_functions({off, Why} = Cpu, Fs, Report) ->
+    {Report#{functions => hottest(Fs, ?FUNCTIONS_PER_REPORT), hot => sampled, hot_why => Why}, Cpu}.
 
 %% The first Limit processes of Ranked still alive.
 rows(_, 0, _, Acc) ->

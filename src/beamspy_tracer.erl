@@ -10,7 +10,7 @@
 
 -export([enabled/3, trace/5]).
 -export([session_new/1, session_seed/5, session_stop/1, session_stop/2, session_pids/1,
-         session_run_states/3,
+         session_run_states/3, session_cpu_hot/2,
          session_capturing/2, session_prepare_halt/3, session_probe/2,
          session_info/1, session_profile/2, session_write/4, session_encode/3]).
 -export([profile_render/3]).
@@ -26,7 +26,7 @@
 
 -nifs([enabled/3, trace/5, session_new/1, session_seed/5, session_stop/1, session_stop/2,
        session_capturing/2, session_probe/2, session_prepare_halt/3,
-       session_pids/1, session_run_states/3, session_info/1, session_profile/2, session_write/4, session_encode/3, profile_render/3,
+       session_pids/1, session_run_states/3, session_cpu_hot/2, session_info/1, session_profile/2, session_write/4, session_encode/3, profile_render/3,
        check_pattern/1, frame_name/2, formats/0,
        seq_write/3, span_event/3, span_event/4, span_exit/2, span_info/1]).
 
@@ -127,6 +127,20 @@ session_stop(_Session, _Reason) -> erlang:nif_error(not_loaded).
 -spec session_run_states(session(), [pid()], integer()) ->
           [{running, non_neg_integer()} | {stopped, mfa() | 0} | out | unknown].
 session_run_states(_Session, _Pids, _T) -> erlang:nif_error(not_loaded).
+
+%% @doc Mode cpu: the samples since the previous call (or the start) of the
+%% N (at most 100) most sampled functions, most first, each sample counted
+%% for its innermost Erlang function (a BIF's C time goes to its caller);
+%% `samples' every sample, `scheduler' those of schedulers running no
+%% process (`spin' of them spinning before sleep), `no_erlang' those of
+%% processes that reached no Erlang function, `others' those of functions
+%% past the window's table (4096). A new window starts. `{error, no_cpu}'
+%% when the session does not sample the CPU (for `beamspy top').
+-spec session_cpu_hot(session(), non_neg_integer()) ->
+          {ok, #{hz := pos_integer(), samples := non_neg_integer(), scheduler := non_neg_integer(),
+                 spin := non_neg_integer(), no_erlang := non_neg_integer(), others := non_neg_integer(),
+                 functions := [{mfa() | binary(), pos_integer()}]}} | {error, no_cpu}.
+session_cpu_hot(_Session, _N) -> erlang:nif_error(not_loaded).
 
 %% @doc Capture mode: whether a captured call is running in Pid.
 -spec session_capturing(session(), pid()) -> boolean().

@@ -2,7 +2,10 @@
  * of the processes of a node doing the most reductions and the functions
  * they run (sampled on the node by beamspy_top: a full pass over the
  * processes per refresh, and the current function of the busiest few every
- * --interval, so the overhead stays small).
+ * --interval, so the overhead stays small). The node's hottest functions
+ * come from CPU samples of every process (a mode cpu session, ended with
+ * top) when the node runs with +JPperf true, else from those samples of the
+ * busiest processes, and the screen says which and why.
  *
  * On a terminal the screen is redrawn in place (ANSI home + clear, which
  * tmux and every terminal emulator understand) and fitted to its width;
@@ -28,7 +31,17 @@
 
 #define CMD "top"
 
-enum { OPT_ONCE = BS_OPT_REMOTE_FIRST_OWN, OPT_INTERVAL, OPT_REFRESH, OPT_LIMIT, OPT_COUNT, OPT_ELIXIR, OPT_ERLANG };
+enum {
+    OPT_ONCE = BS_OPT_REMOTE_FIRST_OWN,
+    OPT_INTERVAL,
+    OPT_REFRESH,
+    OPT_LIMIT,
+    OPT_COUNT,
+    OPT_ELIXIR,
+    OPT_ERLANG,
+    OPT_NO_CPU,
+    OPT_HZ
+};
 
 typedef struct top_args {
     bs_remote_opts remote;
@@ -45,8 +58,12 @@ void bs_cmd_top_usage(FILE *out)
           "A live view of the processes of a running node doing the most work\n"
           "(reductions per second), with their message queue, memory and the\n"
           "functions they were seen running, and the hottest functions of the node.\n"
-          "Functions come from sampling the busiest processes, so the view costs the\n"
-          "node little. Ctrl-C quits.\n"
+          "A process's functions come from sampling the busiest processes, so the\n"
+          "view costs the node little. The hottest functions come from CPU samples\n"
+          "of every process when the node runs with +JPperf true (a BIF's time goes\n"
+          "to the function that called it; the schedulers' own samples are not\n"
+          "counted), else from those samples of the busiest processes, and the\n"
+          "screen says why. Ctrl-C quits.\n"
           "\n"
           "connection:\n",
           out);
@@ -58,6 +75,9 @@ void bs_cmd_top_usage(FILE *out)
           "  --refresh T         time between screens (default 1s)\n"
           "  --interval T        sampling period on the node (default 100ms)\n"
           "  --limit N           processes listed (default 20)\n"
+          "  --hz N              CPU samples a second of each busy thread (default 199)\n"
+          "  --no-cpu            hottest functions from sampling the busiest processes,\n"
+          "                      even when the node can take CPU samples\n"
           "  --elixir, --erlang  names spelled MyApp.Server, Mod.fun/2 or mod:fun/2\n"
           "                      (default: as the node runs)\n"
           "  -h, --help          this text\n"
@@ -83,6 +103,8 @@ static int parse_args(int argc, char **argv, top_args *a)
         {"limit", required_argument, NULL, OPT_LIMIT},
         {"elixir", no_argument, NULL, OPT_ELIXIR},
         {"erlang", no_argument, NULL, OPT_ERLANG},
+        {"no-cpu", no_argument, NULL, OPT_NO_CPU},
+        {"hz", required_argument, NULL, OPT_HZ},
         {"help", no_argument, NULL, 'h'},
         BS_REMOTE_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
@@ -99,6 +121,16 @@ static int parse_args(int argc, char **argv, top_args *a)
             return BS_EXIT_OK;
         case OPT_ONCE:
             a->screens = 1;
+            break;
+        case OPT_NO_CPU:
+            a->job.no_cpu = 1;
+            break;
+        case OPT_HZ:
+            errno = 0;
+            v = strtoull(optarg, &end, 10);
+            if (errno || *end || optarg[0] < '1' || optarg[0] > '9' || v > 10000)
+                return bs_cli_usage_error(CMD, "bad --hz '%s' (1 to 10000)", optarg);
+            a->job.cpu_hz = (unsigned)v;
             break;
         case OPT_ELIXIR:
         case OPT_ERLANG:
@@ -226,9 +258,22 @@ static void draw(FILE *out, const char *node, const bs_eterm *report, bs_name_st
         put_cut(out, line, width);
     }
     const bs_eterm *hot = bs_eterm_map_get(report, "functions");
+    const char *source = bs_term_text(report, "hot");
+    int cpu = source && strcmp(source, "cpu") == 0;
+    long long samples = cpu ? bs_term_int(report, "cpu_samples") : bs_term_int(report, "samples");
+    fputc('\n', out);
+    if (cpu) {
+        snprintf(line, sizeof line,
+                 "hot functions: CPU samples at %lld Hz, %lld of processes (%lld of the schedulers' own not counted)",
+                 bs_term_int(report, "cpu_hz"), samples, bs_term_int(report, "cpu_scheduler"));
+        put_cut(out, line, width);
+    } else {
+        const char *why = bs_term_text(report, "hot_why");
+        snprintf(line, sizeof line, "hot functions: share of running samples (not CPU samples: %s)",
+                 why && why[0] ? why : "the node did not say why");
+        put_cut(out, line, width);
+    }
     if (bs_eterm_size(hot)) {
-        long long samples = bs_term_int(report, "samples");
-        fputs("\nhottest functions (share of running samples)\n", out);
         for (size_t i = 0; i < bs_eterm_size(hot) && i < 10; i++) {
             const bs_eterm *pair = bs_eterm_item(hot, i);
             int ok = 0;

@@ -246,6 +246,9 @@ static int encode_options(const bs_job_spec *s, const bs_delivery *d, ei_x_buff 
             rc |= put_int(&body, &n, "interval_ms", s->interval_ms);
         if (s->limit)
             rc |= put_int(&body, &n, "limit", s->limit);
+        rc |= put_bool(&body, &n, "cpu", !s->no_cpu);
+        if (s->cpu_hz)
+            rc |= put_int(&body, &n, "cpu_hz", s->cpu_hz);
     } else if (strcmp(kind, "sample") == 0) {
         rc |= put_targets(&body, &n, s);
         if (s->interval_ms)

@@ -39,6 +39,7 @@ typedef struct bs_job_spec {
     int sample;                       /* stack sampling instead of tracing */
     int cpu;                          /* mode cpu: the kernel's CPU samples */
     unsigned cpu_hz;                  /* mode cpu: samples a second (0: BS_CPU_DEFAULT_HZ) */
+    int no_cpu;                       /* top: hot functions from sampling the busiest processes, not the CPU */
     unsigned interval_ms;             /* sampling period (0: the node's default) */
     unsigned long long duration_ms;
     unsigned long long max_events;    /* 0: no limit */

@@ -14,6 +14,7 @@
 #include "nif_atoms.h"
 #include "profile_export.h"
 #include "profile_import.h"
+#include "cpu_hot_nif.h"
 #include "run_state.h"
 #include "session.h"
 #include "tracer_callbacks.h"
@@ -590,6 +591,7 @@ static ErlNifFunc nif_funcs[] = {
     {"session_pids", 1, session_pids, 0},
     {"session_probe", 2, session_probe, 0},
     {"session_run_states", 3, bs_nif_session_run_states, 0},
+    {"session_cpu_hot", 2, bs_nif_session_cpu_hot, 0},
     {"session_capturing", 2, session_capturing, 0},
     {"session_prepare_halt", 3, session_prepare_halt, 0},
     {"session_info", 1, session_info, 0},

@@ -11,9 +11,11 @@
 #include <erl_nif.h>
 
 #include "../cpu/dwarf_unwind.h"
+#include "../cpu/hot_counts.h"
 #include "../cpu/erl_caller.h"
 #include "../cpu/perf_sampler.h"
 #include "../cpu/sample_chains.h"
+#include "../cpu/sched_work.h"
 #include "../cpu/proc_mem.h"
 #include "../cpu/symbols.h"
 #include "../cpu/thread_slices.h"
@@ -60,6 +62,11 @@ struct bs_cpu {
     int extra_used[EXTRA_TREES];
     uint64_t samples, dropped, unresolved_frames, frames_named, truncated_chains, other_frames, own_code, others;
     uint32_t truncated_frame, other_frame;
+    uint32_t spin_frame;          /* [spin]: a scheduler's own samples spinning before it sleeps */
+    bs_sched_sites spin_sites;    /* sched_work.h */
+    uint64_t spins;
+    bs_hot_counts hot;            /* top's window of samples per function (hot_counts.h), under hot_lock */
+    ErlNifMutex *hot_lock;
     unsigned char *own;           /* per frame id: 1 for beamspy's own modules */
     uint32_t own_cap;
     char excluded[BS_MAX_EXCLUDED][256]; /* beamspy's own modules, as text */
@@ -378,6 +385,53 @@ static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t
     return (uint32_t)n;
 }
 
+/* 1 when a sample of a scheduler thread that ran no process, c->chain
+ * (root first, n frames, from ips), spins before sleep (sched_work.h). */
+static int spinning(bs_cpu *c, const uint64_t *ips, uint32_t n)
+{
+    bs_sched_frame frames[64];
+    size_t m = 0;
+    for (uint32_t i = n; i-- > 0 && m < sizeof frames / sizeof *frames;) {
+        const char *t = bs_frame_name(&c->frames, c->chain[i]);
+        const char *sep = t[0] == 'N' ? strchr(t, '\x01') : NULL;
+        frames[m++] = (bs_sched_frame){ips[n - 1 - i], sep ? sep + 1 : NULL,
+                                       sep && strncmp(t + 1, "beam.", 5) == 0};
+    }
+    return bs_sched_work_of(&c->spin_sites, frames, m, c->unwinder != NULL) == BS_SCHED_WORK_SPIN;
+}
+
+/* Top's window: the sample (c->chain[from..n), root first) counts for its
+ * innermost Erlang function, or as the scheduler's own. */
+static void hot_sample(bs_cpu *c, uint32_t from, uint32_t n, int scheduler_own, int spin)
+{
+    enif_mutex_lock(c->hot_lock);
+    c->hot.samples++;
+    if (scheduler_own) {
+        c->hot.scheduler++;
+        c->hot.spin += spin != 0;
+    } else {
+        uint32_t i = n;
+        while (i > from && bs_frame_name(&c->frames, c->chain[i - 1])[0] != 'E')
+            i--;
+        if (i > from)
+            bs_hot_counts_add(&c->hot, c->chain[i - 1], bs_frame_name(&c->frames, c->chain[i - 1]) + 1);
+        else
+            c->hot.no_erlang++;
+    }
+    enif_mutex_unlock(c->hot_lock);
+}
+
+size_t bs_cpu_hot_take(bs_cpu *c, bs_hot_entry *out, size_t max, bs_hot_counts *totals)
+{
+    enif_mutex_lock(c->hot_lock);
+    size_t n = bs_hot_counts_top(&c->hot, out, max);
+    *totals = c->hot;
+    totals->slots = NULL;
+    bs_hot_counts_reset(&c->hot);
+    enif_mutex_unlock(c->hot_lock);
+    return n;
+}
+
 static void on_sample(void *ctx, const bs_cpu_sample *smp)
 {
     bs_cpu *c = ctx;
@@ -402,6 +456,7 @@ static void on_sample(void *ctx, const bs_cpu_sample *smp)
         c->others++; /* not one of the chosen processes */
         return;
     }
+    int scheduler_own = !tree && known && !pid; /* the thread ran no process */
     if (!tree)
         tree = extra_tree(c, !known ? EXTRA_UNKNOWN : pid ? EXTRA_UNKNOWN : thread_extra(c, smp->tid));
     if (!tree) {
@@ -409,12 +464,6 @@ static void on_sample(void *ctx, const bs_cpu_sample *smp)
         return;
     }
     uint32_t at = 0;
-    if (smp->chain_truncated) {
-        c->truncated_chains++;
-        bs_key k = {BS_CPU_FRAME_MODULE, c->truncated_frame, 0};
-        if ((at = bs_call_tree_child(tree, at, &k)) == BS_NO_NODE)
-            goto full;
-    }
     /* Root first. A return address points after its call: step back one
      * byte so that a call ending a function names that function. Frames of
      * beamspy's own code, and all below them, are left out (as tracing
@@ -438,6 +487,20 @@ static void on_sample(void *ctx, const bs_cpu_sample *smp)
     if (from == n && n > 0 && c->own[c->chain[n - 1]]) {
         c->own_code++; /* beamspy itself was running: not the program's time */
         return;
+    }
+    int spin = scheduler_own && spinning(c, ips, n);
+    hot_sample(c, from, n, scheduler_own, spin);
+    if (spin) { /* the scheduler's own, never anyone's work */
+        bs_key k = {BS_CPU_FRAME_MODULE, c->spin_frame, 0};
+        if ((at = bs_call_tree_child(tree, at, &k)) == BS_NO_NODE)
+            goto full;
+        c->spins++;
+    }
+    if (smp->chain_truncated) {
+        c->truncated_chains++;
+        bs_key k = {BS_CPU_FRAME_MODULE, c->truncated_frame, 0};
+        if ((at = bs_call_tree_child(tree, at, &k)) == BS_NO_NODE)
+            goto full;
     }
     for (uint32_t i = from; i < n; i++) {
         bs_key k = {BS_CPU_FRAME_MODULE, c->chain[i], 0};
@@ -487,7 +550,13 @@ bs_cpu *bs_cpu_open(ErlNifEnv *env, bs_session *s, unsigned hz, int all, char *w
     c->cache = calloc(BS_CPU_ADDR_CACHE, sizeof *c->cache);
     c->truncated_frame = bs_frame_table_intern(&c->frames, "P[truncated]", 12);
     c->other_frame = bs_frame_table_intern(&c->frames, "P[other code]", 13);
-    if (!c->cache || c->truncated_frame == UINT32_MAX || c->other_frame == UINT32_MAX) {
+    c->spin_frame = bs_frame_table_intern(&c->frames, "P[spin]", 7);
+    c->hot_lock = enif_mutex_create("beamspy_cpu_hot");
+    if (!c->hot_lock || bs_hot_counts_init(&c->hot) < 0) {
+        snprintf(why, cap, "out of memory");
+        goto fail_frames;
+    }
+    if (!c->cache || c->truncated_frame == UINT32_MAX || c->other_frame == UINT32_MAX || c->spin_frame == UINT32_MAX) {
         snprintf(why, cap, "out of memory");
         goto fail_frames;
     }
@@ -572,6 +641,9 @@ fail_slices:
 fail_symbols:
     bs_symbols_free(&c->symbols);
 fail_frames:
+    bs_hot_counts_free(&c->hot);
+    if (c->hot_lock)
+        enif_mutex_destroy(c->hot_lock);
     free(c->cache);
     free(c->own);
     free(c->kinds);
@@ -610,6 +682,8 @@ void bs_cpu_close(bs_cpu *c)
     bs_dwarf_unwinder_close(c->unwinder);
     bs_thread_slices_free(&c->slices);
     bs_symbols_free(&c->symbols);
+    bs_hot_counts_free(&c->hot);
+    enif_mutex_destroy(c->hot_lock);
     for (int i = 0; i < EXTRA_TREES; i++)
         if (c->extra_used[i])
             bs_proc_free(&c->extra[i]);
@@ -673,11 +747,12 @@ int bs_cpu_export(bs_cpu *c, bs_profile *out, bs_key_namer namer, void *ctx)
              "CPU samples at %u Hz of %u scheduler threads: %llu samples, %llu lost by the kernel, %llu with "
              "their outermost frames cut (perf_event_max_stack %u), %llu left out (memory), %llu thread "
              "switches lost, %llu in beamspy's own code and %llu of other processes or the schedulers left "
-             "out; %llu of %llu code addresses named by no symbol",
+             "out; %llu of schedulers spinning before they sleep ([spin]); %llu of %llu code addresses named by "
+             "no symbol",
              c->hz, c->n_threads, (unsigned long long)c->samples, (unsigned long long)st.lost,
              (unsigned long long)c->truncated_chains, st.max_stack, (unsigned long long)c->dropped,
              (unsigned long long)atomic_load(&c->slices.lost), (unsigned long long)c->own_code,
-             (unsigned long long)c->others,
+             (unsigned long long)c->others, (unsigned long long)c->spins,
              (unsigned long long)c->unresolved_frames,
              (unsigned long long)c->frames_named);
     size_t used = strlen(out->notes);

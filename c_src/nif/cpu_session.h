@@ -19,9 +19,14 @@
  * while the thread ran none go to a tree of the scheduler itself
  * (`[scheduler]', `[dirty cpu scheduler]', `[dirty io scheduler]'), and
  * samples whose thread log was lapped or is still empty to `[unknown
- * process]'; a session of chosen processes leaves them out (they are other
+ * process]'; a scheduler's samples spinning before it sleeps go under
+ * `[spin]' in its tree (cpu/sched_work.h); a session of chosen processes leaves them out (they are other
  * processes' work as well as the scheduler's) and counts them. A chain the kernel cut at its limit
  * (perf_event_max_stack) keeps its innermost frames under `[truncated]'.
+ *
+ * Every sample also counts in a window of samples per innermost Erlang
+ * function (cpu/hot_counts.h, under a mutex) that `beamspy top' takes and
+ * restarts (bs_cpu_hot_take).
  *
  * With option times => samples (session field cpu_times) the calls are
  * traced as usual and the samples of traced processes are kept apart
@@ -42,6 +47,7 @@
 
 #include <erl_nif.h>
 
+#include "../cpu/hot_counts.h"
 #include "../engine/frame_name.h"
 #include "../engine/profile.h"
 
@@ -73,6 +79,11 @@ void bs_cpu_stop(bs_cpu *c);
 
 /* Stops if needed and frees everything; NULL-safe. */
 void bs_cpu_close(bs_cpu *c);
+
+/* Top's window (cpu/hot_counts.h): its max most sampled functions, most
+ * first, into out, and its totals into *totals (slots NULL); a new window
+ * starts. Any thread. */
+size_t bs_cpu_hot_take(bs_cpu *c, bs_hot_entry *out, size_t max, bs_hot_counts *totals);
 
 /* The sampling rate. */
 unsigned bs_cpu_hz(const bs_cpu *c);

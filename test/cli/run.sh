@@ -692,6 +692,13 @@ bs record --node a@nowhere --cookie c --all -o x.svg --duration 1.5s --interval 
 check "durations with units still parse (the node is what is missing)" eval 'rc_is 4'
 bs run -o x.svg --duration 5parsecs -e ok
 check "a duration with an unknown unit: usage error" eval 'rc_is 2 && one_line_err && grep -q "bad --duration" "$W/err"'
+for hz in 0 10001 9x; do
+    bs top --node a@nowhere --hz "$hz"
+    check "top --hz $hz: a usage error, before any node is looked for" \
+        eval 'rc_is 2 && one_line_err && grep -q "bad --hz" "$W/err"'
+done
+bs top --help
+check "top --help: names --hz and --no-cpu" eval 'rc_is 0 && grep -q -- "--hz N" "$W/out" && grep -q -- "--no-cpu" "$W/out"'
 
 # --- convert: dbg trace-port files (its own file) -----------------------------
 . "$HERE/convert.sh"

@@ -6,7 +6,7 @@
 # the flag to add, and nothing is left there either. The same for
 # --times samples (traced calls, self times from the samples).
 # cpu_kill_checks.sh (sourced at the end): sessions that die midway leave
-# nothing behind.
+# nothing behind; then top_cpu_checks.sh: top's hot functions from CPU samples.
 
 # samples_under FILE REGEX: the samples of the folded lines matching REGEX.
 samples_under() {
@@ -91,3 +91,4 @@ check "record --times samples on a node without +JPperf true: refused, naming th
     eval '[ $rc -ne 0 ] && grep -q "+JPperf true" "$out/times_noflag.err" && [ ! -e "$out/times_noflag.folded" ]'
 check "... nothing left on the node" clean n1
 . "$here/cpu_kill_checks.sh"
+. "$here/top_cpu_checks.sh"

@@ -465,6 +465,8 @@ bs top --node "$n1" --once --limit 5 >"$out/top.txt" 2>"$out/top.err"
 check "top --once: exit 0" [ $? -eq 0 ]
 check "top --once: the busy process is first" bash -c "grep -A1 '^PID' '$out/top.txt' | tail -1 | grep -q ' busy '"
 check "top --once: plain text when not a terminal" bash -c "! grep -q \$'\\033' '$out/top.txt'"
+check "top --once on a node without +JPperf true: the hot functions say why not CPU samples, naming the flag" \
+    grep -q '^hot functions: share of running samples (not CPU samples: .*+JPperf true' "$out/top.txt"
 check "top: nothing left on the node" clean n1
 in_tmux "${tag}_top" "'$cli' top --node '$n1' --cookie-file '$cookie_file' --count 3 --limit 5; sleep 60"
 shown=""
