@@ -61,10 +61,15 @@ typedef struct bs_cpu bs_cpu;
 /* Opens sampling of this VM's scheduler threads at hz for session s and
  * starts the drain thread. NULL, with a sentence in why (what failed, and
  * how to fix it), when it cannot. */
-bs_cpu *bs_cpu_open(ErlNifEnv *env, struct bs_session *s, unsigned hz, int all, char *why, size_t cap);
+bs_cpu *bs_cpu_open(ErlNifEnv *env, struct bs_session *s, unsigned hz, int all, int by_regs, char *why, size_t cap);
+
+/* 1 when the session's samples name their process by their registers
+ * (by_regs asked for, x86_64, not times => samples): no scheduling events
+ * are needed, and a whole-VM session adds a record for each process seen. */
+int bs_cpu_by_registers(const bs_cpu *c);
 
 /* From the tracer's callback, on the scheduler thread: from t on this
- * thread runs pid (0: none, after an `out'). */
+ * thread runs pid (0: none, after an `out'). Nothing when by registers. */
 void bs_cpu_switch(bs_cpu *c, uint64_t pid, uint64_t t);
 
 /* Stops sampling, joins the drain thread and drains what is left; the trees
