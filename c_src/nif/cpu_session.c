@@ -43,6 +43,8 @@ typedef struct addr_slot {
  * address (a return address minus 1 above the leaf) and r13 there. */
 typedef struct jit_frame {
     int found;     /* the sample reached JIT code (Erlang code or a fragment) */
+    uint32_t index; /* its place in the sample's stack, leaf first */
+    int scheduler; /* set by tree_by_regs: it is the scheduler's loop */
     uint64_t addr;
     int has_r13;
     uint64_t r13;
@@ -320,10 +322,11 @@ static int in_fragment(bs_cpu *c, uint64_t ret)
     return code_kind(c, ret - 1) == 'J';
 }
 
-static void set_jit_frame(bs_cpu *c, jit_frame *jf, uint64_t addr, int has_r13, uint64_t r13)
+static void set_jit_frame(bs_cpu *c, jit_frame *jf, uint32_t index, uint64_t addr, int has_r13, uint64_t r13)
 {
     char kind = code_kind(c, addr);
     jf->found = kind == 'E' || kind == 'J';
+    jf->index = index;
     jf->addr = addr, jf->has_r13 = has_r13, jf->r13 = r13;
 }
 
@@ -340,11 +343,12 @@ static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t
 {
     *ips = smp->ips;
     jf->found = 0;
+    jf->scheduler = 0;
     if (!smp->has_regs)
         return smp->n_ips;
     if (!c->unwinder) {
         if (c->by_regs)
-            set_jit_frame(c, jf, smp->ip, 1, smp->r13);
+            set_jit_frame(c, jf, 0, smp->ip, 1, smp->r13);
         return smp->n_ips;
     }
     bs_stack_copy stack = {.sp = smp->sp, .data = smp->stack, .size = smp->stack_size};
@@ -354,7 +358,7 @@ static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t
     bs_proc_mem_forget(&c->mem);
     size_t nd = bs_dwarf_unwind(c->unwinder, &regs, &stack, c->dwarf, DWARF_MAX_FRAMES, &at, &jit, NULL);
     if (c->by_regs && jit)
-        set_jit_frame(c, jf, nd == 0 ? smp->ip : at.ip - 1, at.has_r13, at.r13);
+        set_jit_frame(c, jf, (uint32_t)nd, nd == 0 ? smp->ip : at.ip - 1, at.has_r13, at.r13);
     uint64_t caller;
     if (nd == 0 && jit) { /* the leaf is JIT code: the kernel walked its frame pointers */
         if (smp->n_ips < 1 || !in_fragment(c, smp->ips[0] + 1))
@@ -456,7 +460,7 @@ static uint64_t pid_at(bs_cpu *c, uint64_t r13)
  * schedulers' (no JIT frame: dirty NIFs, BIFs and GCs run from C) or
  * `[unknown process]' when there is none. NULL, counted, when the sample
  * is left out (not one of the chosen processes, or no memory). */
-static bs_call_tree *tree_by_regs(bs_cpu *c, const bs_cpu_sample *smp, const jit_frame *jf)
+static bs_call_tree *tree_by_regs(bs_cpu *c, const bs_cpu_sample *smp, jit_frame *jf)
 {
     bs_session *s = c->s;
     enum extra_tree extra = thread_extra(c, smp->tid);
@@ -469,6 +473,7 @@ static bs_call_tree *tree_by_regs(bs_cpu *c, const bs_cpu_sample *smp, const jit
         extra = extra == EXTRA_SCHEDULER ? EXTRA_UNKNOWN : extra;
     } else if (is_scheduler_fragment(c, jf->addr)) {
         c->regs_scheduler++;
+        jf->scheduler = 1;
     } else if (!jf->has_r13) {
         c->regs_no_r13++;
         extra = EXTRA_UNKNOWN;
@@ -519,12 +524,20 @@ static void on_sample(void *ctx, const bs_cpu_sample *smp)
     }
     const uint64_t *ips = NULL;
     uint32_t n = 0, from = 0;
+    int cut = 0;
     bs_call_tree *tree = NULL;
     if (c->by_regs) {
         jit_frame jf;
         n = sample_stack(c, smp, &ips, &jf);
         if (!(tree = tree_by_regs(c, smp, &jf)))
             return; /* counted there */
+        /* The scheduler's loop: what lies beyond it is no caller of it but
+         * the frames of the process it switched out (its stale frame
+         * pointer), not the scheduler's work. */
+        if (jf.scheduler && jf.index < n) {
+            n = jf.index + 1;
+            cut = 1;
+        }
     } else {
         bs_thread_log *log = bs_thread_slices_log(&c->slices, smp->tid);
         uint64_t pid = 0;
@@ -548,7 +561,7 @@ static void on_sample(void *ctx, const bs_cpu_sample *smp)
         n = sample_stack(c, smp, &ips, &jf);
     }
     uint32_t at = 0;
-    if (smp->chain_truncated) {
+    if (smp->chain_truncated && !cut) {
         c->truncated_chains++;
         bs_key k = {BS_CPU_FRAME_MODULE, c->truncated_frame, 0};
         if ((at = bs_call_tree_child(tree, at, &k)) == BS_NO_NODE)
