@@ -468,7 +468,7 @@ existing_pids() ->
     erlang:processes() -- (Mine ++ Owners).
 
 switch_on(_Backend, _Pids, _Existing, _New, []) ->
-    ok; % mode cpu of every process, joined by registers: nothing to trace
+    ok; % mode cpu joined by registers, of every process or of chosen ones without their spawns: nothing to trace
 switch_on(Backend, Pids0, Existing, New, Flags) ->
     NewOn = not New orelse beamspy_backend:process(Backend, new, true, Flags),
     Pids = case Existing of
