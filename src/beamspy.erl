@@ -812,7 +812,10 @@ not_traced(Pid) ->
     end.
 
 traced_call(Fun, Args, Opts, Outputs, Finish) ->
-    NifOpts = beamspy_opts:nif_options(Opts, Outputs),
+    NifOpts = case beamspy_opts:nif_options(Opts, Outputs) of
+                  #{cpu_join := registers} = N -> N#{cpu_pids => [self()]}; % the caller (cpu_session.c)
+                  N -> N
+              end,
     WriteOpts = write_meta(Opts, ["beamspy:apply(", describe(Fun), ")"]),
     StartOpts0 = #{nif => NifOpts, outputs => Outputs, write => WriteOpts,
                    max_duration => maps:get(max_duration, Opts), limits => limits(Opts)},
@@ -845,7 +848,7 @@ traced_call(Fun, Args, Opts, Outputs, Finish) ->
 %% dictionary and the mailbox are the caller's. Our own frames are not
 %% traced (the session excludes this module), so the profile starts at Fun.
 call_traced(Fun, Args, Session, Owner, Opts) ->
-    Flags = trace_flags(Opts),
+    Flags = trace_flags(Opts, #{existing => [self()], new => false}),
     try
         _ = erlang:trace(self(), true, [{tracer, beamspy_tracer, Session} | Flags]),
         try {return, erlang:apply(Fun, Args)}
@@ -1139,7 +1142,7 @@ start_live(Targets, Norm, Opts, {Outputs, Formats, Encode}, Explicit) ->
               max_duration => maps:get(max_duration, Opts),
               limits => limits(Opts),
               targets => Norm,
-              flags => trace_flags(Opts),
+              flags => trace_flags(Opts, Norm),
               explicit_output => Explicit,
               description => Targets},
     beamspy_session:start_live(self(), with_encode(Start0, Encode)).
@@ -1149,12 +1152,21 @@ start_live(Targets, Norm, Opts, {Outputs, Formats, Encode}, Explicit) ->
 cpu_scope(#{existing := all, new := true}, #{cpu := _} = Nif) -> Nif#{cpu_all => true};
 cpu_scope(_, Nif) -> Nif.
 
-%% Mode cpu traces only scheduling (which process runs on which thread);
-%% the samples come from the kernel.
-trace_flags(#{mode := cpu} = Opts) ->
-    [running, exiting] ++ [set_on_spawn || maps:get(children, Opts)]
-        ++ [call || maps:get(until_halt, Opts, false)]; % halting calls only (see beamspy_session)
-trace_flags(Opts) ->
+%% Mode cpu traces only scheduling (which process runs on which thread)
+%% where the samples cannot name their process (beamspy_cpu:join/0). Where
+%% they can, a session of every process traces nothing, one of chosen
+%% processes only their spawns (`procs', with set_on_spawn) when their
+%% children or new processes are wanted; the samples come from the kernel.
+%% The `call' flag of until_halt catches halting calls only (beamspy_session).
+trace_flags(#{mode := cpu} = Opts, Targets) ->
+    Spawns = maps:get(children, Opts) orelse maps:get(new, Targets, false),
+    Halt = [call || maps:get(until_halt, Opts, false)],
+    case {beamspy_cpu:join(), Targets} of
+        {registers, #{existing := all, new := true}} -> Halt;
+        {registers, _} -> [procs || Spawns] ++ [set_on_spawn || maps:get(children, Opts)] ++ Halt;
+        {running, _} -> [running, exiting] ++ [set_on_spawn || maps:get(children, Opts)] ++ Halt
+    end;
+trace_flags(Opts, _Targets) ->
     [call, arity, return_to, running, exiting]
         ++ [set_on_spawn || maps:get(children, Opts)]
         ++ ['receive' || maps:get(sleep, Opts)]

@@ -8,7 +8,7 @@
 %%% whether this VM does, and if not says exactly how to start it.
 -module(beamspy_cpu).
 
--export([check/0]).
+-export([check/0, join/0]).
 
 %% @doc `ok' when this VM can be CPU-sampled with Erlang stacks, else
 %% `{error, {cpu_unavailable, Why}}' with a sentence that says how to fix it.
@@ -30,6 +30,24 @@ check() ->
                                       [Flavor]));
         {OS, _} ->
             unavailable(io_lib:format("CPU sampling needs Linux (perf_event_open); this node runs on ~tw", [OS]))
+    end.
+
+%% @doc How a CPU sample is joined to the process it was taken in.
+%% `registers' on x86_64: BEAMAsm keeps the running process in r13, so the
+%% sample itself names it and no scheduling is traced (the NIF's
+%% cpu_session.c). `running' elsewhere (aarch64 keeps it in another
+%% register, not used here): the session traces every chosen process's
+%% scheduling (`in' and `out') and the NIF looks up which process held the
+%% sampled thread at the sample's time.
+%%
+%% ```
+%% registers = beamspy_cpu:join(). % on x86_64
+%% '''
+-spec join() -> registers | running.
+join() ->
+    case erlang:system_info(system_architecture) of
+        "x86_64" ++ _ -> registers;
+        _ -> running
     end.
 
 %% The JIT's perf map of this VM (it exists only with `+JPperf true').

@@ -542,7 +542,8 @@ nif_options(Opts, Outputs) ->
         trace -> traced_times(Opts, Nif);
         %% Samples, not traced times: nothing to calibrate or compensate,
         %% no timeline of calls.
-        cpu -> (maps:without([compensate], Nif))#{cpu => maps:get(cpu_hz, Opts), timeline => 0}
+        cpu -> (maps:without([compensate], Nif))#{cpu => maps:get(cpu_hz, Opts), timeline => 0,
+                                                 cpu_join => beamspy_cpu:join()}
     end.
 
 %% Mode trace's self times: option times, where compensate => false (its

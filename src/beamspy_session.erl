@@ -405,7 +405,7 @@ setup_live(#{targets := #{existing := Existing, new := New}, flags := Flags} = O
             {error, {too_many_processes, length(Pids), Max}};
         {ok, Pids} ->
             case conflicts(BackendKind, Pids, New) of
-                ok -> open_and_switch_on(Opts, BackendKind, Pids, Existing, New, Flags);
+                ok -> open_and_switch_on(cpu_pids(Opts, Pids), BackendKind, Pids, Existing, New, Flags);
                 {error, _} = Error -> Error
             end;
         {error, _} = Error ->
@@ -434,6 +434,14 @@ open_and_switch_on(Opts, BackendKind, Pids, Existing, New, Flags) ->
                     Error
             end
     end.
+
+%% Mode cpu of chosen processes, where samples name their process
+%% (beamspy_cpu:join/0): the NIF keeps the samples of the processes it
+%% knows, these and those they spawn (traced with `procs').
+cpu_pids(#{nif := #{cpu := _, cpu_join := registers} = Nif} = Opts, Pids) when not is_map_key(cpu_all, Nif) ->
+    Opts#{nif := Nif#{cpu_pids => Pids}};
+cpu_pids(Opts, _Pids) ->
+    Opts.
 
 %% Registered names become pids; `all' becomes every process but beamspy's.
 resolve(all) ->
@@ -466,6 +474,8 @@ existing_pids() ->
            end,
     erlang:processes() -- (Mine ++ Owners).
 
+switch_on(_Backend, _Pids, _Existing, _New, []) ->
+    ok; % mode cpu joined by registers, of every process or of chosen ones without their spawns: nothing to trace
 switch_on(Backend, Pids0, Existing, New, Flags) ->
     NewOn = not New orelse beamspy_backend:process(Backend, new, true, Flags),
     Pids = case Existing of

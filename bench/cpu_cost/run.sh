@@ -18,8 +18,10 @@
 #               settle time) and must close while they still are: steady
 #               state, attach and finish outside
 #   beamspy@1   the same at --hz 1: the sampler takes almost nothing, what
-#               remains is the join of samples to processes (the session
-#               traces every process's scheduling, `in' and `out')
+#               remains is the join of samples to processes (on x86_64 each
+#               sample names its process from r13 and nothing is traced;
+#               elsewhere the session traces every process's scheduling,
+#               `in' and `out')
 #   null@running  every process's scheduling (`running') traced to the
 #               null erl_tracer of bench/run.sh (a NIF that does nothing):
 #               the least any join through that trace costs

@@ -24,6 +24,7 @@
 
 #define REG_BP 6
 #define REG_SP 7
+#define REG_R13 13
 #define REG_RA 16
 
 /* One mapped file (or the vdso image), opened once. */
@@ -401,8 +402,9 @@ size_t bs_dwarf_unwind(bs_dwarf_unwinder *u, const bs_user_regs *regs, const bs_
                        uint64_t *out, size_t cap, bs_user_regs *at, int *reached_jit, bs_unwind_stop *stop)
 {
     bs_cfi_regs cur = {.valid = 0};
-    cur.r[REG_RA] = regs->ip, cur.r[REG_SP] = regs->sp, cur.r[REG_BP] = regs->bp;
-    cur.valid = (UINT32_C(1) << REG_RA) | (UINT32_C(1) << REG_SP) | (UINT32_C(1) << REG_BP);
+    cur.r[REG_RA] = regs->ip, cur.r[REG_SP] = regs->sp, cur.r[REG_BP] = regs->bp, cur.r[REG_R13] = regs->r13;
+    cur.valid = (UINT32_C(1) << REG_RA) | (UINT32_C(1) << REG_SP) | (UINT32_C(1) << REG_BP) |
+                (regs->has_r13 ? UINT32_C(1) << REG_R13 : 0);
     size_t n = 0;
     int exact_pc = 1; /* the leaf's pc is where it is; a return address is after the call */
     bs_unwind_stop why;
@@ -412,6 +414,8 @@ size_t bs_dwarf_unwind(bs_dwarf_unwinder *u, const bs_user_regs *regs, const bs_
         at->ip = pc;
         at->sp = cur.r[REG_SP];
         at->bp = (cur.valid & (UINT32_C(1) << REG_BP)) ? cur.r[REG_BP] : 0;
+        at->has_r13 = (cur.valid & (UINT32_C(1) << REG_R13)) != 0;
+        at->r13 = at->has_r13 ? cur.r[REG_R13] : 0;
         const mapping *m = lookup(u, pc);
         if (m == NULL || m->file < 0) {
             *reached_jit = 1;

@@ -46,9 +46,12 @@
 #define BS_DWARF_REMAP_MS 1000
 #define BS_DWARF_MAX_MAPPINGS 4096
 
-/* x86_64: rip, rsp, rbp of the sampled thread (or of a frame). */
+/* x86_64: rip, rsp, rbp and r13 of the sampled thread (or of a frame);
+ * has_r13 0 when r13 is not known (not sampled, or a frame's CFI does not
+ * say where its caller's value is). */
 typedef struct bs_user_regs {
-    uint64_t ip, sp, bp;
+    uint64_t ip, sp, bp, r13;
+    int has_r13;
 } bs_user_regs;
 
 /* A copy of the user stack taken at the sample: the bytes at [sp, sp + size). */
@@ -87,9 +90,10 @@ int bs_dwarf_unwinder_open(bs_dwarf_unwinder **out, int ospid, size_t max_bytes,
  * return addresses) to out, at most cap. Stops at the first address outside
  * every module with CFI (JIT code: not written; *reached_jit = 1), or for
  * another reason (*reached_jit = 0; stop, when not NULL, says which). *at
- * gets the registers of the frame where it stopped (ip, and sp and bp as the
- * CFI recovered them; bp unchanged when no frame saved it), so a caller can
- * go on with bs_fp_walk. Returns the number of addresses written. */
+ * gets the registers of the frame where it stopped (ip, and sp, bp and r13
+ * as the CFI recovered them, callee-saved registers restored from where a
+ * frame saved them; bp 0 and has_r13 0 when not known), so a caller can go
+ * on with bs_fp_walk and read the JIT frame's r13. Returns the number of addresses written. */
 size_t bs_dwarf_unwind(bs_dwarf_unwinder *u, const bs_user_regs *regs, const bs_stack_copy *stack,
                        uint64_t *out, size_t cap, bs_user_regs *at, int *reached_jit, bs_unwind_stop *stop);
 

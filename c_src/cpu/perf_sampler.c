@@ -122,6 +122,7 @@ typedef struct ring {
 struct bs_perf_sampler {
     size_t data_len;      /* bytes of data per ring (a power of two) */
     unsigned stack_bytes; /* PERF_SAMPLE_STACK_USER's size; 0: frame pointers only */
+    int regs;             /* PERF_SAMPLE_REGS_USER asked for (x86_64) */
     uint64_t with_regs, stack_used;
     unsigned char *scratch; /* data_len bytes: one record copied out of the ring */
     uint64_t *ips;        /* data_len / 8 addresses: one sample's chain */
@@ -159,13 +160,15 @@ static int seccomp_mode(void)
 }
 
 /* PERF_SAMPLE_REGS_USER's registers, in the order the kernel writes them
- * (bit order of the mask): bp, sp, ip (arch/x86/include/uapi/asm/perf_regs.h). */
+ * (bit order of the mask): bp, sp, ip, r13 (arch/x86/include/uapi/asm/perf_regs.h). */
 #define REG_X86_BP 6
 #define REG_X86_SP 7
 #define REG_X86_IP 8
-#define REGS_MASK ((1ull << REG_X86_BP) | (1ull << REG_X86_SP) | (1ull << REG_X86_IP))
+#define REG_X86_R13 21
+#define REGS_MASK ((1ull << REG_X86_BP) | (1ull << REG_X86_SP) | (1ull << REG_X86_IP) | (1ull << REG_X86_R13))
+#define N_REGS 4
 
-static int open_event(int tid, unsigned hz, unsigned stack_bytes)
+static int open_event(int tid, unsigned hz, int regs, unsigned stack_bytes)
 {
     struct perf_event_attr a;
     memset(&a, 0, sizeof a);
@@ -176,13 +179,16 @@ static int open_event(int tid, unsigned hz, unsigned stack_bytes)
     a.sample_freq = hz;
     a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
 #if defined(__x86_64__)
-    if (stack_bytes) {
-        a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+    if (regs) {
+        a.sample_type |= PERF_SAMPLE_REGS_USER;
         a.sample_regs_user = REGS_MASK;
+    }
+    if (stack_bytes) {
+        a.sample_type |= PERF_SAMPLE_STACK_USER;
         a.sample_stack_user = stack_bytes;
     }
 #else
-    (void)stack_bytes;
+    (void)regs, (void)stack_bytes;
 #endif
     a.disabled = 1;
     a.exclude_kernel = 1;
@@ -260,10 +266,13 @@ int bs_perf_sampler_open_ex(bs_perf_sampler **out, const int *tids, unsigned n_t
     }
     s->data_len = data_len;
     s->stack_bytes = stack_bytes;
+#if defined(__x86_64__)
+    s->regs = 1; /* 48 bytes a sample: the registers name the sample's process (cpu_session.c) */
+#endif
     long max_stack = read_proc_long("/proc/sys/kernel/perf_event_max_stack", 127);
     s->max_stack = max_stack > 0 && max_stack < 0x10000 ? (unsigned)max_stack : 127;
     for (unsigned i = 0; i < n_tids; i++) {
-        int fd = open_event(tids[i], hz, stack_bytes);
+        int fd = open_event(tids[i], hz, s->regs, stack_bytes);
         if (fd < 0 && errno == ESRCH)
             continue; /* the thread exited since it was listed */
         if (fd < 0) {
@@ -342,10 +351,10 @@ static void ring_copy(const ring *r, size_t data_len, uint64_t pos, void *dst, s
 }
 
 /* Decodes one PERF_RECORD_SAMPLE body and delivers it: u32 pid, tid; u64
- * time; u64 nr; u64 ips[nr]; then, with stack copies, u64 abi; u64
- * regs[3] (bp, sp, ip) when abi is not 0; u64 size; u8 data[size]; u64
- * dyn_size when size is not 0 (the bytes the kernel filled). -1 if the
- * record does not hold what it says. */
+ * time; u64 nr; u64 ips[nr]; then, with registers, u64 abi; u64 regs[4]
+ * (bp, sp, ip, r13) when abi is not 0; then, with stack copies, u64 size;
+ * u8 data[size]; u64 dyn_size when size is not 0 (the bytes the kernel
+ * filled). -1 if the record does not hold what it says. */
 static int deliver_sample(bs_perf_sampler *s, const unsigned char *rec, size_t size,
                           bs_cpu_sample_fn *on_sample, void *ctx)
 {
@@ -363,8 +372,8 @@ static int deliver_sample(bs_perf_sampler *s, const unsigned char *rec, size_t s
         return -1;
     bs_cpu_sample smp = {.tid = (int)tid, .time_ns = time};
     const unsigned char *after = p + 24 + nr * 8;
-    if (s->stack_bytes) {
-        uint64_t abi, regs[3] = {0, 0, 0}, stack_size, dyn = 0;
+    uint64_t abi = 0, regs[N_REGS] = {0, 0, 0, 0};
+    if (s->regs) {
         if ((size_t)(end - after) < 8)
             return -1;
         memcpy(&abi, after, 8);
@@ -374,7 +383,12 @@ static int deliver_sample(bs_perf_sampler *s, const unsigned char *rec, size_t s
                 return -1;
             memcpy(regs, after, sizeof regs);
             after += sizeof regs;
+            smp.has_regs = 1;
+            smp.bp = regs[0], smp.sp = regs[1], smp.ip = regs[2], smp.r13 = regs[3];
         }
+    }
+    if (s->stack_bytes) {
+        uint64_t stack_size, dyn = 0;
         if ((size_t)(end - after) < 8)
             return -1;
         memcpy(&stack_size, after, 8);
@@ -388,8 +402,6 @@ static int deliver_sample(bs_perf_sampler *s, const unsigned char *rec, size_t s
                 return -1;
         }
         if (abi != 0) {
-            smp.has_regs = 1;
-            smp.bp = regs[0], smp.sp = regs[1], smp.ip = regs[2];
             smp.stack = data;
             smp.stack_size = (size_t)dyn;
             s->with_regs++;
@@ -438,7 +450,7 @@ static size_t drain_ring(bs_perf_sampler *s, ring *r, bs_cpu_sample_fn *on_sampl
      * stops: a ring found without room for one more of the deepest samples
      * is counted, so that losses at the end are seen too. */
     uint64_t deepest = sizeof(struct perf_event_header) + 24 + 8 * ((uint64_t)s->max_stack + 2) +
-                       (s->stack_bytes ? 8 + 24 + 8 + s->stack_bytes + 8 : 0);
+                       (s->regs ? 8 + 8 * N_REGS : 0) + (s->stack_bytes ? 8 + s->stack_bytes + 8 : 0);
     if (head - tail + deepest > s->data_len)
         s->ring_full++;
     while (head - tail >= sizeof(struct perf_event_header)) {

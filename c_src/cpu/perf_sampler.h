@@ -8,8 +8,9 @@
  * so a sleeping thread takes no samples), freq = hz, user space only
  * (exclude_kernel: perf_event_paranoid 2, the usual default, allows it for
  * the process's own threads), sample_type TID | TIME | CALLCHAIN (the kernel
- * walks the frame pointers), times on CLOCK_MONOTONIC (use_clockid). Events
- * start disabled; bs_perf_sampler_enable starts them.
+ * walks the frame pointers) and on x86_64 REGS_USER (ip, sp, bp, r13), times
+ * on CLOCK_MONOTONIC (use_clockid). Events start disabled;
+ * bs_perf_sampler_enable starts them.
  *
  * Memory, all allocated by open and bounded: per thread one ring buffer of
  * BS_PERF_RING_PAGES data pages plus the kernel's header page (36 KiB with
@@ -48,12 +49,14 @@ typedef struct bs_cpu_sample {
     const uint64_t *ips;  /* valid only during the callback */
     int chain_truncated;  /* the chain reached the kernel's limit
                              (kernel.perf_event_max_stack): outer frames are missing */
-    /* With stack copies (bs_perf_sampler_open's with_stack) and when the
-     * kernel had user registers for the sample: has_regs 1, the thread's
-     * ip, sp, bp and the stack_size bytes at [sp, sp + stack_size) as they
-     * were (stack valid only during the callback). Else has_regs 0. */
+    /* On x86_64, when the kernel had user registers for the sample:
+     * has_regs 1 and the thread's ip, sp, bp and r13 (BEAMAsm keeps the
+     * running Process * there: cpu_session.c). With stack copies
+     * (bs_perf_sampler_open_ex's with_stack) also the stack_size bytes at
+     * [sp, sp + stack_size) as they were (stack valid only during the
+     * callback); else stack NULL, stack_size 0. Else has_regs 0. */
     int has_regs;
-    uint64_t ip, sp, bp;
+    uint64_t ip, sp, bp, r13;
     const unsigned char *stack;
     size_t stack_size;
 } bs_cpu_sample;
@@ -71,8 +74,7 @@ typedef void bs_cpu_sample_fn(void *ctx, const bs_cpu_sample *sample);
 int bs_perf_sampler_open(bs_perf_sampler **out, const int *tids, unsigned n_tids, unsigned hz,
                          char *why, size_t why_cap);
 
-/* As bs_perf_sampler_open, and with with_stack each sample also carries the
- * thread's user registers (PERF_SAMPLE_REGS_USER: ip, sp, bp) and a copy of
+/* As bs_perf_sampler_open, and with with_stack each sample also carries a copy of
  * stack_bytes of its user stack from sp (PERF_SAMPLE_STACK_USER; a multiple
  * of 8, at most 65528), in rings of BS_PERF_RING_PAGES_STACK data pages.
  * Those rings are 4 times larger: when the locked-memory limit refuses them
@@ -100,7 +102,7 @@ typedef struct bs_perf_stats {
                             deepest samples: samples were probably lost, also when the
                             kernel could not say so yet (lost counts them only once its
                             next sample fits, never after sampling stops) */
-    uint64_t with_regs;  /* delivered with user registers and a stack copy */
+    uint64_t with_regs;  /* delivered with user registers and a stack copy (with_stack) */
     uint64_t stack_bytes_used; /* the largest stack copy the kernel filled (dyn_size) */
     unsigned threads;    /* threads sampled */
     unsigned ring_kib;   /* KiB of each thread's ring (header page included) */

@@ -43,3 +43,11 @@ int bs_proc_mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
     memcpy(buf, m->buf + (addr - m->base), len);
     return 1;
 }
+
+int bs_proc_mem_read_word(const bs_proc_mem *m, uint64_t addr, uint64_t *word)
+{
+    if (addr > UINT64_MAX - sizeof *word) return 0;
+    struct iovec local = {.iov_base = word, .iov_len = sizeof *word};
+    struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = sizeof *word};
+    return process_vm_readv(m->pid, &local, 1, &remote, 1, 0) == (ssize_t)sizeof *word;
+}

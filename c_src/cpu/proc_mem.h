@@ -25,5 +25,8 @@ void bs_proc_mem_init(bs_proc_mem *m, int pid);
 void bs_proc_mem_forget(bs_proc_mem *m);
 /* A bs_mem_reader's read: ctx is a bs_proc_mem. */
 int bs_proc_mem_read(void *ctx, uint64_t addr, void *buf, size_t len);
+/* The 8 bytes at addr, read now and not kept (one system call): 1, or 0
+ * when they cannot be read. */
+int bs_proc_mem_read_word(const bs_proc_mem *m, uint64_t addr, uint64_t *word);
 
 #endif

@@ -218,8 +218,21 @@ static ERL_NIF_TERM session_new(ErlNifEnv *env, int argc, const ERL_NIF_TERM arg
             return enif_make_badarg(env);
         }
         int all = !cpu_times && opt_bool(env, argv[0], enif_make_atom(env, "cpu_all"), 0);
+        /* cpu_join => registers: each sample names its process (r13), no
+         * scheduling is traced; cpu_pids: the chosen processes known now
+         * (their records are the set of processes whose samples are kept). */
+        ERL_NIF_TERM join, pids;
+        int by_regs = enif_get_map_value(env, argv[0], enif_make_atom(env, "cpu_join"), &join) &&
+                      join == enif_make_atom(env, "registers");
         s->cpu_times = cpu_times;
-        s->cpu = bs_cpu_open(env, s, hz, all, why, sizeof why);
+        s->cpu = bs_cpu_open(env, s, hz, all, by_regs, why, sizeof why);
+        if (s->cpu && enif_get_map_value(env, argv[0], enif_make_atom(env, "cpu_pids"), &pids)) {
+            ErlNifPid p;
+            uint64_t now = bs_now_ns();
+            while (enif_get_list_cell(env, pids, &head, &pids))
+                if (enif_get_local_pid(env, head, &p))
+                    (void)bs_session_proc(env, s, (uint64_t)enif_make_pid(env, &p), now);
+        }
         if (!s->cpu) {
             enif_release_resource(s);
             ErlNifBinary bin;

@@ -41,10 +41,22 @@ typedef struct addr_slot {
     uint32_t frame;
 } addr_slot;
 
+/* The innermost JIT frame of a sample (the join by registers): its
+ * address (a return address minus 1 above the leaf) and r13 there. */
+typedef struct jit_frame {
+    int found;     /* the sample reached JIT code (Erlang code or a fragment) */
+    uint32_t index; /* its place in the sample's stack, leaf first */
+    int scheduler; /* set by tree_by_regs: it is the scheduler's loop */
+    uint64_t addr;
+    int has_r13;
+    uint64_t r13;
+} jit_frame;
+
 struct bs_cpu {
     bs_session *s;
     unsigned hz;
     int all;                      /* every process is traced: keep the samples no one holds */
+    int by_regs;                  /* a sample's process from its registers (r13), not from thread_slices */
     bs_perf_sampler *sampler;
     bs_symbols symbols;
     bs_thread_slices slices;
@@ -84,6 +96,8 @@ struct bs_cpu {
     char no_unwind[480];
     bs_proc_mem mem;
     uint64_t walks_cut, c_leaf, reached_jit, fragment_first, callers_found, callers_refused, jit_leaf_fragment, erlang_any;
+    /* The join by registers (by_regs): what became of the samples. */
+    uint64_t regs_process, regs_late, regs_scheduler, regs_dirty, regs_no_jit, regs_no_r13, regs_bad_read, regs_not_pid;
     uint64_t dwarf[DWARF_MAX_FRAMES + 1];
     uint64_t unwound[BS_CPU_MAX_CHAIN];
 };
@@ -244,7 +258,7 @@ static enum frame_kind frame_kind(bs_cpu *c, uint32_t f)
  * first (a BIF's or the VM's C time goes to the function that called it),
  * are kept for the export (cpu_traced_export). The traced trees are never
  * touched here: the tracer's callbacks own them. */
-static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t **ips);
+static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t **ips, jit_frame *jf);
 
 static void traced_sample(bs_cpu *c, const bs_cpu_sample *smp)
 {
@@ -258,7 +272,8 @@ static void traced_sample(bs_cpu *c, const bs_cpu_sample *smp)
     c->traced_samples++;
     uint32_t erl[BS_CHAIN_MAX_FRAMES], n = 0;
     const uint64_t *ips;
-    uint32_t n_ips = sample_stack(c, smp, &ips); /* leaf first, C frames unwound where they can be */
+    jit_frame jf;
+    uint32_t n_ips = sample_stack(c, smp, &ips, &jf); /* leaf first, C frames unwound where they can be */
     for (uint32_t i = 0; i < n_ips && n < BS_CHAIN_MAX_FRAMES; i++) {
         /* A return address points after its call (see on_sample). */
         uint32_t f = frame_of(c, i == 0 ? ips[0] : ips[i] - 1);
@@ -314,24 +329,43 @@ static int in_fragment(bs_cpu *c, uint64_t ret)
     return code_kind(c, ret - 1) == 'J';
 }
 
+static void set_jit_frame(bs_cpu *c, jit_frame *jf, uint32_t index, uint64_t addr, int has_r13, uint64_t r13)
+{
+    char kind = code_kind(c, addr);
+    jf->found = kind == 'E' || kind == 'J';
+    jf->index = index;
+    jf->addr = addr, jf->has_r13 = has_r13, jf->r13 = r13;
+}
+
 /* The sample's user stack, leaf first, into *ips (c->unwound or the
- * kernel's chain). With registers and a stack copy: a leaf in C code is
+ * kernel's chain), and its innermost JIT frame into *jf. With registers
+ * and a stack copy: a leaf in C code is
  * unwound through the C frames' CFI up to the first JIT frame, then by frame
  * pointers, and the kernel's chain joined where it meets them
  * (bs_callchain_splice); when that first JIT frame (or a JIT leaf) is a
  * shared fragment, the Erlang function that called it is taken from the top
- * of the Erlang stack (erl_caller.h). Else the kernel's chain as it is. */
-static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t **ips)
+ * of the Erlang stack (erl_caller.h). Else the kernel's chain as it is, and
+ * a JIT frame only when the leaf is JIT code. */
+static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t **ips, jit_frame *jf)
 {
     *ips = smp->ips;
-    if (!c->unwinder || !smp->has_regs)
+    jf->found = 0;
+    jf->scheduler = 0;
+    if (!smp->has_regs)
         return smp->n_ips;
+    if (!c->unwinder) {
+        if (c->by_regs)
+            set_jit_frame(c, jf, 0, smp->ip, 1, smp->r13);
+        return smp->n_ips;
+    }
     bs_stack_copy stack = {.sp = smp->sp, .data = smp->stack, .size = smp->stack_size};
     bs_mem_reader mem = {.read = bs_proc_mem_read, .ctx = &c->mem};
-    bs_user_regs regs = {.ip = smp->ip, .sp = smp->sp, .bp = smp->bp}, at;
+    bs_user_regs regs = {.ip = smp->ip, .sp = smp->sp, .bp = smp->bp, .r13 = smp->r13, .has_r13 = 1}, at;
     int jit = 0;
     bs_proc_mem_forget(&c->mem);
     size_t nd = bs_dwarf_unwind(c->unwinder, &regs, &stack, c->dwarf, DWARF_MAX_FRAMES, &at, &jit, NULL);
+    if (c->by_regs && jit)
+        set_jit_frame(c, jf, (uint32_t)nd, nd == 0 ? smp->ip : at.ip - 1, at.has_r13, at.r13);
     uint64_t caller;
     if (nd == 0 && jit) { /* the leaf is JIT code: the kernel walked its frame pointers */
         if (smp->n_ips < 1 || !in_fragment(c, smp->ips[0] + 1))
@@ -432,6 +466,107 @@ size_t bs_cpu_hot_take(bs_cpu *c, bs_hot_entry *out, size_t max, bs_hot_counts *
     return n;
 }
 
+/* The join by registers ------------------------------------------------ */
+
+/* Fragments of the JIT where a scheduler runs its own loop, not a
+ * process's code: r13 there still holds the process it ran last (or none).
+ * process_main calls the scheduler (erts_schedule: picking the next process,
+ * port tasks, checking I/O, spinning before sleep). */
+static const char *const scheduler_fragments[] = {"process_main"};
+
+static int is_scheduler_fragment(bs_cpu *c, uint64_t addr)
+{
+    uint32_t f = frame_of(c, addr);
+    if (f == UINT32_MAX)
+        return 0;
+    const char *t = bs_frame_name(&c->frames, f);
+    if (t[0] != 'J')
+        return 0;
+    const char *name = strstr(t + 1, "::") ? strstr(t + 1, "::") + 2 : t + 1;
+    for (size_t i = 0; i < sizeof scheduler_fragments / sizeof *scheduler_fragments; i++)
+        if (strcmp(name, scheduler_fragments[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* The pid of the process at r13 (BEAMAsm's c_p: a Process *, whose first
+ * word is its pid, ErtsPTabElementCommon's id): 0 when it cannot be read or
+ * is not a local pid (_TAG_IMMED1_PID, 0x3). Read now, after the sample: a
+ * process that exited since may have left another word there. */
+static uint64_t pid_at(bs_cpu *c, uint64_t r13)
+{
+    uint64_t id;
+    if (!r13 || (r13 & 7) || !bs_proc_mem_read_word(&c->mem, r13, &id)) {
+        c->regs_bad_read++;
+        return 0;
+    }
+    if ((id & 0xF) != 0x3) {
+        c->regs_not_pid++;
+        return 0;
+    }
+    return id;
+}
+
+/* The tree of a sample by its registers: the process whose Process * r13
+ * held at the sample's innermost JIT frame (the leaf's own r13, or as the
+ * CFI of the C frames under it restored it); the scheduler's tree when
+ * that frame is the scheduler's loop; in a whole-VM session the dirty
+ * schedulers' (no JIT frame: dirty NIFs, BIFs and GCs run from C) or
+ * `[unknown process]' when there is none. NULL, counted, when the sample
+ * is left out (not one of the chosen processes, or no memory). */
+static bs_call_tree *tree_by_regs(bs_cpu *c, const bs_cpu_sample *smp, jit_frame *jf, int *scheduler_own)
+{
+    bs_session *s = c->s;
+    enum extra_tree extra = thread_extra(c, smp->tid);
+    uint64_t pid = 0;
+    if (!jf->found) {
+        if (extra != EXTRA_SCHEDULER) {
+            c->regs_dirty++;
+            *scheduler_own = 1; /* a dirty scheduler in C: its own loop or a process's dirty work */
+        } else
+            c->regs_no_jit++;
+        extra = extra == EXTRA_SCHEDULER ? EXTRA_UNKNOWN : extra;
+    } else if (is_scheduler_fragment(c, jf->addr)) {
+        c->regs_scheduler++;
+        jf->scheduler = 1;
+        *scheduler_own = 1;
+    } else if (!jf->has_r13) {
+        c->regs_no_r13++;
+        extra = EXTRA_UNKNOWN;
+    } else if (!(pid = pid_at(c, jf->r13))) {
+        extra = EXTRA_UNKNOWN;
+    }
+    if (pid) {
+        bs_traced_proc *r = bs_pid_table_find(&s->pids, pid);
+        if (!r && s->n_ignored && bs_session_is_ignored(s, pid)) {
+            c->others++; /* never recorded (the tool's own jobs) */
+            return NULL;
+        }
+        if (!r && c->all)
+            r = bs_session_proc_try(s, pid, bs_now_ns(), &c->stopping);
+        if (r) {
+            c->regs_process++;
+            return &r->proc.tree;
+        }
+        if (c->all) {
+            if (atomic_load(&s->recording)) { /* the table is full, or no memory: the session stops */
+                c->dropped++;
+                return NULL;
+            }
+            c->regs_late++; /* a process first seen in the samples drained after the stop */
+            extra = EXTRA_UNKNOWN;
+        }
+    }
+    if (!c->all) {
+        c->others++; /* not one of the chosen processes */
+        return NULL;
+    }
+    bs_call_tree *tree = extra_tree(c, extra);
+    if (!tree)
+        c->dropped++;
+    return tree;
+}
+
 static void on_sample(void *ctx, const bs_cpu_sample *smp)
 {
     bs_cpu *c = ctx;
@@ -443,33 +578,50 @@ static void on_sample(void *ctx, const bs_cpu_sample *smp)
         traced_sample(c, smp);
         return;
     }
-    bs_thread_log *log = bs_thread_slices_log(&c->slices, smp->tid);
-    uint64_t pid = 0;
-    int known = log && bs_thread_log_at(&c->slices, log, smp->time_ns, &pid);
+    const uint64_t *ips = NULL;
+    uint32_t n = 0, from = 0;
+    int cut = 0, scheduler_own = 0; /* scheduler_own: the thread ran no process */
     bs_call_tree *tree = NULL;
-    if (known && pid) {
-        bs_traced_proc *r = bs_pid_table_find(&c->s->pids, pid);
-        if (r && r->proc.state != BS_EXITED)
-            tree = &r->proc.tree;
-    }
-    if (!tree && !c->all) {
-        c->others++; /* not one of the chosen processes */
-        return;
-    }
-    int scheduler_own = !tree && known && !pid; /* the thread ran no process */
-    if (!tree)
-        tree = extra_tree(c, !known ? EXTRA_UNKNOWN : pid ? EXTRA_UNKNOWN : thread_extra(c, smp->tid));
-    if (!tree) {
-        c->dropped++;
-        return;
+    if (c->by_regs) {
+        jit_frame jf;
+        n = sample_stack(c, smp, &ips, &jf);
+        if (!(tree = tree_by_regs(c, smp, &jf, &scheduler_own)))
+            return; /* counted there */
+        /* The scheduler's loop: what lies beyond it is no caller of it but
+         * the frames of the process it switched out (its stale frame
+         * pointer), not the scheduler's work. */
+        if (jf.scheduler && jf.index < n) {
+            n = jf.index + 1;
+            cut = 1;
+        }
+    } else {
+        bs_thread_log *log = bs_thread_slices_log(&c->slices, smp->tid);
+        uint64_t pid = 0;
+        int known = log && bs_thread_log_at(&c->slices, log, smp->time_ns, &pid);
+        if (known && pid) {
+            bs_traced_proc *r = bs_pid_table_find(&c->s->pids, pid);
+            if (r && r->proc.state != BS_EXITED)
+                tree = &r->proc.tree;
+        }
+        if (!tree && !c->all) {
+            c->others++; /* not one of the chosen processes */
+            return;
+        }
+        scheduler_own = !tree && known && !pid; /* the thread ran no process */
+        if (!tree)
+            tree = extra_tree(c, !known ? EXTRA_UNKNOWN : pid ? EXTRA_UNKNOWN : thread_extra(c, smp->tid));
+        if (!tree) {
+            c->dropped++;
+            return;
+        }
+        jit_frame jf;
+        n = sample_stack(c, smp, &ips, &jf);
     }
     uint32_t at = 0;
     /* Root first. A return address points after its call: step back one
      * byte so that a call ending a function names that function. Frames of
      * beamspy's own code, and all below them, are left out (as tracing
      * leaves them out): apply's caller starts at the function applied. */
-    const uint64_t *ips;
-    uint32_t n = sample_stack(c, smp, &ips), from = 0;
     if (n > BS_CPU_MAX_CHAIN)
         n = BS_CPU_MAX_CHAIN;
     int erlang = 0;
@@ -496,7 +648,7 @@ static void on_sample(void *ctx, const bs_cpu_sample *smp)
             goto full;
         c->spins++;
     }
-    if (smp->chain_truncated) {
+    if (smp->chain_truncated && !cut) {
         c->truncated_chains++;
         bs_key k = {BS_CPU_FRAME_MODULE, c->truncated_frame, 0};
         if ((at = bs_call_tree_child(tree, at, &k)) == BS_NO_NODE)
@@ -527,7 +679,7 @@ static void *drain_loop(void *arg)
     return NULL;
 }
 
-bs_cpu *bs_cpu_open(ErlNifEnv *env, bs_session *s, unsigned hz, int all, char *why, size_t cap)
+bs_cpu *bs_cpu_open(ErlNifEnv *env, bs_session *s, unsigned hz, int all, int by_regs, char *why, size_t cap)
 {
     if (hz < BS_CPU_MIN_HZ || hz > BS_CPU_MAX_HZ) {
         snprintf(why, cap, "the sampling rate must be %u to %u Hz, not %u", BS_CPU_MIN_HZ, BS_CPU_MAX_HZ, hz);
@@ -541,6 +693,11 @@ bs_cpu *bs_cpu_open(ErlNifEnv *env, bs_session *s, unsigned hz, int all, char *w
     c->s = s;
     c->hz = hz;
     c->all = all;
+#if defined(__x86_64__)
+    c->by_regs = by_regs && !s->cpu_times;
+#else
+    (void)by_regs; /* r13 is BEAMAsm's c_p on x86_64 only: the join by scheduling events stays */
+#endif
     for (int i = 0; i < s->n_excluded; i++)
         if (enif_get_atom(env, s->excluded[i], c->excluded[c->n_excluded], sizeof c->excluded[0], ERL_NIF_LATIN1) > 0)
             c->n_excluded++;
@@ -653,8 +810,15 @@ fail_frames:
     return NULL;
 }
 
+int bs_cpu_by_registers(const bs_cpu *c)
+{
+    return c->by_regs;
+}
+
 void bs_cpu_switch(bs_cpu *c, uint64_t pid, uint64_t t)
 {
+    if (c->by_regs)
+        return;
     bs_thread_log *log = bs_thread_slices_log(&c->slices, bs_current_tid());
     if (log)
         bs_thread_log_switch(log, t, pid);
@@ -742,19 +906,33 @@ int bs_cpu_export(bs_cpu *c, bs_profile *out, bs_key_namer namer, void *ctx)
     out->unit = BS_UNIT_COUNT;
     bs_perf_stats st;
     bs_perf_sampler_stats(c->sampler, &st);
-    char note[640];
+    char note[1024], join[384];
+    if (c->by_regs)
+        snprintf(join, sizeof join,
+                 "process of each sample read from r13 (no scheduling traced): %llu of processes, %llu the "
+                 "schedulers' loop, %llu dirty with no JIT frame, %llu reached no JIT frame, %llu whose r13 was not "
+                 "a live process's",
+                 (unsigned long long)c->regs_process, (unsigned long long)c->regs_scheduler,
+                 (unsigned long long)c->regs_dirty, (unsigned long long)c->regs_no_jit,
+                 (unsigned long long)(c->regs_no_r13 + c->regs_bad_read + c->regs_not_pid + c->regs_late));
+    else
+        snprintf(join, sizeof join,
+                 "process of each sample from the scheduling trace%s: %llu thread switches lost",
+#if defined(__x86_64__)
+                 "",
+#else
+                 " (registers name none on this architecture)",
+#endif
+                 (unsigned long long)atomic_load(&c->slices.lost));
     snprintf(note, sizeof note,
              "CPU samples at %u Hz of %u scheduler threads: %llu samples, %llu lost by the kernel, %llu with "
-             "their outermost frames cut (perf_event_max_stack %u), %llu left out (memory), %llu thread "
-             "switches lost, %llu in beamspy's own code and %llu of other processes or the schedulers left "
-             "out; %llu of schedulers spinning before they sleep ([spin]); %llu of %llu code addresses named by "
-             "no symbol",
+             "their outermost frames cut (perf_event_max_stack %u), %llu left out (memory), %llu in beamspy's "
+             "own code and %llu of other processes or the schedulers left out; %llu of schedulers spinning before "
+             "they sleep ([spin]); %llu of %llu code addresses named by no symbol; %s",
              c->hz, c->n_threads, (unsigned long long)c->samples, (unsigned long long)st.lost,
              (unsigned long long)c->truncated_chains, st.max_stack, (unsigned long long)c->dropped,
-             (unsigned long long)atomic_load(&c->slices.lost), (unsigned long long)c->own_code,
-             (unsigned long long)c->others, (unsigned long long)c->spins,
-             (unsigned long long)c->unresolved_frames,
-             (unsigned long long)c->frames_named);
+             (unsigned long long)c->own_code, (unsigned long long)c->others, (unsigned long long)c->spins,
+             (unsigned long long)c->unresolved_frames, (unsigned long long)c->frames_named, join);
     size_t used = strlen(out->notes);
     snprintf(out->notes + used, sizeof out->notes - used, "%s%s", used ? "; " : "", note);
     if (c->unwinder)

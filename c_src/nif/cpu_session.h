@@ -1,9 +1,21 @@
 /* cpu_session.h — `mode => cpu': CPU samples of the VM's scheduler threads
  * taken by the kernel, charged to the Erlang process each thread ran.
  *
- * A session made with the `cpu' option traces only `running' (in/out) of
- * its target processes; each callback logs, on the scheduler thread itself,
- * which process that thread now runs (cpu/thread_slices.h). The kernel
+ * Which process a sample is (the join), two ways. By registers (x86_64,
+ * bs_cpu_open's by_regs; beamspy_cpu:join/0 on the Erlang side): BEAMAsm
+ * keeps the running Process * in r13 and its first word is the pid; the
+ * sample's r13 at its innermost JIT frame (its own when the leaf is JIT
+ * code, else as the DWARF unwinder restored it from the C frames' CFI)
+ * names the process, read by the drain with process_vm_readv and kept if it
+ * is a local pid. Nothing is traced for it: a whole-VM session adds a
+ * record for each process seen (bs_session_proc_try), one of chosen
+ * processes keeps those whose records exist (the targets, given at the
+ * session's creation, and their spawns, traced with `procs'). Samples
+ * under the scheduler's loop (the fragment process_main) are the
+ * scheduler's. By scheduling events (elsewhere, and times => samples): the
+ * session traces `running' (in/out) of its target processes; each callback
+ * logs, on the scheduler thread itself, which process that thread now runs
+ * (cpu/thread_slices.h). The kernel
  * samples every scheduler thread (normal, dirty CPU, dirty I/O) at `hz'
  * with their user-space call chains (cpu/perf_sampler.h: the JIT keeps
  * frame pointers when the VM runs with +JPperf true). A drain thread of the
@@ -13,14 +25,16 @@
  * there; docs/cpu-unwind.md), names each
  * address (cpu/symbols.h: the JIT's perf map for Erlang code, ELF symbols
  * for the VM's C code and libraries) and adds the stack, root first, to
- * the call tree of the process that held the thread at the sample's time
- * (its record in the session's pid table): one sample is a weight of 1 at
+ * the call tree of the sample's process (its record in the session's pid
+ * table): one sample is a weight of 1 at
  * the stack's leaf. When the session traces every process (`all'), samples
  * while the thread ran none go to a tree of the scheduler itself
- * (`[scheduler]', `[dirty cpu scheduler]', `[dirty io scheduler]'), and
- * samples whose thread log was lapped or is still empty to `[unknown
- * process]'; a scheduler's samples spinning before it sleeps go under
- * `[spin]' in its tree (cpu/sched_work.h); a session of chosen processes leaves them out (they are other
+ * (`[scheduler]', `[dirty cpu scheduler]', `[dirty io scheduler]'; by
+ * registers also the dirty schedulers' samples, which have no JIT frame),
+ * and samples whose process is not known (a thread log lapped or still
+ * empty; by registers no JIT frame reached, or no pid read at r13) to
+ * `[unknown process]'; a scheduler's samples spinning before it sleeps go
+ * under `[spin]' in its tree (cpu/sched_work.h); a session of chosen processes leaves them out (they are other
  * processes' work as well as the scheduler's) and counts them. A chain the kernel cut at its limit
  * (perf_event_max_stack) keeps its innermost frames under `[truncated]'.
  *
@@ -67,10 +81,15 @@ typedef struct bs_cpu bs_cpu;
 /* Opens sampling of this VM's scheduler threads at hz for session s and
  * starts the drain thread. NULL, with a sentence in why (what failed, and
  * how to fix it), when it cannot. */
-bs_cpu *bs_cpu_open(ErlNifEnv *env, struct bs_session *s, unsigned hz, int all, char *why, size_t cap);
+bs_cpu *bs_cpu_open(ErlNifEnv *env, struct bs_session *s, unsigned hz, int all, int by_regs, char *why, size_t cap);
+
+/* 1 when the session's samples name their process by their registers
+ * (by_regs asked for, x86_64, not times => samples): no scheduling events
+ * are needed, and a whole-VM session adds a record for each process seen. */
+int bs_cpu_by_registers(const bs_cpu *c);
 
 /* From the tracer's callback, on the scheduler thread: from t on this
- * thread runs pid (0: none, after an `out'). */
+ * thread runs pid (0: none, after an `out'). Nothing when by registers. */
 void bs_cpu_switch(bs_cpu *c, uint64_t pid, uint64_t t);
 
 /* Stops sampling, joins the drain thread and drains what is left; the trees

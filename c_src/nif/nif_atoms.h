@@ -16,7 +16,7 @@
     X(min_unit_ns) X(recording) X(max_depth) X(beamspy_meta) X(return_from) X(exception_from) \
     X(capture) X(captures) X(halt) X(init) X(stop) X(halt_hook) X(beamspy_halting) \
     X(start) X(exception) X(first) X(not_traced) X(unmatched) X(refused) X(telemetry) X(execute) \
-    X(receive) X(hibernate)
+    X(receive) X(hibernate) X(spawn)
 
 typedef struct bs_atoms {
 #define BS_ATOM_FIELD(name) ERL_NIF_TERM name;

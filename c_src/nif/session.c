@@ -151,13 +151,34 @@ void bs_session_prepare_proc(bs_session *s, bs_proc *p)
         bs_proc_split_waits(p);
 }
 
+static bs_traced_proc *insert_locked(ErlNifEnv *env, bs_session *s, uint64_t pid, uint64_t now);
+
 bs_traced_proc *bs_session_proc(ErlNifEnv *env, bs_session *s, uint64_t pid, uint64_t now)
 {
     bs_traced_proc *r = bs_pid_table_find(&s->pids, pid);
     if (r)
         return r;
     enif_mutex_lock(s->insert_lock);
-    r = bs_pid_table_find(&s->pids, pid);
+    return insert_locked(env, s, pid, now);
+}
+
+bs_traced_proc *bs_session_proc_try(bs_session *s, uint64_t pid, uint64_t now, const _Atomic int *give_up)
+{
+    bs_traced_proc *r = bs_pid_table_find(&s->pids, pid);
+    if (r)
+        return r;
+    while (enif_mutex_trylock(s->insert_lock) != 0) {
+        if (atomic_load(give_up) || !atomic_load(&s->recording))
+            return NULL;
+        sched_yield();
+    }
+    return insert_locked(NULL, s, pid, now);
+}
+
+/* With insert_lock held; releases it. */
+static bs_traced_proc *insert_locked(ErlNifEnv *env, bs_session *s, uint64_t pid, uint64_t now)
+{
+    bs_traced_proc *r = bs_pid_table_find(&s->pids, pid);
     if (!r && atomic_load(&s->recording)) {
         r = bs_budget_alloc(&s->budget, sizeof *r);
         if (r && bs_proc_init(&r->proc, &s->budget, now, s->charge_sleep, s->charge_gc) < 0) {

@@ -99,4 +99,10 @@ void bs_session_prepare_proc(bs_session *s, bs_proc *p);
 /* The record of pid, created if new; NULL if recording stopped or a cap was hit. */
 bs_traced_proc *bs_session_proc(ErlNifEnv *env, bs_session *s, uint64_t pid, uint64_t now);
 
+/* As bs_session_proc, from a thread that must not wait for the insert lock
+ * (the CPU sampler's drain: the stop holds that lock while it joins the
+ * drain): tries the lock until it gets it, or gives up (NULL) once
+ * *give_up is set or recording stopped. */
+bs_traced_proc *bs_session_proc_try(bs_session *s, uint64_t pid, uint64_t now, const _Atomic int *give_up);
+
 #endif

@@ -230,7 +230,13 @@ ERL_NIF_TERM bs_nif_trace(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
         int recorded = 0;
         if (s->run_states)
             bs_run_state_event(env, a, s, r, argv[0], argv[3]);
-        else if (s->cpu && !s->cpu_times)
+        else if (s->cpu && !s->cpu_times && bs_cpu_by_registers(s->cpu)) {
+            /* Only `procs' is traced (with set_on_spawn): a spawned child
+             * joins the chosen processes (its own first event would too). */
+            ErlNifPid child;
+            if (argv[0] == a->spawn && enif_get_local_pid(env, argv[3], &child))
+                (void)bs_session_proc(env, s, (uint64_t)enif_make_pid(env, &child), t);
+        } else if (s->cpu && !s->cpu_times)
             cpu_switch(a, s, r, argv[0], t);
         else if (is_meta)
             rc = bs_capture_on_meta(env, a, s, r, argv[0], argv[3], t);

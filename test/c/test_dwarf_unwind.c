@@ -83,9 +83,10 @@ __attribute__((no_sanitize_address, noinline)) static void copy_stack(unsigned c
 /* Captures rip, rsp, rbp here and copies up to COPY_MAX bytes from rsp. */
 CHAIN_FN static int c(sample *s)
 {
-    uint64_t ip, sp, bp;
-    __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(ip), "=r"(sp), "=r"(bp));
-    s->regs.ip = ip, s->regs.sp = sp, s->regs.bp = bp;
+    uint64_t ip, sp, bp, r13;
+    __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2\n\tmov %%r13, %3"
+                     : "=r"(ip), "=r"(sp), "=r"(bp), "=r"(r13));
+    s->regs.ip = ip, s->regs.sp = sp, s->regs.bp = bp, s->regs.r13 = r13, s->regs.has_r13 = 1;
     uint64_t top = stack_top();
     s->size = top - sp < COPY_MAX ? (size_t)(top - sp) : COPY_MAX;
     s->copy = malloc(COPY_MAX);
@@ -105,6 +106,9 @@ CHAIN_FN static int b(sample *s)
      * kernel's frame-pointer walk from c would follow this. */
     __asm__ volatile("mov $0x1234, %%rbp" ::: "rbp");
 #endif
+    /* r13 too (callee-saved: saved in b's frame, with CFI saying where),
+     * as C code called from BEAMAsm's JIT code may do with its c_p. */
+    __asm__ volatile("mov $0x5678, %%r13" ::: "r13");
     s->ret_b = (uint64_t)(uintptr_t)__builtin_return_address(0);
     return c(s) + 1;
 }
@@ -160,6 +164,15 @@ LIBDW_ONLY static void assert_refused(void)
     assert_non_null(strstr(why, "libdw-dev"));
 }
 
+/* Field by field: the struct has padding. */
+LIBDW_ONLY static void assert_regs_equal(const bs_user_regs *x, const bs_user_regs *y)
+{
+    assert_true(x->ip == y->ip && x->sp == y->sp && x->bp == y->bp);
+    assert_int_equal(x->has_r13, y->has_r13);
+    if (x->has_r13)
+        assert_true(x->r13 == y->r13);
+}
+
 /* ------------------------------- unwind -------------------------------- */
 
 static void test_unwinds_c_chain(void **state)
@@ -198,7 +211,7 @@ static void test_unwinds_c_chain(void **state)
         bs_dwarf_unwinder_use_rows(u, rows);
         assert_int_equal(bs_dwarf_unwind(u, &s.regs, &st, again, 128, &at2, &jit2, &stop2), n);
         assert_memory_equal(again, out, n * sizeof out[0]);
-        assert_memory_equal(&at2, &at, sizeof at);
+        assert_regs_equal(&at2, &at);
         assert_int_equal(stop2, stop);
     }
     bs_dwarf_stats stats;
@@ -289,13 +302,13 @@ static void test_ip_outside_modules(void **state)
                          .bp = (uint64_t)(uintptr_t)heap + 128};
     bs_stack_copy st = {.sp = regs.sp, .data = heap + 64, .size = 192};
     uint64_t out[8] = {0};
-    bs_user_regs at = {0, 0, 0};
+    bs_user_regs at = {0, 0, 0, 0, 0};
     int jit = 0;
     bs_unwind_stop stop;
     assert_int_equal(bs_dwarf_unwind(u, &regs, &st, out, 8, &at, &jit, &stop), 0);
     assert_int_equal(jit, 1);
     assert_int_equal(stop, BS_UNWIND_JIT);
-    assert_memory_equal(&at, &regs, sizeof at);
+    assert_regs_equal(&at, &regs);
     bs_dwarf_unwinder_close(u);
     free(heap);
 #endif
@@ -350,6 +363,54 @@ static void test_hands_over_at_jit_frame(void **state)
     assert_true(fp[0] == at.ip);
     assert_true(fp[1] == thunk_ret);
     assert_true(in_object(fp[1], "test_dwarf_unwind"));
+    bs_dwarf_unwinder_close(u);
+    free(s.copy);
+    munmap(code, page);
+#endif
+}
+
+/* Like THUNK, and it sets r13 to R13_VALUE (saving the caller's) before
+ * the call, as BEAMAsm's code holds the running process in r13:
+ *   push %rbp; mov %rsp,%rbp; push %r13; sub $8,%rsp; mov 8(%rbp),%rcx;
+ *   mov %rcx,(%rdx); movabs $R13_VALUE,%r13; mov %rdi,%rax; mov %rsi,%rdi;
+ *   call *%rax; add $8,%rsp; pop %r13; pop %rbp; ret */
+#define R13_VALUE 0x00007f00c0ffee00ull
+LIBDW_ONLY static const unsigned char THUNK_R13[] = {
+    0x55, 0x48, 0x89, 0xe5, 0x41, 0x55, 0x48, 0x83, 0xec, 0x08, 0x48, 0x8b, 0x4d, 0x08, 0x48, 0x89, 0x0a,
+    0x49, 0xbd, 0x00, 0xee, 0xff, 0xc0, 0x00, 0x7f, 0x00, 0x00,
+    0x48, 0x89, 0xf8, 0x48, 0x89, 0xf7, 0xff, 0xd0, 0x48, 0x83, 0xc4, 0x08, 0x41, 0x5d, 0x5d, 0xc3};
+
+/* r13 at the first JIT frame is the JIT code's, restored through the C
+ * frames' CFI (b saved it and put another value there); the leaf's own r13
+ * is b's value. */
+static void test_r13_at_jit_frame(void **state)
+{
+    (void)state;
+#ifndef BS_HAVE_LIBDW
+    assert_refused();
+#else
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    void *code = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(code != MAP_FAILED);
+    memcpy(code, THUNK_R13, sizeof THUNK_R13);
+    assert_int_equal(mprotect(code, page, PROT_READ | PROT_EXEC), 0);
+    thunk_fn thunk;
+    void *p = code;
+    memcpy(&thunk, &p, sizeof thunk);
+    bs_dwarf_unwinder *u = open_self();
+    sample s = {.copy = NULL};
+    uint64_t thunk_ret = 0;
+    assert_int_equal(thunk(a, &s, &thunk_ret), 3);
+    assert_true(s.regs.r13 != R13_VALUE);
+    uint64_t out[64];
+    bs_user_regs at;
+    int jit = 0;
+    bs_stack_copy st = copy_of(&s);
+    assert_int_equal(bs_dwarf_unwind(u, &s.regs, &st, out, 64, &at, &jit, NULL), 3);
+    assert_int_equal(jit, 1);
+    assert_true(at.ip == s.ret_a);
+    assert_int_equal(at.has_r13, 1);
+    assert_true(at.r13 == R13_VALUE);
     bs_dwarf_unwinder_close(u);
     free(s.copy);
     munmap(code, page);
@@ -547,7 +608,7 @@ static void test_garbage_stacks(void **state)
         bs_unwind_stop stop2;
         assert_int_equal(bs_dwarf_unwind(plain, &regs, &st, out2, 64, &at2, &jit2, &stop2), n);
         assert_memory_equal(out2, out, n * sizeof out[0]);
-        assert_memory_equal(&at2, &at, sizeof at);
+        assert_regs_equal(&at2, &at);
         assert_int_equal(jit2, jit);
         assert_int_equal(stop2, stop);
         uint64_t fp[64];
@@ -683,6 +744,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_copy_cut_short),
         cmocka_unit_test(test_ip_outside_modules),
         cmocka_unit_test(test_hands_over_at_jit_frame),
+        cmocka_unit_test(test_r13_at_jit_frame),
         cmocka_unit_test(test_jit_frames_on_another_stack),
         cmocka_unit_test(test_proc_mem_unmapped),
         cmocka_unit_test(test_cap_leaves_files_out),

@@ -8,7 +8,10 @@
  * sampled; a thread that is gone before the open; perf_event_open refused
  * by a seccomp filter in a child; the same busy thread sampled with its user
  * registers and a copy of its stack (the second sample layout), whose frame
- * pointers walked through the copy give the kernel's chain; the refusal sentences for the other causes
+ * pointers walked through the copy give the kernel's chain; on x86_64 a
+ * thread spinning with a known value in r13 sampled without stack copies,
+ * each sample in that loop carrying it (mode cpu reads the running
+ * process from r13); the refusal sentences for the other causes
  * (perf_event_paranoid 3 does not refuse root, so that case is tested on the
  * sentence builder). */
 #define _GNU_SOURCE
@@ -437,6 +440,104 @@ static void check_regs(void *ctx, const bs_cpu_sample *s)
     r->walk_frames += n;
 }
 
+#if defined(__x86_64__)
+/* A loop that holds R13_MAGIC in r13 the whole time, as BEAMAsm holds the
+ * running Process * there; its own section bounds it, and the loop itself
+ * (bs_r13_loop to bs_r13_loop_end) is where r13 is certain. */
+#define R13_MAGIC 0x5eed0000c0ffee03ull
+extern const char bs_r13_loop[], bs_r13_loop_end[];
+SPIN_FN("bs_r13_spin") void r13_spin(uint64_t iters)
+{
+    __asm__ volatile("movabs $0x5eed0000c0ffee03, %%r13\n\t"
+                     "bs_r13_loop:\n\t"
+                     "dec %0\n\t"
+                     "jnz bs_r13_loop\n\t"
+                     "bs_r13_loop_end:\n\t"
+                     : "+r"(iters)
+                     :
+                     : "r13", "cc");
+}
+
+typedef struct r13_worker {
+    _Atomic int tid;
+    gate *go;
+    uint64_t cpu_ns;
+} r13_worker;
+
+static void *r13_main(void *arg)
+{
+    r13_worker *w = arg;
+    atomic_store(&w->tid, gettid_());
+    gate_wait(w->go);
+    uint64_t start = thread_cpu_ns();
+    while (thread_cpu_ns() - start < w->cpu_ns)
+        r13_spin(1000000);
+    return NULL;
+}
+
+typedef struct r13_seen {
+    size_t samples, with_regs, in_loop, magic;
+} r13_seen;
+
+static void check_r13(void *ctx, const bs_cpu_sample *s)
+{
+    r13_seen *r = ctx;
+    r->samples++;
+    if (!s->has_regs)
+        return;
+    r->with_regs++;
+    assert_null(s->stack); /* no stack copies asked for */
+    if (!in_range(s->ip, bs_r13_loop, bs_r13_loop_end + 1))
+        return;
+    r->in_loop++;
+    r->magic += s->r13 == R13_MAGIC;
+}
+
+static void test_r13_sampled(void **state)
+{
+    (void)state;
+    gate go = GATE_INIT;
+    r13_worker w = {.go = &go, .cpu_ns = 200 * 1000000u};
+    pthread_t t;
+    atomic_store(&w.tid, 0);
+    assert_int_equal(pthread_create(&t, NULL, r13_main, &w), 0);
+    while (atomic_load(&w.tid) == 0)
+        sched_yield();
+    int tid = atomic_load(&w.tid);
+    char why[512];
+    bs_perf_sampler *s = NULL;
+    if (bs_perf_sampler_open(&s, &tid, 1, HZ, why, sizeof why) != 0)
+        fail_msg("open: %s", why);
+    assert_int_equal(bs_perf_sampler_enable(s), 0);
+    gate_open(&go);
+    r13_seen r = {0, 0, 0, 0};
+    for (;;) {
+        int done = pthread_tryjoin_np(t, NULL) == 0;
+        (void)bs_perf_sampler_drain(s, check_r13, &r);
+        if (done)
+            break;
+        nanosleep(&(struct timespec){0, 10 * 1000000}, NULL);
+    }
+    assert_int_equal(bs_perf_sampler_disable(s), 0);
+    (void)bs_perf_sampler_drain(s, check_r13, &r);
+    bs_perf_stats st;
+    bs_perf_sampler_stats(s, &st);
+    printf("r13: %zu samples, %zu with registers, %zu in the loop, %zu of them with r13 = %#llx\n", r.samples,
+           r.with_regs, r.in_loop, r.magic, (unsigned long long)R13_MAGIC);
+    assert_int_equal(st.malformed, 0);
+    assert_true(r.samples >= 20); /* 200 ms at 999 Hz: ~200 on a quiet machine */
+    assert_int_equal(r.with_regs, r.samples);
+    assert_int_equal(st.with_regs, 0); /* counts stack copies */
+    if (RUNNING_ON_VALGRIND) {
+        printf("SKIP [valgrind] r13 in the loop (valgrind runs translated code)\n");
+    } else {
+        assert_true(r.in_loop * 2 >= r.samples);
+        assert_int_equal(r.magic, r.in_loop);
+    }
+    bs_perf_sampler_close(s);
+}
+#endif
+
 static void test_sampling_with_stack_copies(void **state)
 {
     (void)state;
@@ -730,6 +831,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_threads_list_own),
         cmocka_unit_test(test_sampling_busy_thread),
         cmocka_unit_test(test_sampling_with_stack_copies),
+#if defined(__x86_64__)
+        cmocka_unit_test(test_r13_sampled),
+#endif
         cmocka_unit_test(test_thread_exits_while_sampled),
         cmocka_unit_test(test_full_ring_counted),
         cmocka_unit_test(test_gone_thread_left_out),

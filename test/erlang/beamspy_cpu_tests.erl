@@ -9,12 +9,12 @@
 
 -include_lib("eunit/include/eunit.hrl").
 
--import(bs_test_lib, [own_tree/1, tree_of/2, node_map/1, assert_clean/0]).
+-import(bs_test_lib, [own_tree/1, tree_of/2, node_map/1, assert_clean/0, trace_info/2]).
 
 -define(FIB, <<"bs_cpu_wl:fib/1">>).
 
 setup() ->
-    [{module, M} = code:ensure_loaded(M) || M <- [bs_cpu_wl]],
+    [{module, M} = code:ensure_loaded(M) || M <- [bs_cpu_wl, bs_cpu_server]],
     ok.
 
 cpu_test_() ->
@@ -25,6 +25,10 @@ cpu_test_() ->
       {"two workers running different code are told apart", {timeout, 120, fun two_workers/0}},
       {"a dirty scheduler's spin before sleep is [spin], never a process's", {timeout, 120, fun spin/0}},
       {"top's hottest functions from CPU samples; the session ends with top", {timeout, 120, fun top_cpu/0}},
+      {"a session of every process traces none, and names each sample's process", {timeout, 120, fun whole_vm_untraced/0}},
+      {"a session of chosen processes traces no scheduling, keeps them and their children only",
+       {timeout, 120, fun chosen_no_running/0}},
+      {"a gen_server's samples are in its 10 us handlers", {timeout, 120, fun server_handlers/0}},
       {"the default rate, said in the notes", {timeout, 120, fun default_rate/0}},
       {"bad mode and rate options are refused before anything runs", fun bad_options/0},
       {"a VM without +JPperf true is refused, naming the flag", {timeout, 120, fun no_perf_flag/0}},
@@ -141,10 +145,13 @@ spin() ->
     #{notes := Notes, processes := Trees} = P,
     Spin = <<"[spin]">>,
     [Dirty] = [N || {<<"[dirty cpu scheduler]">>, N} <- Trees],
-    Own = samples(Dirty),
+    %% The waker's dirty BIF runs in C under no JIT frame: where samples name
+    %% their process by its registers it is under the dirty scheduler's node
+    %% too (erts_call_dirty_bif), the process's work, not the scheduler's own.
+    Own = samples(Dirty) - samples_under(Dirty, <<"erts_call_dirty_bif [beam.smp]">>),
     Spun = samples_under(Dirty, Spin),
     InProcesses = lists:sum([samples_under(N, Spin) || {<<"<", _/binary>>, N} <- Trees]),
-    ?debugFmt("dirty cpu scheduler: ~w samples, ~w [spin]; hot process: ~w samples; ~w [spin] in processes",
+    ?debugFmt("dirty cpu scheduler: ~w samples of its own, ~w [spin]; hot process: ~w samples; ~w [spin] in processes",
               [Own, Spun, samples(tree_of(Hot, P)), InProcesses]),
     ?assertEqual(0, InProcesses),
     ?assertEqual(0, samples_under(tree_of(Hot, P), Spin)),
@@ -199,6 +206,105 @@ dirty_waker(N) ->
     erts_debug:dirty_cpu(wait, 1),
     receive after 2 -> ok end,
     dirty_waker(N - 1).
+
+%% Flags of every process (and of `new' ones) other than none, as beamspy
+%% sees them (legacy tracing and its trace sessions).
+traced_processes() ->
+    New = [{new, F} || {flags, F} <- [trace_info(new, flags)], F =/= []],
+    New ++ [{P, F} || P <- erlang:processes(), {flags, F} <- [trace_info(P, flags)], F =/= []].
+
+%% Where samples name their process (x86_64: r13), a whole-VM session sets
+%% no trace flag on any process, and still charges each sample to the
+%% process that took it: two workers started before the session, told apart.
+%% Elsewhere it traces scheduling (`running'), as the fallback join needs.
+whole_vm_untraced() ->
+    A = spawn(bs_cpu_wl, worker, [bs_cpu_alpha]),
+    B = spawn(bs_cpu_wl, worker, [bs_cpu_beta]),
+    wait_registered([bs_cpu_alpha, bs_cpu_beta]),
+    {ok, S} = beamspy:start(all, #{mode => cpu, cpu_hz => 999}),
+    Traced = traced_processes(),
+    A ! {run, alpha, 300, self()},
+    B ! {run, beta, 300, self()},
+    receive {done, A} -> ok end,
+    receive {done, B} -> ok end,
+    {ok, #{profile := #{notes := Notes} = P}} = beamspy:stop(S, #{profile => true}),
+    ?debugFmt("traced during the session: ~w processes; notes: ~ts", [length(Traced), Notes]),
+    case beamspy_cpu:join() of
+        registers ->
+            ?assertEqual([], Traced),
+            ?assertMatch({match, _}, re:run(Notes, "read from r13 \\(no scheduling traced\\)"));
+        running ->
+            ?assert(lists:all(fun({_, F}) -> lists:member(running, F) end, Traced))
+    end,
+    Alpha = <<"bs_cpu_wl:alpha/1">>,
+    Beta = <<"bs_cpu_wl:beta/1">>,
+    TA = tree_of(A, P),
+    TB = tree_of(B, P),
+    InA = samples_under(TA, Alpha),
+    InB = samples_under(TB, Beta),
+    ?debugFmt("alpha worker: ~w samples, ~w in alpha/1; beta worker: ~w samples, ~w in beta/1",
+              [samples(TA), InA, samples(TB), InB]),
+    ?assert(InA >= 50),
+    ?assert(InB >= 50),
+    %% A function run only by one process: all its samples under it.
+    ?assertEqual(InA, lists:sum([samples_under(N, Alpha) || {_, N} <- maps:get(processes, P)])),
+    ?assertEqual(InB, lists:sum([samples_under(N, Beta) || {_, N} <- maps:get(processes, P)])),
+    exit(A, kill),
+    exit(B, kill),
+    assert_clean().
+
+%% apply/2 of a call that spawns a child: the caller is traced for its
+%% spawns only (`procs', set_on_spawn), never `running'; the child's samples
+%% are under the child, and a busy process outside the call is left out.
+chosen_no_running() ->
+    B = spawn(bs_cpu_wl, worker, [bs_cpu_beta]),
+    wait_registered([bs_cpu_beta]),
+    Me = self(),
+    B ! {run, beta, 600, Me},
+    Work = fun() ->
+                   Flags = [F || {flags, F} <- [trace_info(self(), flags)]],
+                   Child = spawn(fun() -> receive go -> bs_cpu_wl:burn(300), Me ! {burnt, self()} end end),
+                   ChildFlags = [F || {flags, F} <- [trace_info(Child, flags)]],
+                   Child ! go,
+                   receive {burnt, Child} -> ok end,
+                   {Flags, Child, ChildFlags}
+           end,
+    {ok, #{result := {return, {Flags, Child, ChildFlags}}, profile := P}} =
+        beamspy:profile(Work, #{mode => cpu, cpu_hz => 999}),
+    receive {done, B} -> ok end,
+    ?debugFmt("caller's flags ~w, child's ~w", [Flags, ChildFlags]),
+    [?assertNot(lists:member(running, F)) || F <- Flags ++ ChildFlags],
+    case beamspy_cpu:join() of
+        registers ->
+            ?assertEqual([[procs, set_on_spawn]], [lists:sort(F) || F <- Flags]),
+            ?assertEqual([[procs, set_on_spawn]], [lists:sort(F) || F <- ChildFlags]);
+        running ->
+            ok
+    end,
+    TC = tree_of(Child, P),
+    Fib = samples_under(TC, ?FIB),
+    ?debugFmt("child: ~w samples, ~w under fib/1", [samples(TC), Fib]),
+    ?assert(Fib >= 100),
+    %% The process outside the call is not in the profile.
+    ?assertEqual(0, lists:sum([samples_under(N, <<"bs_cpu_wl:beta/1">>) || {_, N} <- maps:get(processes, P)])),
+    exit(B, kill),
+    assert_clean().
+
+%% A gen_server with ~10 us handlers, profiled alone: at least 80% of its
+%% samples are inside handle_call/3 (issue 23's process check).
+server_handlers() ->
+    {ok, Server} = bs_cpu_server:start(),
+    {ok, S} = beamspy:start([Server], #{mode => cpu, cpu_hz => 999}),
+    Calls = bs_cpu_server:calls_for(Server, 600),
+    {ok, #{profile := P}} = beamspy:stop(S, #{profile => true}),
+    T = tree_of(Server, P),
+    All = samples(T),
+    In = samples_under(T, <<"bs_cpu_server:handle_call/3">>),
+    ?debugFmt("server: ~w calls, ~w samples, ~w inside handle_call/3", [Calls, All, In]),
+    ?assert(All >= 50),
+    ?assert(In >= 0.8 * All),
+    gen_server:stop(Server),
+    assert_clean().
 
 wait_registered(Names) ->
     case [N || N <- Names, whereis(N) =:= undefined] of
