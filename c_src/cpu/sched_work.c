@@ -51,8 +51,18 @@ bs_sched_work bs_sched_work_of(bs_sched_sites *sites, const bs_sched_frame *fram
     size_t k = 0;
     while (k < n && !(named(&frames[k]) && strcmp(frames[k].symbol, "erts_schedule") == 0))
         k++;
-    if (k == 0 || k == n)
-        return BS_SCHED_WORK_OTHER; /* the scheduling loop's own code, or not the scheduler's way to wait */
+    if (k == 0)
+        return BS_SCHED_WORK_OTHER; /* the scheduling loop's own code */
+    if (k == n) {
+        /* No erts_schedule: not the scheduler's way to wait (a dirty BIF's own
+         * sched_yield under erts_call_dirty_bif), unless no frame of the VM
+         * is named at all (a beam.smp stripped of its dynamic symbols, as
+         * Debian's OTP 29 is): then the leaf alone, as without unwinding. */
+        for (size_t i = 0; i < n; i++)
+            if (frames[i].in_vm && named(&frames[i]))
+                return BS_SCHED_WORK_OTHER;
+        return named(&frames[0]) && is_wait(frames[0].symbol) ? BS_SCHED_WORK_SPIN : BS_SCHED_WORK_OTHER;
+    }
     int wait = 0;
     for (size_t i = 0; i < k; i++)
         wait |= named(&frames[i]) && is_wait(frames[i].symbol);

@@ -19,7 +19,9 @@
  *     once the session saw that site reach a wait primitive);
  *   - any other named function there (erts_check_io, erts_port_task_execute,
  *     erts_thr_progress_*, erts_garbage_collect*, ...), no frame there, or
- *     no erts_schedule at all: other work.
+ *     no erts_schedule at all: other work; but when no frame of beam.smp
+ *     is named at all (a beam.smp stripped of its dynamic symbols, as
+ *     Debian's OTP 29 is), the leaf alone, as below.
  * When the C frames were not unwound (no libdw), only the leaf is known: a
  * leaf in a wait primitive is spin; anything else is other work. Memory:
  * BS_SCHED_WAIT_SITES call sites, fixed. */

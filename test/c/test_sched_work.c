@@ -84,6 +84,26 @@ static void test_not_unwound_reads_the_leaf(void **state)
     assert_int_equal(sites.n, 0);
 }
 
+/* Debian's OTP 29 beam.smp names none of its functions (no erts_schedule,
+ * no ethr_event_*): a dirty CPU scheduler's real chain there, leaf first.
+ * Only the leaf can tell: sched_yield is spin, the pause loop is not told. */
+static const bs_sched_frame stripped_yield[] = {LIB(0xee017, "__sched_yield"), VM(0x90000, NULL), VM(0x91000, NULL),
+                                                VM(0x92000, NULL), LIB(0x2000, NULL), LIB(0x3000, NULL)};
+static const bs_sched_frame stripped_pause[] = {VM(0x90010, NULL), VM(0x91000, NULL), VM(0x92000, NULL),
+                                                LIB(0x2000, NULL)};
+
+static void test_stripped_vm_reads_the_leaf(void **state)
+{
+    (void)state;
+    bs_sched_sites sites = {{0}, 0};
+    assert_int_equal(bs_sched_work_of(&sites, stripped_yield, N(stripped_yield), 1), BS_SCHED_WORK_SPIN);
+    assert_int_equal(bs_sched_work_of(&sites, stripped_pause, N(stripped_pause), 1), BS_SCHED_WORK_OTHER);
+    /* A VM that names its functions but not erts_schedule here: a dirty
+     * BIF's own sched_yield stays the process's work. */
+    assert_int_equal(bs_sched_work_of(&sites, no_scheduler, N(no_scheduler), 1), BS_SCHED_WORK_OTHER);
+    assert_int_equal(sites.n, 0);
+}
+
 static void test_call_sites_are_bounded(void **state)
 {
     (void)state;
@@ -103,6 +123,7 @@ int main(void)
         cmocka_unit_test(test_pause_loop_needs_its_call_site),
         cmocka_unit_test(test_other_work_is_never_spin),
         cmocka_unit_test(test_not_unwound_reads_the_leaf),
+        cmocka_unit_test(test_stripped_vm_reads_the_leaf),
         cmocka_unit_test(test_call_sites_are_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
