@@ -62,7 +62,7 @@ CLI_BIN     := bin/beamspy
 
 .PHONY: dialyzer
 .PHONY: all deps erlang elixir nif cli assets demo test test-otp stress bench clean fuzz \
-    test-c-gcc test-c-asan fuzz-bins recursion-check
+    test-c-gcc test-c-asan fuzz-bins recursion-check include-check
 
 all: erlang elixir ebin/beamspy.app nif cli
 
@@ -138,6 +138,13 @@ build/callgraph/%.ci: c_src/%.c | $(ASSET_HDRS)
 
 recursion-check: $(CALLGRAPHS)
 	@escript test/c/recursion_check.escript test/c/recursion_allowed.txt $(CALLGRAPHS)
+
+# `make include-check` (run by test/c/run.sh): the C files include one
+# another one way only, no circle between files (a file and its header are
+# one unit) or between folders, but for those test/c/include_allowed.txt
+# says why are left (test/c/include_check.escript).
+include-check:
+	@escript test/c/include_check.escript test/c/include_allowed.txt c_src
 
 deps:
 	@scripts/deps.sh

@@ -16,6 +16,7 @@
 #include "profile_import.h"
 #include "run_state.h"
 #include "session.h"
+#include "session_flush.h"
 #include "tracer_callbacks.h"
 #include "halt_write.h"
 #include "seq_nif.h"
@@ -27,6 +28,11 @@ static void session_dtor(ErlNifEnv *env, void *obj)
     (void)env;
     bs_session *s = obj;
     bs_session_stop(s, BS_STOP_REQUESTED, 0);
+    /* What was attached to the session here goes first: the sampler's
+     * drain thread reads the pid table. */
+    bs_cpu_close(s->cpu);
+    s->cpu = NULL;
+    bs_halt_plan_free(s);
     bs_session_destroy(s);
 }
 

@@ -17,7 +17,9 @@
 # time); each one's lines are shown once it is done.
 # Works from any directory; build outputs and logs go to test/c/build/.
 # Then `make recursion-check` (one more case): no C function may recurse
-# unless test/c/recursion_allowed.txt names it and what bounds its depth.
+# unless test/c/recursion_allowed.txt names it and what bounds its depth;
+# and `make include-check`: no circle of includes between C files or folders
+# but those test/c/include_allowed.txt names.
 # A case that leaves something unchecked in a variant prints a line starting
 # with SKIP, shown after the variant's name. The last line is
 # `LAYER c: <P> passed, <F> failed` (test cases over the three variants); the
@@ -158,6 +160,15 @@ if make -s recursion-check >"$build/logs/recursion.log" 2>&1; then
 else
     failed=$((failed + 1))
     sed 's/^/FAIL [recursion] /' "$build/logs/recursion.log" | grep -v '^FAIL \[recursion\] allowed:'
+fi
+
+# And one: the C files include one another one way only (make include-check).
+if make -s include-check >"$build/logs/include.log" 2>&1; then
+    passed=$((passed + 1))
+    echo "[include] $(tail -1 "$build/logs/include.log")"
+else
+    failed=$((failed + 1))
+    sed 's/^/FAIL [include] /' "$build/logs/include.log" | grep -v '^FAIL \[include\] allowed:'
 fi
 
 echo "total time $(( $(date +%s) - start )) s"
