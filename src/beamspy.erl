@@ -625,8 +625,9 @@ sequence(Target, Opts) ->
         {ok, Outcome, #{files := Files, errors := Errors} = Reply} ->
             Given = given(Opts),
             Norm = #{quiet => maps:get(quiet, Given, false),
-                     max_events => maps:get(max_events, Given, 10000),
-                     max_participants => maps:get(max_participants, Given, 40)},
+                     max_events => maps:get(max_events, Given, beamspy_opts:default(sequence_max_events)),
+                     max_participants => maps:get(max_participants, Given,
+                                                  beamspy_opts:default(sequence_max_participants))},
             beamspy_report:written(Files, Norm),
             beamspy_report:errors(Errors),
             beamspy_report:sequence_caps(Reply, Norm),

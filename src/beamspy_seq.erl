@@ -28,7 +28,7 @@
 %%% for the capture (`unload'), it then removes its own module.
 %%%
 %%% ```
-%%% 1> {ok, C} = beamspy_seq:start(my_label, self(), #{}).
+%%% 1> {ok, C} = beamspy_seq:start(my_label, self(), #{max_events => 100}).
 %%% 2> seq_trace:set_token(label, my_label), seq_trace:set_token(send, true).
 %%% 3> {ok, #{events := Events, names := Names}} = beamspy_seq:stop(C, 1000).
 %%% '''
@@ -39,7 +39,6 @@
 
 -define(TEXT_MAX, 1024).
 -define(PRINT_DEPTH, 30).
--define(DEFAULT_MAX_EVENTS, 10000).
 %% Messages a collector lets queue up before it stops the events.
 -define(MAX_QUEUE, 100000).
 
@@ -53,14 +52,16 @@
 
 %% @doc Starts the collector of this node for the token label Label, owned
 %% by Owner (a pid, possibly on another node). Options: `max_events'
-%% (default 10000), `unload' (remove this module when the collector ends
-%% because its owner went; default `false').
+%% (required: the callers take its default from the table of defaults,
+%% `beamspy_opts:default(sequence_max_events)', which this module cannot
+%% call on a node it was loaded onto alone), `unload' (remove this module
+%% when the collector ends because its owner went; default `false').
 %%
 %% ```
-%% 1> {ok, Collector} = beamspy_seq:start({beamspy_seq, node(), 1}, self(), #{}).
+%% 1> {ok, Collector} = beamspy_seq:start({beamspy_seq, node(), 1}, self(), #{max_events => 10000}).
 %% '''
 -spec start(term(), pid(), map()) -> {ok, pid()} | {error, term()}.
-start(Label, Owner, Opts) when is_pid(Owner), is_map(Opts) ->
+start(Label, Owner, #{max_events := Max} = Opts) when is_pid(Owner), is_integer(Max), Max > 0 ->
     %% proc_lib's start: its initial call (in its dictionary before any of
     %% its code runs) names it, and an unload finds beamspy's processes by it.
     case proc_lib:start_monitor(?MODULE, init, [Label, Owner, Opts]) of
@@ -185,7 +186,7 @@ init_collector(Label, Owner, Opts) ->
             OwnerMon = erlang:monitor(process, Owner),
             proc_lib:init_ack({ok, self()}),
             loop(#{label => Label, owner => OwnerMon, unload => maps:get(unload, Opts, false),
-                   max => maps:get(max_events, Opts, ?DEFAULT_MAX_EVENTS),
+                   max => maps:get(max_events, Opts),
                    count => 0, dropped => 0, events => [], names => #{}, last => now_ms()});
         Other ->
             _ = seq_trace:set_system_tracer(Other),

@@ -26,7 +26,6 @@
 -define(EXTENSIONS, [{".trace.json", chrome}, {".seq.json", json}, {".seq.svg", svg},
                      {".mmd", mermaid}, {".json", json}, {".svg", svg}]).
 -define(FORMATS, [mermaid, svg, chrome, json]).
--define(MAX_PATTERN_BYTES, 1023).
 -define(RPC_TIMEOUT, 10000).
 
 %% @doc The file extensions of the sequence outputs, each with its format.
@@ -39,7 +38,9 @@ formats() -> ?FORMATS.
 
 defaults() ->
     #{output => ".", formats => [mermaid], quiet => false, nodes => connected,
-      max_events => 10000, label_chars => 60, max_participants => 40, keep_noise => false,
+      max_events => beamspy_opts:default(sequence_max_events),
+      label_chars => beamspy_opts:default(sequence_label_chars),
+      max_participants => beamspy_opts:default(sequence_max_participants), keep_noise => false,
       settle => 100, timeout => 5000}.
 
 %% @doc Checks a target and options as {@link run/2} does.
@@ -106,29 +107,30 @@ check_opt({nodes, V}, Acc) when is_list(V) ->
         true -> Acc#{nodes => V};
         false -> bad(nodes, V, "connected, local or a list of node names")
     end;
-check_opt({max_events, V}, Acc) when is_integer(V), V > 0, V =< 1000000 -> Acc#{max_events => V};
-check_opt({label_chars, V}, Acc) when is_integer(V), V >= 8, V =< 1000 -> Acc#{label_chars => V};
-check_opt({max_participants, V}, Acc) when is_integer(V), V > 0, V =< 1000 -> Acc#{max_participants => V};
+check_opt({max_events, V}, Acc) -> Acc#{max_events => in_range(max_events, V, 1, sequence_max_events)};
+check_opt({label_chars, V}, Acc) -> Acc#{label_chars => in_range(label_chars, V, 8, sequence_label_chars)};
+check_opt({max_participants, V}, Acc) ->
+    Acc#{max_participants => in_range(max_participants, V, 1, sequence_max_participants)};
 check_opt({settle, V}, Acc) when is_integer(V), V >= 0, V =< 60000 -> Acc#{settle => V};
 check_opt({timeout, V}, Acc) when is_integer(V), V > 0, V =< 600000 -> Acc#{timeout => V};
 check_opt({title, V}, Acc) ->
+    Max = beamspy_opts:max_of(title_bytes),
     case beamspy_opts:text_option(V) of
-        {ok, T} when byte_size(T) =< 511 -> Acc#{title => T};
-        _ -> bad(title, V, "a string of at most 511 bytes without NUL")
+        {ok, T} when byte_size(T) =< Max -> Acc#{title => T};
+        _ -> bad(title, V, "a string of at most " ++ integer_to_list(Max) ++ " bytes without NUL")
     end;
 check_opt({K, V}, Acc) when K =:= include; K =:= exclude ->
+    Max = beamspy_opts:max_of(pattern_bytes),
     case beamspy_opts:text_option(V) of
-        {ok, T} when byte_size(T) =< ?MAX_PATTERN_BYTES ->
+        {ok, T} when byte_size(T) =< Max ->
             case beamspy_tracer:check_pattern(T) of
                 ok -> Acc#{K => T};
                 {error, Why} -> throw({error, {bad_pattern, K, T, Why}})
             end;
-        _ -> bad(K, V, "a POSIX extended regular expression (a string of at most 1023 bytes without NUL)")
+        _ -> bad(K, V, "a POSIX extended regular expression (a string of at most " ++ integer_to_list(Max)
+                 ++ " bytes without NUL)")
     end;
 check_opt({K, V}, _) when K =:= quiet; K =:= keep_noise -> bad(K, V, "true or false");
-check_opt({K, V}, _) when K =:= max_events -> bad(K, V, "an integer from 1 to 1000000");
-check_opt({K, V}, _) when K =:= label_chars -> bad(K, V, "an integer from 8 to 1000");
-check_opt({K, V}, _) when K =:= max_participants -> bad(K, V, "an integer from 1 to 1000");
 check_opt({K, V}, _) when K =:= settle -> bad(K, V, "milliseconds from 0 to 60000");
 check_opt({K, V}, _) when K =:= timeout -> bad(K, V, "milliseconds from 1 to 600000");
 check_opt({nodes, V}, _) -> bad(nodes, V, "connected, local or a list of node names");
@@ -145,6 +147,15 @@ combined(#{output := Out, formats := Formats} = Opts, Given) ->
     end.
 
 bad(K, V, Expected) -> throw({error, {bad_option, K, V, Expected}}).
+
+%% V if it is an integer from Min to the table's largest value of Entry
+%% (beamspy_opts:max_of/1, which the C side's limits are generated from).
+in_range(K, V, Min, Entry) ->
+    Max = beamspy_opts:max_of(Entry),
+    case is_integer(V) andalso V >= Min andalso V =< Max of
+        true -> V;
+        false -> bad(K, V, lists:flatten(io_lib:format("an integer from ~b to ~b", [Min, Max])))
+    end.
 
 
 label(Fun) ->

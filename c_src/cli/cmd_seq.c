@@ -111,10 +111,11 @@ void bs_cmd_seq_usage(FILE *out)
     bs_cli_exit_codes_usage(out);
 }
 
-static int count_option(const char *opt, const char *arg, unsigned long long max, unsigned long long *v)
+static int count_option(const char *opt, const char *arg, unsigned long long min, unsigned long long max,
+                        unsigned long long *v)
 {
-    if (bs_parse_count(arg, v) < 0 || *v == 0 || *v > max)
-        return bs_cli_usage_error(CMD, "bad %s '%s' (1 to %llu)", opt, arg, max);
+    if (bs_parse_count(arg, v) < 0 || *v < min || *v > max)
+        return bs_cli_usage_error(CMD, "bad %s '%s' (%llu to %llu)", opt, arg, min, max);
     return 0;
 }
 
@@ -166,19 +167,17 @@ static int parse_args(int argc, char **argv, seq_args *a)
             *(c == OPT_INCLUDE ? &a->seq.include_re : &a->seq.exclude_re) = optarg;
             break;
         case OPT_MAX_EVENTS:
-            if ((rc = count_option("--max-events", optarg, BS_SEQ_MAX_EVENTS_LIMIT, &a->job.max_events)))
+            if ((rc = count_option("--max-events", optarg, 1, BS_SEQ_MAX_EVENTS_LIMIT, &a->job.max_events)))
                 return rc;
             break;
         case OPT_MAX_PARTICIPANTS:
-            if ((rc = count_option("--max-participants", optarg, BS_SEQ_MAX_PARTICIPANTS_LIMIT, &v)))
+            if ((rc = count_option("--max-participants", optarg, 1, BS_SEQ_MAX_PARTICIPANTS_LIMIT, &v)))
                 return rc;
             a->seq.max_participants = (size_t)v;
             break;
         case OPT_LABEL_CHARS:
-            if ((rc = count_option("--label-chars", optarg, BS_SEQ_LABEL_CHARS_LIMIT, &v)))
+            if ((rc = count_option("--label-chars", optarg, 8, BS_SEQ_LABEL_CHARS_LIMIT, &v)))
                 return rc;
-            if (v < 8)
-                return bs_cli_usage_error(CMD, "bad --label-chars '%s' (8 to %u)", optarg, BS_SEQ_LABEL_CHARS_LIMIT);
             a->seq.label_chars = (size_t)v;
             break;
         case OPT_TITLE:

@@ -22,6 +22,7 @@
 #include "../engine/seq_flow.h"
 #include "../writers/seq_writers.h"
 #include "nif_atoms.h"
+#include "defaults.h"
 #include "write_request.h"
 
 /* Copies a binary (or iolist) into buf, cut at cap - 1 bytes; 0 if t is
@@ -118,7 +119,8 @@ static int opt_text(ErlNifEnv *env, ERL_NIF_TERM map, const char *key, char *buf
 }
 
 typedef struct seq_opts_bufs {
-    char include[1024], exclude[1024], title[512];
+    /* the Erlang side refuses longer texts (beamspy_opts:max_of/1) */
+    char include[BS_MAX_PATTERN_BYTES + 1], exclude[BS_MAX_PATTERN_BYTES + 1], title[BS_MAX_TITLE_BYTES + 1];
 } seq_opts_bufs;
 
 static int decode_opts(ErlNifEnv *env, ERL_NIF_TERM map, bs_seq_opts *o, size_t *max_events, seq_opts_bufs *b)
