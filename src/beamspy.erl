@@ -611,6 +611,9 @@ write_meta(Opts, Source) ->
 %%   ms (default 100; messages still on their way), at most `timeout' ms
 %%   (default 5000).</li>
 %% <li>`title', `quiet' — as for {@link apply/2}.</li>
+%% <li>`names' — how processes are named: `erlang' (`my_server',
+%%   `my_worker:init/1') or `elixir' (`MyApp.Server', `MyApp.Worker.init/1');
+%%   default `erlang' (`elixir' from `BeamSpy.sequence/2').</li>
 %% </ul>
 %%
 %% ```

@@ -11,7 +11,8 @@
 %%% name + pid text numbered on their own node, the message printed with a
 %%% depth limit and cut at 1024 bytes. It names the local processes it sees
 %%% (registered name, else proc_lib or spawn initial call) while they are
-%%% alive. Once `max_events' are kept, or when more than 100,000 events
+%%% alive, with the raw atom or {M, F, Arity}: the writer spells them, as
+%%% Erlang or Elixir (option `names' of beamspy:sequence/2). Once `max_events' are kept, or when more than 100,000 events
 %%% wait in its mailbox (it is slower than the node makes them), it gives the
 %%% system tracer back, so a flood of events cannot grow its mailbox: the
 %%% rest is counted as dropped.
@@ -42,7 +43,8 @@
 %% Messages a collector lets queue up before it stops the events.
 -define(MAX_QUEUE, 100000).
 
--type flow() :: #{events := [tuple()], names := [{binary(), binary(), binary()}],
+%% names: a process's registered name, or its initial call, unspelled.
+-type flow() :: #{events := [tuple()], names := [{binary(), binary(), atom() | mfa()}],
                   dropped := non_neg_integer()}.
 -export_type([flow/0]).
 
@@ -233,7 +235,7 @@ unload() ->
 
 flow(#{events := Events, names := Names, dropped := Dropped}) ->
     #{events => lists:reverse(Events),
-      names => [{Node, Pid, Name} || {{Node, Pid}, Name} <- maps:to_list(Names), Name =/= <<>>],
+      names => [{Node, Pid, Name} || {{Node, Pid}, Name} <- maps:to_list(Names), Name =/= none],
       dropped => Dropped}.
 
 event(Info, Ts, #{count := N, max := Max, dropped := 0} = S) when N < Max, N band 1023 =:= 1023 ->
@@ -290,29 +292,23 @@ name(P, #{names := Names} = S) when is_pid(P), node(P) =:= node() ->
 name(_, S) ->
     S.
 
+%% Raw: the registered name (an atom) or the initial call {M, F, Arity};
+%% the writer spells it as the diagram's `names' asks (Erlang or Elixir), as
+%% every frame is spelled.
 process_name(P) ->
     case erlang:process_info(P, registered_name) of
-        {registered_name, Name} -> atom_to_binary(Name, utf8);
-        undefined -> <<>>;
+        {registered_name, Name} -> Name;
+        undefined -> none;
         _ ->
             case proc_lib:initial_call(P) of
-                {M, F, Args} when is_list(Args) -> mfa_text(M, F, length(Args));
+                {M, F, Args} when is_list(Args) -> {M, F, length(Args)};
                 _ ->
                     case erlang:process_info(P, initial_call) of
-                        {initial_call, {erlang, apply, 2}} -> <<>>;
-                        {initial_call, {M, F, A}} -> mfa_text(M, F, A);
-                        _ -> <<>>
+                        {initial_call, {erlang, apply, 2}} -> none;
+                        {initial_call, {M, F, A}} -> {M, F, A};
+                        _ -> none
                     end
             end
-    end.
-
-mfa_text(M, F, A) ->
-    print_text(io_lib:format("~tw:~tw/~w", [M, F, A])).
-
-print_text(Chars) ->
-    case unicode:characters_to_binary(Chars) of
-        B when is_binary(B) -> cut(B, 255);
-        _ -> <<>>
     end.
 
 %% At most Max bytes, never cut inside a UTF-8 character.

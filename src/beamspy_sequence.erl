@@ -41,6 +41,7 @@ defaults() ->
       max_events => beamspy_opts:default(sequence_max_events),
       label_chars => beamspy_opts:default(sequence_label_chars),
       max_participants => beamspy_opts:default(sequence_max_participants), keep_noise => false,
+      names => beamspy_opts:default(names),
       settle => 100, timeout => 5000}.
 
 %% @doc Checks a target and options as {@link run/2} does.
@@ -101,6 +102,8 @@ pair(Other) -> throw({error, {bad_options, Other}}).
 check_opt({output, V}, Acc) -> Acc#{output => beamspy_opts:output_option(V, ?EXTENSIONS)};
 check_opt({formats, V}, Acc) -> Acc#{formats => beamspy_opts:formats_option(V, ?FORMATS)};
 check_opt({K, V}, Acc) when (K =:= quiet orelse K =:= keep_noise), is_boolean(V) -> Acc#{K => V};
+check_opt({names, V}, Acc) when V =:= erlang; V =:= elixir -> Acc#{names => V};
+check_opt({names, V}, _) -> bad(names, V, "erlang or elixir");
 check_opt({nodes, V}, Acc) when V =:= connected; V =:= local -> Acc#{nodes => V};
 check_opt({nodes, V}, Acc) when is_list(V) ->
     case lists:all(fun is_atom/1, V) of
@@ -336,7 +339,7 @@ stop_collectors(Started) ->
       end, {#{events => [], names => [], dropped => 0}, []}, Started).
 
 write(Outcome, Flow, Errors, Outputs, Opts) ->
-    NifOpts = maps:with([include, exclude, title, label_chars, max_participants, max_events], Opts),
+    NifOpts = maps:with([include, exclude, title, label_chars, max_participants, max_events, names], Opts),
     case beamspy_tracer:seq_write(Flow, Outputs, NifOpts#{noise => maps:get(keep_noise, Opts)}) of
         {ok, Results, Summary} ->
             Files = [unicode:characters_to_list(P) || {ok, P, _, _} <- Results],
