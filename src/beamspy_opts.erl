@@ -147,9 +147,7 @@ option_table() ->
 %% 10 = beamspy_opts:default(sample_interval_ms).
 %% '''
 -spec default(atom()) -> term().
-default(Key) ->
-    {Key, _, #{apply := Value}, _} = lists:keyfind(Key, 1, option_table()),
-    Value.
+default(Key) -> field(Key, apply).
 
 %% @doc The largest value allowed of one entry of {@link option_table/0}
 %% that has one.
@@ -158,8 +156,10 @@ default(Key) ->
 %% 1000 = beamspy_opts:max_of(sequence_label_chars).
 %% '''
 -spec max_of(atom()) -> pos_integer().
-max_of(Key) ->
-    {Key, _, #{max := Value}, _} = lists:keyfind(Key, 1, option_table()),
+max_of(Key) -> field(Key, max).
+
+field(Key, Field) ->
+    {Key, _, #{Field := Value}, _} = lists:keyfind(Key, 1, option_table()),
     Value.
 
 %% @doc The default value of every option.

@@ -152,24 +152,23 @@ else
     done
 fi
 
-# One more case: no C function recurses unless test/c/recursion_allowed.txt
-# says what bounds its depth (make recursion-check: gcc's call graphs).
-if make -s recursion-check >"$build/logs/recursion.log" 2>&1; then
-    passed=$((passed + 1))
-    echo "[recursion] $(tail -1 "$build/logs/recursion.log")"
-else
-    failed=$((failed + 1))
-    sed 's/^/FAIL [recursion] /' "$build/logs/recursion.log" | grep -v '^FAIL \[recursion\] allowed:'
-fi
+# make_check NAME TARGET: one more case, make TARGET; its last line is shown,
+# or, when it fails, every line but the "allowed:" ones.
+make_check() {
+    if make -s "$2" >"$build/logs/$1.log" 2>&1; then
+        passed=$((passed + 1))
+        echo "[$1] $(tail -1 "$build/logs/$1.log")"
+    else
+        failed=$((failed + 1))
+        sed "s/^/FAIL [$1] /" "$build/logs/$1.log" | grep -v "^FAIL \\[$1\\] allowed:"
+    fi
+}
 
-# And one: the C files include one another one way only (make include-check).
-if make -s include-check >"$build/logs/include.log" 2>&1; then
-    passed=$((passed + 1))
-    echo "[include] $(tail -1 "$build/logs/include.log")"
-else
-    failed=$((failed + 1))
-    sed 's/^/FAIL [include] /' "$build/logs/include.log" | grep -v '^FAIL \[include\] allowed:'
-fi
+# No C function recurses unless test/c/recursion_allowed.txt says what
+# bounds its depth (make recursion-check: gcc's call graphs); the C files
+# include one another one way only (make include-check).
+make_check recursion recursion-check
+make_check include include-check
 
 echo "total time $(( $(date +%s) - start )) s"
 echo "LAYER c: $passed passed, $failed failed"
