@@ -576,7 +576,7 @@ write_meta(Opts, Source) ->
 %% Sends and receives are paired and ordered by the token's serial numbers
 %% (a Lamport clock), not by the nodes' clocks; each message appears once.
 %% Every node in `nodes' gets a collector as its seq_trace system tracer
-%% for the time of the call (beamspy's `beamspy_seq' module is loaded onto
+%% for the time of the call (beamspy's `beamspy_seq_collector' module is loaded onto
 %% nodes that lack it and removed afterwards); a node that already has a
 %% system tracer is refused with `{beamspy, {system_tracer_in_use, Node,
 %% Tracer}}' before anything runs. The token is reset and the tracers given
@@ -735,7 +735,7 @@ format_error({already_in_sequence, Token}) ->
 format_error({node_failed, Node, Why}) ->
     flat("could not start a seq_trace collector on ~tw: ~tw", [Node, Why]);
 format_error({cannot_load, Node, Why}) ->
-    flat("could not load beamspy_seq onto ~tw: ~tw", [Node, Why]);
+    flat("could not load beamspy_seq_collector onto ~tw: ~tw", [Node, Why]);
 format_error({bad_profile, Why}) ->
     flat("not a profile beamspy can render: ~ts", [Why]);
 format_error({nodedown, Node}) ->

@@ -5,7 +5,7 @@
 %%% ```
 %%%  caller (this process)          every node in `nodes'
 %%%  ───────────────────────        ─────────────────────────────────────
-%%%  load beamspy_seq where absent ─► collector = system tracer (beamspy_seq)
+%%%  load beamspy_seq_collector where absent ─► collector = system tracer (beamspy_seq_collector)
 %%%  set token (label, send,          │ keeps the events of this label,
 %%%  receive, strict timestamps)      │ monitors the caller
 %%%  Target()  ── messages carry the token from process to process, node
@@ -178,7 +178,7 @@ label(Fun) ->
 capture(Fun, Args, Opts, Outputs) ->
     case current_token() of
         [] ->
-            Label = {beamspy_seq, node(), erlang:unique_integer([positive])},
+            Label = {beamspy_seq_collector, node(), erlang:unique_integer([positive])},
             Nodes = target_nodes(maps:get(nodes, Opts)),
             case start_collectors(Nodes, Label, Opts, []) of
                 {ok, Started} ->
@@ -205,7 +205,7 @@ start_collectors([], _Label, _Opts, Acc) ->
 start_collectors([Node | Rest], Label, Opts, Acc) ->
     CollectorOpts = #{max_events => maps:get(max_events, Opts)},
     Result = case Node =:= node() of
-                 true -> {beamspy_seq:start(Label, self(), CollectorOpts), same};
+                 true -> {beamspy_seq_collector:start(Label, self(), CollectorOpts), same};
                  false -> remote_start(Node, Label, CollectorOpts)
              end,
     case Result of
@@ -221,7 +221,7 @@ remote_start(Node, Label, CollectorOpts) ->
     case deliver(Node) of
         {ok, Loaded} ->
             Unload = Loaded =/= same,
-            R = try erpc:call(Node, beamspy_seq, start, [Label, self(), CollectorOpts#{unload => Unload}],
+            R = try erpc:call(Node, beamspy_seq_collector, start, [Label, self(), CollectorOpts#{unload => Unload}],
                               ?RPC_TIMEOUT)
                 catch Class:Why -> {error, {node_failed, Node, {Class, Why}}}
                 end,
@@ -230,14 +230,14 @@ remote_start(Node, Label, CollectorOpts) ->
             {E, same}
     end.
 
-%% beamspy_seq on Node: `same' (this very version is loaded), or loaded
+%% beamspy_seq_collector on Node: `same' (this very version is loaded), or loaded
 %% here (`loaded', or `replaced' when another version was loaded before).
 deliver(Node) ->
-    {beamspy_seq, Bin, File} = code:get_object_code(beamspy_seq),
-    Md5 = beamspy_seq:module_info(md5),
-    try erpc:call(Node, erlang, function_exported, [beamspy_seq, module_info, 1], ?RPC_TIMEOUT) of
+    {beamspy_seq_collector, Bin, File} = code:get_object_code(beamspy_seq_collector),
+    Md5 = beamspy_seq_collector:module_info(md5),
+    try erpc:call(Node, erlang, function_exported, [beamspy_seq_collector, module_info, 1], ?RPC_TIMEOUT) of
         true ->
-            case erpc:call(Node, beamspy_seq, module_info, [md5], ?RPC_TIMEOUT) of
+            case erpc:call(Node, beamspy_seq_collector, module_info, [md5], ?RPC_TIMEOUT) of
                 Md5 -> {ok, same};
                 _ -> load(Node, Bin, File, replaced)
             end;
@@ -248,8 +248,8 @@ deliver(Node) ->
     end.
 
 load(Node, Bin, File, How) ->
-    case erpc:call(Node, code, load_binary, [beamspy_seq, File, Bin], ?RPC_TIMEOUT) of
-        {module, beamspy_seq} -> {ok, How};
+    case erpc:call(Node, code, load_binary, [beamspy_seq_collector, File, Bin], ?RPC_TIMEOUT) of
+        {module, beamspy_seq_collector} -> {ok, How};
         {error, Why} -> {error, {cannot_load, Node, Why}}
     end.
 
@@ -257,10 +257,10 @@ unload(_Node, same) ->
     ok;
 unload(Node, How) ->
     try
-        _ = erpc:call(Node, code, delete, [beamspy_seq], ?RPC_TIMEOUT),
-        _ = erpc:call(Node, code, purge, [beamspy_seq], ?RPC_TIMEOUT),
+        _ = erpc:call(Node, code, delete, [beamspy_seq_collector], ?RPC_TIMEOUT),
+        _ = erpc:call(Node, code, purge, [beamspy_seq_collector], ?RPC_TIMEOUT),
         %% Another version was there before: it comes back from its path.
-        _ = [erpc:call(Node, code, ensure_loaded, [beamspy_seq], ?RPC_TIMEOUT) || How =:= replaced],
+        _ = [erpc:call(Node, code, ensure_loaded, [beamspy_seq_collector], ?RPC_TIMEOUT) || How =:= replaced],
         ok
     catch _:_ -> ok
     end.
@@ -276,7 +276,7 @@ unload(Node, How) ->
 current_token() ->
     Running = get(?RUNNING_KEY),
     case seq_trace:get_token(label) of
-        {label, {beamspy_seq, _, _} = Label} when Label =/= Running ->
+        {label, {beamspy_seq_collector, _, _} = Label} when Label =/= Running ->
             _ = seq_trace:set_token([]),
             [];
         _ ->
@@ -320,7 +320,7 @@ settle_loop(Started, Settle, Deadline, Before) ->
     end.
 
 total(Started) ->
-    lists:sum([case beamspy_seq:activity(Pid, ?RPC_TIMEOUT) of
+    lists:sum([case beamspy_seq_collector:activity(Pid, ?RPC_TIMEOUT) of
                    {error, _} -> 0;
                    {N, _} -> N
                end || {_, Pid, _} <- Started]).
@@ -328,7 +328,7 @@ total(Started) ->
 stop_collectors(Started) ->
     lists:foldl(
       fun({Node, Pid, Loaded}, {#{events := Es, names := Ns, dropped := D} = Acc, Errors}) ->
-              R = beamspy_seq:stop(Pid, ?RPC_TIMEOUT),
+              R = beamspy_seq_collector:stop(Pid, ?RPC_TIMEOUT),
               unload(Node, Loaded),
               case R of
                   {ok, #{events := E, names := N, dropped := D1}} ->

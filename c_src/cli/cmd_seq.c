@@ -287,7 +287,7 @@ static const char *process_name(const bs_eterm *who, bs_name_style style, char *
     return bs_term_frame(who, style, buf, cap);
 }
 
-/* Adds one node's flow (term_to_binary of beamspy_seq's flow map) to f.
+/* Adds one node's flow (term_to_binary of beamspy_seq_collector's flow map) to f.
  * Returns 0, or -1 with a message printed. */
 static int add_node_flow(const char *node, const bs_eterm *result, bs_name_style style, bs_seq_flow *f)
 {

@@ -2,7 +2,7 @@
  * nodes, merged by causality into a diagram: participants and messages.
  *
  * Input is one event per seq_trace `send` or `receive`, as the collectors on
- * the nodes report it (src/beamspy_seq.erl): the token's serial
+ * the nodes report it (src/beamspy_seq_collector.erl): the token's serial
  * {Previous, Current}, node-local time, the sending and receiving process as
  * node name + pid text ("<0.95.0>", numbered on its own node), and the
  * message as Erlang prints it. Processes' names come separately.

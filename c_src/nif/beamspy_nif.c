@@ -14,7 +14,7 @@
 #include "nif_atoms.h"
 #include "profile_export.h"
 #include "profile_import.h"
-#include "run_state.h"
+#include "sched_watch.h"
 #include "session.h"
 #include "session_flush.h"
 #include "tracer_callbacks.h"

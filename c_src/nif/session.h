@@ -57,7 +57,7 @@ typedef struct bs_session {
     bs_key span_anchors[2];          /* telemetry:execute/3, do_execute/4: spans sit below them */
     _Atomic uint64_t spans_left;     /* span starts still accepted (max_spans) */
     _Atomic uint64_t spans_dropped;  /* span starts refused by max_spans */
-    /* sampling (run_state.c): only in/out are traced, nothing is recorded */
+    /* sampling (sched_watch.c): only in/out are traced, nothing is recorded */
     int run_states;
     _Atomic uint64_t run_notes_lost; /* `out` messages that could not be sent */
     /* CPU sampling (cpu_session.h): only in/out are traced, samples fill the trees */

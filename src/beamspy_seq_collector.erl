@@ -29,11 +29,11 @@
 %%% for the capture (`unload'), it then removes its own module.
 %%%
 %%% ```
-%%% 1> {ok, C} = beamspy_seq:start(my_label, self(), #{max_events => 100}).
+%%% 1> {ok, C} = beamspy_seq_collector:start(my_label, self(), #{max_events => 100}).
 %%% 2> seq_trace:set_token(label, my_label), seq_trace:set_token(send, true).
-%%% 3> {ok, #{events := Events, names := Names}} = beamspy_seq:stop(C, 1000).
+%%% 3> {ok, #{events := Events, names := Names}} = beamspy_seq_collector:stop(C, 1000).
 %%% '''
--module(beamspy_seq).
+-module(beamspy_seq_collector).
 
 -export([start/3, stop/2, activity/2, give_back/1]).
 -export([init/3]).
@@ -60,7 +60,7 @@
 %% when the collector ends because its owner went; default `false').
 %%
 %% ```
-%% 1> {ok, Collector} = beamspy_seq:start({beamspy_seq, node(), 1}, self(), #{max_events => 10000}).
+%% 1> {ok, Collector} = beamspy_seq_collector:start({beamspy_seq_collector, node(), 1}, self(), #{max_events => 10000}).
 %% '''
 -spec start(term(), pid(), map()) -> {ok, pid()} | {error, term()}.
 start(Label, Owner, #{max_events := Max} = Opts) when is_pid(Owner), is_integer(Max), Max > 0 ->
@@ -82,7 +82,7 @@ start(Label, Owner, #{max_events := Max} = Opts) when is_pid(Owner), is_integer(
 %% are returned. Timeout in milliseconds.
 %%
 %% ```
-%% 1> {ok, #{events := [], names := [], dropped := 0}} = beamspy_seq:stop(Collector, 1000).
+%% 1> {ok, #{events := [], names := [], dropped := 0}} = beamspy_seq_collector:stop(Collector, 1000).
 %% '''
 -spec stop(pid(), timeout()) -> {ok, flow()} | {error, term()}.
 stop(Collector, Timeout) ->
@@ -107,7 +107,7 @@ stop(Collector, Timeout) ->
 %% @doc Resets this node's system tracer if it is still Collector.
 %%
 %% ```
-%% 1> ok = beamspy_seq:give_back(Collector).
+%% 1> ok = beamspy_seq_collector:give_back(Collector).
 %% '''
 -spec give_back(pid()) -> ok.
 give_back(Collector) ->
@@ -120,7 +120,7 @@ give_back(Collector) ->
 %% the last one (for "the flow is quiet" decisions).
 %%
 %% ```
-%% 1> {0, _} = beamspy_seq:activity(Collector, 1000).
+%% 1> {0, _} = beamspy_seq_collector:activity(Collector, 1000).
 %% '''
 -spec activity(pid(), timeout()) -> {non_neg_integer(), integer()} | {error, term()}.
 activity(Collector, Timeout) ->
