@@ -49,6 +49,9 @@ LIBELF_LIBS := -ldl -lpthread
 #       "assets/x.js.h", found through -I$(GEN)
 #   build/cli/payload_data.c  the tool's payload (see below)
 GEN         := build/gen
+#   build/gen/defaults.h  the defaults and limits the C code uses, from the
+#       one table of defaults (see DEFAULTS_H below)
+DEFAULTS_H  := $(GEN)/defaults.h
 ASSETS      := $(wildcard c_src/writers/assets/*.js c_src/writers/assets/*.css)
 ASSET_HDRS  := $(patsubst c_src/writers/assets/%,$(GEN)/assets/%.h,$(ASSETS))
 
@@ -62,7 +65,7 @@ CLI_BIN     := bin/beamspy
 
 .PHONY: dialyzer
 .PHONY: all deps erlang elixir nif cli assets demo test test-otp stress bench clean fuzz \
-    test-c-gcc test-c-asan fuzz-bins recursion-check
+    test-c-gcc test-c-asan fuzz-bins recursion-check include-check
 
 all: erlang elixir ebin/beamspy.app nif cli
 
@@ -113,7 +116,7 @@ SETS       := main gcc asan fuzz
 objs = $(patsubst c_src/%.c,build/obj/$(1)/%.o,$(2))
 
 define set_rules
-build/obj/$(1)/%.o: c_src/%.c | $$(ASSET_HDRS)
+build/obj/$(1)/%.o: c_src/%.c | $$(ASSET_HDRS) $$(DEFAULTS_H)
 	@mkdir -p $$(@D)
 	$$(CC_$(1)) $$(FLAGS_$(1)) $$(if $$(filter fuzz,$(1)),-fsanitize=fuzzer-no-link) $$(INCLUDES) -MMD -MP -c $$< -o $$@
 endef
@@ -132,12 +135,19 @@ print-%:
 ALL_C_SRC  := $(wildcard c_src/*/*.c)
 CALLGRAPHS := $(patsubst c_src/%.c,build/callgraph/%.ci,$(ALL_C_SRC))
 
-build/callgraph/%.ci: c_src/%.c | $(ASSET_HDRS)
+build/callgraph/%.ci: c_src/%.c | $(ASSET_HDRS) $(DEFAULTS_H)
 	@mkdir -p $(@D)
 	@$(CC) $(CSTD) -O0 -w $(INCLUDES) -fcallgraph-info -c $< -o $(@:.ci=.o)
 
 recursion-check: $(CALLGRAPHS)
 	@escript test/c/recursion_check.escript test/c/recursion_allowed.txt $(CALLGRAPHS)
+
+# `make include-check` (run by test/c/run.sh): the C files include one
+# another one way only, no circle between files (a file and its header are
+# one unit) or between folders, but for those test/c/include_allowed.txt
+# says why are left (test/c/include_check.escript).
+include-check:
+	@escript test/c/include_check.escript test/c/include_allowed.txt c_src
 
 deps:
 	@scripts/deps.sh
@@ -166,17 +176,12 @@ ebin/.elixir-stamp: $(EX_SRC) $(ERL_BEAMS) ebin/.docs-stamp | ebin
 
 assets: $(ASSET_HDRS)
 
-# build/gen/defaults.h: the defaults the command-line tool uses itself
-# (BS_DEFAULT_<KEY>), generated from the one table of defaults
-# (beamspy_opts:option_table/0), so that none is written twice across C and
-# Erlang. Only the tool's sources include it.
-DEFAULTS_H := $(GEN)/defaults.h
-
+# build/gen/defaults.h: the defaults and limits the C code uses
+# (BS_DEFAULT_<KEY>: the tool's, the NIF's, the engine's), generated from the
+# one table of defaults (beamspy_opts:option_table/0), so that none is
+# written twice across C and Erlang. Every C object waits for it.
 $(DEFAULTS_H): ebin/beamspy_opts.beam scripts/gen_defaults.escript
 	@escript scripts/gen_defaults.escript ebin $@
-
-$(foreach s,$(SETS),$(call objs,$(s),$(CLI_SRC))): | $(DEFAULTS_H)
-$(patsubst c_src/%.c,build/callgraph/%.ci,$(CLI_SRC)): | $(DEFAULTS_H)
 
 $(GEN)/assets/%.h: c_src/writers/assets/% scripts/embed_text.sh
 	@mkdir -p $(dir $@)

@@ -473,7 +473,9 @@ defmodule BeamSpy do
   `[:mermaid]`), `:nodes` (`:connected`, `:local` or a list of nodes),
   `:keep_noise`, `:include`, `:exclude`, `:max_events` (10000),
   `:max_participants` (40), `:label_chars` (60), `:settle` (100 ms),
-  `:timeout` (5000 ms), `:title`, `:quiet`; see `:beamspy.sequence/2`.
+  `:timeout` (5000 ms), `:title`, `:quiet`, `:names` (processes named
+  `MyApp.Server`, `MyApp.Worker.init/1` by default; `:erlang` for
+  `'Elixir.MyApp.Server'`); see `:beamspy.sequence/2`.
 
       iex> path = Path.join(System.tmp_dir!(), "beamspy_doc_seq.mmd")
       iex> {:ok, agent} = Agent.start_link(fn -> 41 end)
@@ -486,7 +488,7 @@ defmodule BeamSpy do
   @spec sequence(target(), keyword() | map()) :: term()
   def sequence(target, options \\ []) do
     target = erlang_target!(target)
-    options = Map.delete(erlang_options!(options), :names)
+    options = erlang_options!(options)
 
     case :beamspy_sequence.check(target, options) do
       :ok -> :ok

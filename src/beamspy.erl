@@ -576,7 +576,7 @@ write_meta(Opts, Source) ->
 %% Sends and receives are paired and ordered by the token's serial numbers
 %% (a Lamport clock), not by the nodes' clocks; each message appears once.
 %% Every node in `nodes' gets a collector as its seq_trace system tracer
-%% for the time of the call (beamspy's `beamspy_seq' module is loaded onto
+%% for the time of the call (beamspy's `beamspy_seq_collector' module is loaded onto
 %% nodes that lack it and removed afterwards); a node that already has a
 %% system tracer is refused with `{beamspy, {system_tracer_in_use, Node,
 %% Tracer}}' before anything runs. The token is reset and the tracers given
@@ -611,6 +611,9 @@ write_meta(Opts, Source) ->
 %%   ms (default 100; messages still on their way), at most `timeout' ms
 %%   (default 5000).</li>
 %% <li>`title', `quiet' — as for {@link apply/2}.</li>
+%% <li>`names' — how processes are named: `erlang' (`my_server',
+%%   `my_worker:init/1') or `elixir' (`MyApp.Server', `MyApp.Worker.init/1');
+%%   default `erlang' (`elixir' from `BeamSpy.sequence/2').</li>
 %% </ul>
 %%
 %% ```
@@ -625,8 +628,9 @@ sequence(Target, Opts) ->
         {ok, Outcome, #{files := Files, errors := Errors} = Reply} ->
             Given = given(Opts),
             Norm = #{quiet => maps:get(quiet, Given, false),
-                     max_events => maps:get(max_events, Given, 10000),
-                     max_participants => maps:get(max_participants, Given, 40)},
+                     max_events => maps:get(max_events, Given, beamspy_opts:default(sequence_max_events)),
+                     max_participants => maps:get(max_participants, Given,
+                                                  beamspy_opts:default(sequence_max_participants))},
             beamspy_report:written(Files, Norm),
             beamspy_report:errors(Errors),
             beamspy_report:sequence_caps(Reply, Norm),
@@ -731,7 +735,7 @@ format_error({already_in_sequence, Token}) ->
 format_error({node_failed, Node, Why}) ->
     flat("could not start a seq_trace collector on ~tw: ~tw", [Node, Why]);
 format_error({cannot_load, Node, Why}) ->
-    flat("could not load beamspy_seq onto ~tw: ~tw", [Node, Why]);
+    flat("could not load beamspy_seq_collector onto ~tw: ~tw", [Node, Why]);
 format_error({bad_profile, Why}) ->
     flat("not a profile beamspy can render: ~ts", [Why]);
 format_error({nodedown, Node}) ->

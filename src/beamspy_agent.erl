@@ -35,7 +35,7 @@
 -type job() :: pid().
 -export_type([kind/0, job/0]).
 
--define(DEFAULT_LEASE_MS, 5000).
+-define(DEFAULT_LEASE_MS, beamspy_opts:default(lease_ms)).
 %% In a job's dictionary once it has ended (release/1 ignores it then).
 -define(JOB_DONE, '$beamspy_job_done').
 %% beamspy_jobs' unloading lock.
@@ -541,7 +541,7 @@ begin_job(seq, Opts) ->
     #{mfa := {M, F, A} = MFA, calls := N, label := Label} = Opts,
     case beamspy_capture:check_function(MFA) of
         ok ->
-            case beamspy_seq:start(Label, self(), #{max_events => maps:get(max_events, Opts, 10000)}) of
+            case beamspy_seq_collector:start(Label, self(), #{max_events => maps:get(max_events, Opts, beamspy_opts:default(sequence_max_events))}) of
                 {ok, C} ->
                     %% Armed later (arm/1), once every node of the capture
                     %% has its collector: a flow must not reach a node that
@@ -613,7 +613,7 @@ job_progress(#{capture := _}) ->
         _ -> #{}
     end;
 job_progress(#{seq := C, seen := Seen}) ->
-    case beamspy_seq:activity(C, 5000) of
+    case beamspy_seq_collector:activity(C, 5000) of
         {error, _} -> #{calls => Seen};
         {Events, _} -> #{events => Events, calls => Seen}
     end;
@@ -684,7 +684,7 @@ end_job(#{job := #{capture := Ref}} = S) ->
     end;
 end_job(#{job := #{seq := C, mfa := MFA}}) ->
     _ = erlang:trace_pattern(MFA, false, [meta]),
-    case beamspy_seq:stop(C, 10000) of
+    case beamspy_seq_collector:stop(C, 10000) of
         {ok, Flow} -> {ok, #{format => seq, data => term_to_binary(Flow), truncated => false}};
         {error, _} = Error -> Error
     end;

@@ -216,7 +216,7 @@ kind(_, Stack, Modules) ->
 
 module_kind(beamspy_session, _, _) -> session;
 module_kind(beamspy_capture, _, _) -> capture;
-module_kind(beamspy_seq, _, _) -> seq;
+module_kind(beamspy_seq_collector, _, _) -> seq;
 module_kind(beamspy_telemetry, _, _) -> telemetry;
 module_kind(beamspy_sampler, _, _) -> sampler;
 module_kind(beamspy_top, _, _) -> top;

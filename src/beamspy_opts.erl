@@ -8,7 +8,7 @@
 -export([target/1, options/1, options/2, outputs/2, defaults/0, defaults/1, formats/0, extensions/0,
          live_targets/1, nif_options/2, write_options/1]).
 -export([outputs/3, timeline_formats/0]).
--export([option_table/0, default/1]).
+-export([option_table/0, default/1, max_of/1]).
 -export([output_option/2, formats_option/2, file_format/2, text_option/1]).
 
 -type target() :: fun(() -> term())
@@ -70,18 +70,21 @@
 -define(MAX_PROCESSES, 1048576).
 -define(MAX_MEMORY, (1 bsl 50)).
 %% What the NIF copies of a title and of a filter pattern (bytes).
--define(MAX_TITLE_BYTES, 511).
--define(MAX_PATTERN_BYTES, 1023).
+-define(MAX_TITLE_BYTES, max_of(title_bytes)).
+-define(MAX_PATTERN_BYTES, max_of(pattern_bytes)).
 %% Longest first: ".speedscope.json" before anything shorter.
 -define(EXTENSIONS, [{".speedscope.json", speedscope}, {".trace.json", chrome},
                      {".perf.txt", perf}, {".folded", folded}, {".svg", svg},
                      {".html", html}, {".bspy", bspy}, {".callgrind", callgrind},
                      {".pb.gz", pprof}, {".pprof", pprof}]).
 
-%% @doc The one table of defaults: every option of the API (`api') and every
-%% default of the command-line tool's jobs (`tool'), with its default for a
+%% @doc The one table of defaults: every option of the API (`api'), every
+%% default of the command-line tool's jobs (`tool'), of {@link
+%% beamspy:sequence/2} (`sequence') and of beamspy_telemetry (`telemetry'),
+%% and the sizes of texts the NIF keeps (`limit'), with its default for a
 %% call (`apply'), where they differ for a live session (`live') and from
-%% Elixir (`elixir'), and what it is, in a line. {@link defaults/0}, {@link
+%% Elixir (`elixir'), the largest value allowed where C holds it too
+%% (`max'), and what it is, in a line. {@link defaults/0}, {@link
 %% defaults/1}, {@link default/1} and the tool's jobs on a node take their
 %% values from it; docs/reference-options.md, the docs of `beamspy' and `BeamSpy' and the
 %% help of `bin/beamspy' are checked against it by the tests
@@ -90,7 +93,8 @@
 %% ```
 %% {max_memory, api, #{apply := 268435456}, _} = lists:keyfind(max_memory, 1, beamspy_opts:option_table()).
 %% '''
--spec option_table() -> [{atom(), api | tool, #{apply := term(), live => term(), elixir => term()},
+-spec option_table() -> [{atom(), api | tool | sequence | telemetry | limit,
+                          #{apply := term(), live => term(), elixir => term(), max => pos_integer()},
                           string()}].
 option_table() ->
     [{output, api, #{apply => "."}, "a directory (one file per format) or a file"},
@@ -127,7 +131,15 @@ option_table() ->
      {dump_interval_ms, tool, #{apply => 200}, "time between the two looks of `beamspy dump'"},
      {top_interval_ms, tool, #{apply => 100}, "time between two samples of `beamspy top'"},
      {top_refresh_ms, tool, #{apply => 1000}, "time between two screens of `beamspy top'"},
-     {top_limit, tool, #{apply => 20}, "processes `beamspy top' lists"}].
+     {top_limit, tool, #{apply => 20}, "processes `beamspy top' lists"},
+     {lease_ms, tool, #{apply => 5000}, "a node ends the tool's job by itself when it has heard nothing from the tool for this long (--lease)"},
+     {connect_timeout_ms, tool, #{apply => 10000}, "how long the tool waits to connect to a node and for each answer (--connect-timeout)"},
+     {sequence_max_events, sequence, #{apply => 10000, max => 1000000}, "events a sequence diagram keeps per node (max_events of beamspy:sequence/2, --max-events of `beamspy seq')"},
+     {sequence_max_participants, sequence, #{apply => 40, max => 1000}, "processes of a sequence diagram drawn in columns of their own (max_participants)"},
+     {sequence_label_chars, sequence, #{apply => 60, max => 1000}, "characters of a message label in a sequence diagram (label_chars)"},
+     {max_spans, telemetry, #{apply => 1000000}, "span starts beamspy_telemetry records at most"},
+     {title_bytes, limit, #{apply => 511, max => 511}, "bytes of a title or subtitle (the NIF keeps this many)"},
+     {pattern_bytes, limit, #{apply => 1023, max => 1023}, "bytes of an include or exclude pattern (the NIF keeps this many)"}].
 
 %% @doc The default of one entry of {@link option_table/0} (for a call).
 %%
@@ -135,8 +147,19 @@ option_table() ->
 %% 10 = beamspy_opts:default(sample_interval_ms).
 %% '''
 -spec default(atom()) -> term().
-default(Key) ->
-    {Key, _, #{apply := Value}, _} = lists:keyfind(Key, 1, option_table()),
+default(Key) -> field(Key, apply).
+
+%% @doc The largest value allowed of one entry of {@link option_table/0}
+%% that has one.
+%%
+%% ```
+%% 1000 = beamspy_opts:max_of(sequence_label_chars).
+%% '''
+-spec max_of(atom()) -> pos_integer().
+max_of(Key) -> field(Key, max).
+
+field(Key, Field) ->
+    {Key, _, #{Field := Value}, _} = lists:keyfind(Key, 1, option_table()),
     Value.
 
 %% @doc The default value of every option.
@@ -369,8 +392,9 @@ check({timeline_cap, V}, Acc) when is_integer(V), V > 0, V < 1 bsl 62 -> Acc#{ti
 check({timeline_cap, V}, _) ->
     bad(timeline_cap, V, "auto, infinity or the most calls a speedscope or Chrome trace file keeps in time order");
 check({K, V}, Acc) when K =:= title; K =:= subtitle ->
+    Max = ?MAX_TITLE_BYTES,
     case text(V) of
-        {ok, T} when byte_size(T) =< ?MAX_TITLE_BYTES -> Acc#{K => T};
+        {ok, T} when byte_size(T) =< Max -> Acc#{K => T};
         _ -> bad(K, V, "a string of at most " ++ integer_to_list(?MAX_TITLE_BYTES)
                  ++ " bytes without NUL")
     end;
@@ -378,8 +402,9 @@ check({K, V}, Acc) when K =:= title; K =:= subtitle ->
 %% POSIX extended regular expressions), not by re's PCRE: a pattern such as
 %% "(?i)fib" must be refused here, not accepted and then fail at the end.
 check({K, V}, Acc) when K =:= include; K =:= exclude ->
+    Max = ?MAX_PATTERN_BYTES,
     case text(V) of
-        {ok, T} when byte_size(T) =< ?MAX_PATTERN_BYTES ->
+        {ok, T} when byte_size(T) =< Max ->
             case beamspy_tracer:check_pattern(T) of
                 ok -> Acc#{K => T};
                 {error, Why} -> throw({error, {bad_pattern, K, T, Why}})

@@ -12,7 +12,7 @@
 %%% round (rounds come on timer ticks, like many workloads: sampling at the
 %%% ticks would always catch those at the same phase; and a sampler is
 %%% often late, sharing a scheduler with the busy processes it samples). It
-%%% counts what runs, where it runs, through {@link beamspy_runstate} (the
+%%% counts what runs, where it runs, through {@link beamspy_sched_watch} (the
 %%% NIF traces only `running', in/out, of the targets: one callback per
 %%% time slice):
 %%% <ul>
@@ -33,7 +33,7 @@
 %%% </ul>
 %%% Asking blindly instead, as `process_info' does, lands in receive loops:
 %%% the process answers when it next handles signals, which for a server is
-%%% its next `receive' (see {@link beamspy_runstate}). Without run states
+%%% its next `receive' (see {@link beamspy_sched_watch}). Without run states
 %%% (the NIF cannot load, or on OTP 25/26 a target already has a tracer)
 %%% the sampler does ask blindly, and says so: `method => process_info'.
 %%%
@@ -219,7 +219,7 @@ init(#{owner := Owner, max_duration_ms := MaxDuration, targets := Targets} = Con
     _ = process_flag(priority, high),
     ok = beamspy_jobs:init_or_refuse(),
     OwnerMon = erlang:monitor(process, Owner),
-    {RS, Method} = case beamspy_runstate:open(Targets) of
+    {RS, Method} = case beamspy_sched_watch:open(Targets) of
                        {ok, R} -> {R, run_states};
                        {error, Why} -> {undefined, {process_info, Why}}
                    end,
@@ -227,7 +227,7 @@ init(#{owner := Owner, max_duration_ms := MaxDuration, targets := Targets} = Con
     _ = erlang:send_after(MaxDuration, self(), {?MODULE, max_duration}),
     proc_lib:init_ack({ok, self()}),
     State = Config#{owner_mon => OwnerMon,
-                    runstate => RS,
+                    sched_watch => RS,
                     method => Method,
                     sampling => true,
                     started_ms => now_ms(),
@@ -277,10 +277,10 @@ loop(State) ->
 %% processes that had not stopped yet) are counted as unresolved.
 end_sampling(#{sampling := false} = State) ->
     State;
-end_sampling(#{runstate := RS, pending := Pending} = State) ->
+end_sampling(#{sched_watch := RS, pending := Pending} = State) ->
     _ = case RS of
             undefined -> ok;
-            _ -> beamspy_runstate:close(RS)
+            _ -> beamspy_sched_watch:close(RS)
         end,
     Owed = lists:sum([N || {_, N, _} <- maps:values(Pending)]),
     bump_count(unresolved, Owed, State#{sampling := false, ended_ms := now_ms(), pending := #{}}).
@@ -323,16 +323,16 @@ targets(#{targets := Pids}) ->
     Pids.
 
 %% Without run states, every process is asked where it is (biased towards
-%% receive loops, see beamspy_runstate). With them: a process that runs now
+%% receive loops, see beamspy_sched_watch). With them: a process that runs now
 %% is counted once it stops (stopped_running/4); one that does not run is
 %% counted where it waits, with a WAIT, RUNNABLE or SLEEP leaf by its status.
 %% The round is taken as of a past instant (Due, ns, see sample_time/2):
 %% the sampler is also often late, held up by the busy process it shares a
 %% scheduler with.
-sample_all(Pids, _Due, #{runstate := undefined} = State) ->
+sample_all(Pids, _Due, #{sched_watch := undefined} = State) ->
     lists:foldl(fun asked/2, State, Pids);
-sample_all(Pids, Due, #{runstate := RS} = State) ->
-    States = beamspy_runstate:states(RS, Pids, Due),
+sample_all(Pids, Due, #{sched_watch := RS} = State) ->
+    States = beamspy_sched_watch:states(RS, Pids, Due),
     lists:foldl(fun({Pid, {running, Slices}}, S) -> owe(Pid, Slices, S);
                    ({Pid, {stopped, MFA}}, S) -> stopped(Pid, MFA, 1, S);
                    ({Pid, out}, S) -> not_running(Pid, S);
@@ -373,7 +373,7 @@ stopped(Pid, MFA, Owed, State) ->
     stopped(Pid, MFA, Owed, 0, State).
 
 stopped(Pid, MFA, Owed, Tries, State) ->
-    case beamspy_runstate:settle(Pid, MFA) of
+    case beamspy_sched_watch:settle(Pid, MFA) of
         preempted -> preempted(Pid, MFA, Owed, Tries, State);
         waited -> ran_to_receive(Pid, Owed, State);
         gone -> bump_count(unresolved, Owed, State)
@@ -396,8 +396,8 @@ preempted(Pid, MFA, Owed, Tries, State) ->
 
 %% Read too late: the sample waits for the process's next stop instead (for
 %% a busy process, where it stops next is as good a sample of its CPU).
-next_stop(Pid, MFA, Owed, Tries, #{runstate := RS} = State) ->
-    case beamspy_runstate:states(RS, [Pid], erlang:monotonic_time(nanosecond)) of
+next_stop(Pid, MFA, Owed, Tries, #{sched_watch := RS} = State) ->
+    case beamspy_sched_watch:states(RS, [Pid], erlang:monotonic_time(nanosecond)) of
         [{running, Slices}] -> owe(Pid, Slices, Owed, Tries, State);
         [{stopped, Again}] -> stopped(Pid, Again, Owed, Tries, State);
         _ -> add(Pid, running, [MFA], false, Owed, bump_count(late, Owed, State))

@@ -5,7 +5,7 @@
 %%% ```
 %%%  caller (this process)          every node in `nodes'
 %%%  ───────────────────────        ─────────────────────────────────────
-%%%  load beamspy_seq where absent ─► collector = system tracer (beamspy_seq)
+%%%  load beamspy_seq_collector where absent ─► collector = system tracer (beamspy_seq_collector)
 %%%  set token (label, send,          │ keeps the events of this label,
 %%%  receive, strict timestamps)      │ monitors the caller
 %%%  Target()  ── messages carry the token from process to process, node
@@ -26,7 +26,6 @@
 -define(EXTENSIONS, [{".trace.json", chrome}, {".seq.json", json}, {".seq.svg", svg},
                      {".mmd", mermaid}, {".json", json}, {".svg", svg}]).
 -define(FORMATS, [mermaid, svg, chrome, json]).
--define(MAX_PATTERN_BYTES, 1023).
 -define(RPC_TIMEOUT, 10000).
 
 %% @doc The file extensions of the sequence outputs, each with its format.
@@ -39,7 +38,10 @@ formats() -> ?FORMATS.
 
 defaults() ->
     #{output => ".", formats => [mermaid], quiet => false, nodes => connected,
-      max_events => 10000, label_chars => 60, max_participants => 40, keep_noise => false,
+      max_events => beamspy_opts:default(sequence_max_events),
+      label_chars => beamspy_opts:default(sequence_label_chars),
+      max_participants => beamspy_opts:default(sequence_max_participants), keep_noise => false,
+      names => beamspy_opts:default(names),
       settle => 100, timeout => 5000}.
 
 %% @doc Checks a target and options as {@link run/2} does.
@@ -100,35 +102,38 @@ pair(Other) -> throw({error, {bad_options, Other}}).
 check_opt({output, V}, Acc) -> Acc#{output => beamspy_opts:output_option(V, ?EXTENSIONS)};
 check_opt({formats, V}, Acc) -> Acc#{formats => beamspy_opts:formats_option(V, ?FORMATS)};
 check_opt({K, V}, Acc) when (K =:= quiet orelse K =:= keep_noise), is_boolean(V) -> Acc#{K => V};
+check_opt({names, V}, Acc) when V =:= erlang; V =:= elixir -> Acc#{names => V};
+check_opt({names, V}, _) -> bad(names, V, "erlang or elixir");
 check_opt({nodes, V}, Acc) when V =:= connected; V =:= local -> Acc#{nodes => V};
 check_opt({nodes, V}, Acc) when is_list(V) ->
     case lists:all(fun is_atom/1, V) of
         true -> Acc#{nodes => V};
         false -> bad(nodes, V, "connected, local or a list of node names")
     end;
-check_opt({max_events, V}, Acc) when is_integer(V), V > 0, V =< 1000000 -> Acc#{max_events => V};
-check_opt({label_chars, V}, Acc) when is_integer(V), V >= 8, V =< 1000 -> Acc#{label_chars => V};
-check_opt({max_participants, V}, Acc) when is_integer(V), V > 0, V =< 1000 -> Acc#{max_participants => V};
+check_opt({max_events, V}, Acc) -> Acc#{max_events => in_range(max_events, V, 1, sequence_max_events)};
+check_opt({label_chars, V}, Acc) -> Acc#{label_chars => in_range(label_chars, V, 8, sequence_label_chars)};
+check_opt({max_participants, V}, Acc) ->
+    Acc#{max_participants => in_range(max_participants, V, 1, sequence_max_participants)};
 check_opt({settle, V}, Acc) when is_integer(V), V >= 0, V =< 60000 -> Acc#{settle => V};
 check_opt({timeout, V}, Acc) when is_integer(V), V > 0, V =< 600000 -> Acc#{timeout => V};
 check_opt({title, V}, Acc) ->
+    Max = beamspy_opts:max_of(title_bytes),
     case beamspy_opts:text_option(V) of
-        {ok, T} when byte_size(T) =< 511 -> Acc#{title => T};
-        _ -> bad(title, V, "a string of at most 511 bytes without NUL")
+        {ok, T} when byte_size(T) =< Max -> Acc#{title => T};
+        _ -> bad(title, V, "a string of at most " ++ integer_to_list(Max) ++ " bytes without NUL")
     end;
 check_opt({K, V}, Acc) when K =:= include; K =:= exclude ->
+    Max = beamspy_opts:max_of(pattern_bytes),
     case beamspy_opts:text_option(V) of
-        {ok, T} when byte_size(T) =< ?MAX_PATTERN_BYTES ->
+        {ok, T} when byte_size(T) =< Max ->
             case beamspy_tracer:check_pattern(T) of
                 ok -> Acc#{K => T};
                 {error, Why} -> throw({error, {bad_pattern, K, T, Why}})
             end;
-        _ -> bad(K, V, "a POSIX extended regular expression (a string of at most 1023 bytes without NUL)")
+        _ -> bad(K, V, "a POSIX extended regular expression (a string of at most " ++ integer_to_list(Max)
+                 ++ " bytes without NUL)")
     end;
 check_opt({K, V}, _) when K =:= quiet; K =:= keep_noise -> bad(K, V, "true or false");
-check_opt({K, V}, _) when K =:= max_events -> bad(K, V, "an integer from 1 to 1000000");
-check_opt({K, V}, _) when K =:= label_chars -> bad(K, V, "an integer from 8 to 1000");
-check_opt({K, V}, _) when K =:= max_participants -> bad(K, V, "an integer from 1 to 1000");
 check_opt({K, V}, _) when K =:= settle -> bad(K, V, "milliseconds from 0 to 60000");
 check_opt({K, V}, _) when K =:= timeout -> bad(K, V, "milliseconds from 1 to 600000");
 check_opt({nodes, V}, _) -> bad(nodes, V, "connected, local or a list of node names");
@@ -145,6 +150,15 @@ combined(#{output := Out, formats := Formats} = Opts, Given) ->
     end.
 
 bad(K, V, Expected) -> throw({error, {bad_option, K, V, Expected}}).
+
+%% V if it is an integer from Min to the table's largest value of Entry
+%% (beamspy_opts:max_of/1, which the C side's limits are generated from).
+in_range(K, V, Min, Entry) ->
+    Max = beamspy_opts:max_of(Entry),
+    case is_integer(V) andalso V >= Min andalso V =< Max of
+        true -> V;
+        false -> bad(K, V, lists:flatten(io_lib:format("an integer from ~b to ~b", [Min, Max])))
+    end.
 
 
 label(Fun) ->
@@ -164,7 +178,7 @@ label(Fun) ->
 capture(Fun, Args, Opts, Outputs) ->
     case current_token() of
         [] ->
-            Label = {beamspy_seq, node(), erlang:unique_integer([positive])},
+            Label = {beamspy_seq_collector, node(), erlang:unique_integer([positive])},
             Nodes = target_nodes(maps:get(nodes, Opts)),
             case start_collectors(Nodes, Label, Opts, []) of
                 {ok, Started} ->
@@ -191,7 +205,7 @@ start_collectors([], _Label, _Opts, Acc) ->
 start_collectors([Node | Rest], Label, Opts, Acc) ->
     CollectorOpts = #{max_events => maps:get(max_events, Opts)},
     Result = case Node =:= node() of
-                 true -> {beamspy_seq:start(Label, self(), CollectorOpts), same};
+                 true -> {beamspy_seq_collector:start(Label, self(), CollectorOpts), same};
                  false -> remote_start(Node, Label, CollectorOpts)
              end,
     case Result of
@@ -207,7 +221,7 @@ remote_start(Node, Label, CollectorOpts) ->
     case deliver(Node) of
         {ok, Loaded} ->
             Unload = Loaded =/= same,
-            R = try erpc:call(Node, beamspy_seq, start, [Label, self(), CollectorOpts#{unload => Unload}],
+            R = try erpc:call(Node, beamspy_seq_collector, start, [Label, self(), CollectorOpts#{unload => Unload}],
                               ?RPC_TIMEOUT)
                 catch Class:Why -> {error, {node_failed, Node, {Class, Why}}}
                 end,
@@ -216,14 +230,14 @@ remote_start(Node, Label, CollectorOpts) ->
             {E, same}
     end.
 
-%% beamspy_seq on Node: `same' (this very version is loaded), or loaded
+%% beamspy_seq_collector on Node: `same' (this very version is loaded), or loaded
 %% here (`loaded', or `replaced' when another version was loaded before).
 deliver(Node) ->
-    {beamspy_seq, Bin, File} = code:get_object_code(beamspy_seq),
-    Md5 = beamspy_seq:module_info(md5),
-    try erpc:call(Node, erlang, function_exported, [beamspy_seq, module_info, 1], ?RPC_TIMEOUT) of
+    {beamspy_seq_collector, Bin, File} = code:get_object_code(beamspy_seq_collector),
+    Md5 = beamspy_seq_collector:module_info(md5),
+    try erpc:call(Node, erlang, function_exported, [beamspy_seq_collector, module_info, 1], ?RPC_TIMEOUT) of
         true ->
-            case erpc:call(Node, beamspy_seq, module_info, [md5], ?RPC_TIMEOUT) of
+            case erpc:call(Node, beamspy_seq_collector, module_info, [md5], ?RPC_TIMEOUT) of
                 Md5 -> {ok, same};
                 _ -> load(Node, Bin, File, replaced)
             end;
@@ -234,8 +248,8 @@ deliver(Node) ->
     end.
 
 load(Node, Bin, File, How) ->
-    case erpc:call(Node, code, load_binary, [beamspy_seq, File, Bin], ?RPC_TIMEOUT) of
-        {module, beamspy_seq} -> {ok, How};
+    case erpc:call(Node, code, load_binary, [beamspy_seq_collector, File, Bin], ?RPC_TIMEOUT) of
+        {module, beamspy_seq_collector} -> {ok, How};
         {error, Why} -> {error, {cannot_load, Node, Why}}
     end.
 
@@ -243,10 +257,10 @@ unload(_Node, same) ->
     ok;
 unload(Node, How) ->
     try
-        _ = erpc:call(Node, code, delete, [beamspy_seq], ?RPC_TIMEOUT),
-        _ = erpc:call(Node, code, purge, [beamspy_seq], ?RPC_TIMEOUT),
+        _ = erpc:call(Node, code, delete, [beamspy_seq_collector], ?RPC_TIMEOUT),
+        _ = erpc:call(Node, code, purge, [beamspy_seq_collector], ?RPC_TIMEOUT),
         %% Another version was there before: it comes back from its path.
-        _ = [erpc:call(Node, code, ensure_loaded, [beamspy_seq], ?RPC_TIMEOUT) || How =:= replaced],
+        _ = [erpc:call(Node, code, ensure_loaded, [beamspy_seq_collector], ?RPC_TIMEOUT) || How =:= replaced],
         ok
     catch _:_ -> ok
     end.
@@ -262,7 +276,7 @@ unload(Node, How) ->
 current_token() ->
     Running = get(?RUNNING_KEY),
     case seq_trace:get_token(label) of
-        {label, {beamspy_seq, _, _} = Label} when Label =/= Running ->
+        {label, {beamspy_seq_collector, _, _} = Label} when Label =/= Running ->
             _ = seq_trace:set_token([]),
             [];
         _ ->
@@ -306,7 +320,7 @@ settle_loop(Started, Settle, Deadline, Before) ->
     end.
 
 total(Started) ->
-    lists:sum([case beamspy_seq:activity(Pid, ?RPC_TIMEOUT) of
+    lists:sum([case beamspy_seq_collector:activity(Pid, ?RPC_TIMEOUT) of
                    {error, _} -> 0;
                    {N, _} -> N
                end || {_, Pid, _} <- Started]).
@@ -314,7 +328,7 @@ total(Started) ->
 stop_collectors(Started) ->
     lists:foldl(
       fun({Node, Pid, Loaded}, {#{events := Es, names := Ns, dropped := D} = Acc, Errors}) ->
-              R = beamspy_seq:stop(Pid, ?RPC_TIMEOUT),
+              R = beamspy_seq_collector:stop(Pid, ?RPC_TIMEOUT),
               unload(Node, Loaded),
               case R of
                   {ok, #{events := E, names := N, dropped := D1}} ->
@@ -325,7 +339,7 @@ stop_collectors(Started) ->
       end, {#{events => [], names => [], dropped => 0}, []}, Started).
 
 write(Outcome, Flow, Errors, Outputs, Opts) ->
-    NifOpts = maps:with([include, exclude, title, label_chars, max_participants, max_events], Opts),
+    NifOpts = maps:with([include, exclude, title, label_chars, max_participants, max_events, names], Opts),
     case beamspy_tracer:seq_write(Flow, Outputs, NifOpts#{noise => maps:get(keep_noise, Opts)}) of
         {ok, Results, Summary} ->
             Files = [unicode:characters_to_list(P) || {ok, P, _, _} <- Results],

@@ -31,7 +31,7 @@
 
 -define(MAX_PREFIXES, 64).
 -define(MAX_PREFIX_LENGTH, 16).
--define(DEFAULT_MAX_SPANS, 1000000).
+-define(DEFAULT_MAX_SPANS, beamspy_opts:default(max_spans)).
 -define(DEFAULT_FORMATS, [chrome, speedscope, folded, svg, html]).
 -define(MAX_METADATA_KEYS, 16).
 -define(NOTE_CHARS, 300).

@@ -16,7 +16,7 @@
 %%%   processes sampled in the first window;</li>
 %%% <li>every `interval_ms' a tick samples the `limit' processes that did
 %%%   the most reductions in the previous window only, never every process:
-%%%   through {@link beamspy_runstate} (only `running', in/out, of those
+%%%   through {@link beamspy_sched_watch} (only `running', in/out, of those
 %%%   processes is traced: one NIF callback per time slice), a process that
 %%%   ran when the tick was due counts for the function it stops running in
 %%%   when its slice runs out (where it burns CPU, read from the `out'
@@ -174,18 +174,18 @@ init(#{owner := Owner, interval_ms := Interval} = Config) ->
     %% the CPU session traces the scheduling of every process.
     Cpu = start_cpu(Config),
     NotListed = [Owner | [CpuOwner || {on, CpuOwner, _} <- [Cpu]]],
-    RS = case beamspy_runstate:open([]) of
+    RS = case beamspy_sched_watch:open([]) of
              {ok, R} -> R;
              {error, _} -> undefined
          end,
     proc_lib:init_ack({ok, self()}),
     try
         loop(new_window(Config#{owner_mon => OwnerMon, bootstrapped => false, ticking => false,
-                                runstate => RS, pending => #{}, cpu_session => Cpu,
+                                sched_watch => RS, pending => #{}, cpu_session => Cpu,
                                 not_listed => NotListed},
                         full_pass(NotListed), []))
     after
-        close_runstate(RS),
+        close_sched_watch(RS),
         stop_cpu(Cpu)
     end.
 
@@ -213,8 +213,8 @@ stop_cpu({on, Owner, _}) ->
 stop_cpu(_) ->
     ok.
 
-close_runstate(undefined) -> ok;
-close_runstate(RS) -> beamspy_runstate:close(RS).
+close_sched_watch(undefined) -> ok;
+close_sched_watch(RS) -> beamspy_sched_watch:close(RS).
 
 %% A window starts from a full pass (Pid => reductions) and samples Pids.
 new_window(State, Pass, Pids) ->
@@ -279,8 +279,8 @@ bootstrap(#{not_listed := NotListed, baseline := Baseline, limit := Limit} = Sta
     Sampled = [P || {_, P} <- lists:sublist(Ranked, Limit)],
     start_ticks(watch(State#{bootstrapped := true, sampled := Sampled}, Sampled)).
 
-watch(#{runstate := undefined} = State, _) -> State;
-watch(#{runstate := RS} = State, Pids) -> State#{runstate := beamspy_runstate:watch(RS, Pids)}.
+watch(#{sched_watch := undefined} = State, _) -> State;
+watch(#{sched_watch := RS} = State, Pids) -> State#{sched_watch := beamspy_sched_watch:watch(RS, Pids)}.
 
 %% The ticks begin with the first window's processes (bootstrap or report).
 start_ticks(#{ticking := true} = State) ->
@@ -311,10 +311,10 @@ tick(#{interval_ms := Interval, sampled := Pids} = State) ->
 taken(N, #{samples_taken := Taken} = State) ->
     State#{samples_taken := Taken + N}.
 
-sample_all(Pids, _Due, #{runstate := undefined} = State) ->
+sample_all(Pids, _Due, #{sched_watch := undefined} = State) ->
     lists:foldl(fun sample/2, State, Pids);
-sample_all(Pids, Due, #{runstate := RS} = State) ->
-    States = beamspy_runstate:states(RS, Pids, Due),
+sample_all(Pids, Due, #{sched_watch := RS} = State) ->
+    States = beamspy_sched_watch:states(RS, Pids, Due),
     lists:foldl(fun({Pid, {running, Slices}}, S) -> owe(Pid, Slices, S);
                    ({Pid, {stopped, MFA}}, S) -> stopped(Pid, MFA, 1, S);
                    ({Pid, out}, S) -> waiting(Pid, S);
@@ -339,7 +339,7 @@ stopped_running(Pid, Slices, MFA, #{pending := Pending} = State) ->
 %% Preempted: it burned CPU in MFA. Reached a receive: where it ran is not
 %% known, said so.
 stopped(Pid, MFA, Owed, State) ->
-    case beamspy_runstate:settle(Pid, MFA) of
+    case beamspy_sched_watch:settle(Pid, MFA) of
         preempted -> running_in(Pid, MFA, Owed, State);
         waited -> running_in(Pid, ?RAN_TO_RECEIVE, Owed, State);
         gone -> State

@@ -190,7 +190,7 @@ session_encode(_Session, _Format, _Opts) -> erlang:nif_error(not_loaded).
 -spec profile_render(map(), atom(), map()) -> {ok, binary()} | {error, term()}.
 profile_render(_Profile, _Format, _Opts) -> erlang:nif_error(not_loaded).
 
-%% @doc Merges the events of a sequence capture (see {@link beamspy_seq})
+%% @doc Merges the events of a sequence capture (see {@link beamspy_seq_collector})
 %% by causality and writes each output atomically: Outputs is
 %% `[{mermaid | svg | chrome | json, Path}]'. Returns one result per output
 %% (`{ok, Path, Drawn, LeftOut}' or `{error, Path, Reason}') and a summary

@@ -33,6 +33,7 @@
 #include "job.h"
 #include "remote.h"
 #include "stop_signals.h"
+#include "term_frame.h"
 
 #define CMD "seq"
 #define POLL_MS 100
@@ -94,6 +95,9 @@ void bs_cmd_seq_usage(FILE *out)
           "                      the others of a node share one)\n"
           "  --label-chars N     characters of a message label (default 60)\n"
           "  --title TEXT        diagram title\n"
+          "  --elixir, --erlang  processes named MyApp.Server, MyApp.Worker.init/1 or\n"
+          "                      'Elixir.MyApp.Server', 'Elixir.MyApp.Worker':init/1\n"
+          "                      (default: Elixir's when the (first) node runs Elixir)\n"
           "\n"
           "output:\n"
           "  -o, --output FILE   write FILE (repeatable); the format comes from the\n"
@@ -111,10 +115,11 @@ void bs_cmd_seq_usage(FILE *out)
     bs_cli_exit_codes_usage(out);
 }
 
-static int count_option(const char *opt, const char *arg, unsigned long long max, unsigned long long *v)
+static int count_option(const char *opt, const char *arg, unsigned long long min, unsigned long long max,
+                        unsigned long long *v)
 {
-    if (bs_parse_count(arg, v) < 0 || *v == 0 || *v > max)
-        return bs_cli_usage_error(CMD, "bad %s '%s' (1 to %llu)", opt, arg, max);
+    if (bs_parse_count(arg, v) < 0 || *v < min || *v > max)
+        return bs_cli_usage_error(CMD, "bad %s '%s' (%llu to %llu)", opt, arg, min, max);
     return 0;
 }
 
@@ -132,6 +137,8 @@ static int parse_args(int argc, char **argv, seq_args *a)
         {"max-participants", required_argument, NULL, OPT_MAX_PARTICIPANTS},
         {"label-chars", required_argument, NULL, OPT_LABEL_CHARS},
         {"title", required_argument, NULL, OPT_TITLE},
+        {"elixir", no_argument, NULL, BS_OPT_ELIXIR},
+        {"erlang", no_argument, NULL, BS_OPT_ERLANG},
         {"help", no_argument, NULL, 'h'},
         BS_REMOTE_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
@@ -158,6 +165,10 @@ static int parse_args(int argc, char **argv, seq_args *a)
         case OPT_KEEP_NOISE:
             a->seq.keep_noise = 1;
             break;
+        case BS_OPT_ELIXIR:
+        case BS_OPT_ERLANG:
+            a->job.elixir = c == BS_OPT_ELIXIR;
+            break;
         case OPT_INCLUDE:
         case OPT_EXCLUDE:
             if (bs_filter_check_pattern(optarg, why, sizeof why) < 0)
@@ -166,19 +177,17 @@ static int parse_args(int argc, char **argv, seq_args *a)
             *(c == OPT_INCLUDE ? &a->seq.include_re : &a->seq.exclude_re) = optarg;
             break;
         case OPT_MAX_EVENTS:
-            if ((rc = count_option("--max-events", optarg, BS_SEQ_MAX_EVENTS_LIMIT, &a->job.max_events)))
+            if ((rc = count_option("--max-events", optarg, 1, BS_SEQ_MAX_EVENTS_LIMIT, &a->job.max_events)))
                 return rc;
             break;
         case OPT_MAX_PARTICIPANTS:
-            if ((rc = count_option("--max-participants", optarg, BS_SEQ_MAX_PARTICIPANTS_LIMIT, &v)))
+            if ((rc = count_option("--max-participants", optarg, 1, BS_SEQ_MAX_PARTICIPANTS_LIMIT, &v)))
                 return rc;
             a->seq.max_participants = (size_t)v;
             break;
         case OPT_LABEL_CHARS:
-            if ((rc = count_option("--label-chars", optarg, BS_SEQ_LABEL_CHARS_LIMIT, &v)))
+            if ((rc = count_option("--label-chars", optarg, 8, BS_SEQ_LABEL_CHARS_LIMIT, &v)))
                 return rc;
-            if (v < 8)
-                return bs_cli_usage_error(CMD, "bad --label-chars '%s' (8 to %u)", optarg, BS_SEQ_LABEL_CHARS_LIMIT);
             a->seq.label_chars = (size_t)v;
             break;
         case OPT_TITLE:
@@ -266,9 +275,21 @@ static const char *text_of(const bs_eterm *t)
     return s ? s : "";
 }
 
-/* Adds one node's flow (term_to_binary of beamspy_seq's flow map) to f.
+/* A process as the collector named it (its registered name, an atom, or
+ * its initial call {M, F, Arity}), spelled by the engine's speller in
+ * style, as the NIF spells it for beamspy:sequence/2. */
+static const char *process_name(const bs_eterm *who, bs_name_style style, char *buf, size_t cap)
+{
+    if (bs_eterm_kind_of(who) == BS_ET_ATOM) {
+        bs_format_registered(buf, cap, style, bs_eterm_text(who), bs_eterm_text_len(who));
+        return buf;
+    }
+    return bs_term_frame(who, style, buf, cap);
+}
+
+/* Adds one node's flow (term_to_binary of beamspy_seq_collector's flow map) to f.
  * Returns 0, or -1 with a message printed. */
-static int add_node_flow(const char *node, const bs_eterm *result, bs_seq_flow *f)
+static int add_node_flow(const char *node, const bs_eterm *result, bs_name_style style, bs_seq_flow *f)
 {
     const bs_eterm *data = bs_eterm_map_get(result, "data");
     if (!data || bs_eterm_kind_of(data) != BS_ET_BINARY) {
@@ -314,9 +335,10 @@ static int add_node_flow(const char *node, const bs_eterm *result, bs_seq_flow *
     }
     for (size_t i = 0; rc == 0 && i < bs_eterm_size(names); i++) {
         const bs_eterm *nm = bs_eterm_item(names, i);
+        char name[BS_SEQ_NAME_MAX + 1];
         if (bs_eterm_kind_of(nm) == BS_ET_TUPLE && bs_eterm_size(nm) == 3 &&
             bs_seq_flow_name(f, text_of(bs_eterm_item(nm, 0)), text_of(bs_eterm_item(nm, 1)),
-                             text_of(bs_eterm_item(nm, 2))) < 0)
+                             process_name(bs_eterm_item(nm, 2), style, name, sizeof name)) < 0)
             rc = -1;
     }
     bs_eterm_free(t);
@@ -381,6 +403,8 @@ static int run_seq(seq_args *a)
         nodes[i].node.fd = -1;
     for (int i = 0; i < n && rc == BS_EXIT_OK; i++)
         rc = bs_remote_attach(&a->remote, i, &nodes[i]);
+    if (rc == BS_EXIT_OK)
+        bs_remote_choose_names(&nodes[0], &a->job.elixir);
     for (int i = 0; i < n && rc == BS_EXIT_OK; i++)
         rc = bs_job_start(&jobs[i], &nodes[i], &a->job);
     for (int i = 0; i < n && rc == BS_EXIT_OK; i++)
@@ -398,7 +422,7 @@ static int run_seq(seq_args *a)
             bs_eterm_tree *t = NULL;
             const bs_eterm *result = NULL;
             int frc = bs_job_finish_raw(&jobs[i], FINISH_TIMEOUT_MS, &t, &result);
-            if (frc == BS_EXIT_OK && add_node_flow(nodes[i].node.name, result, &f) == 0)
+            if (frc == BS_EXIT_OK && add_node_flow(nodes[i].node.name, result, a->job.elixir > 0 ? BS_NAMES_ELIXIR : BS_NAMES_ERLANG, &f) == 0)
                 any = 1;
             else if (rc == BS_EXIT_OK)
                 rc = frc != BS_EXIT_OK ? frc : BS_EXIT_FAILURE;

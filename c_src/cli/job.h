@@ -50,7 +50,7 @@ typedef struct bs_job_spec {
                                        * the node runs (bs_remote_choose_names) */
     int show_idle;                    /* whole-VM views: keep WAIT frames */
     long long timeline;               /* -1: default */
-    unsigned lease_ms;                /* 0: default (5 s) */
+    unsigned lease_ms;                /* 0: the node's default (BS_DEFAULT_LEASE_MS) */
     unsigned limit;                   /* top: processes listed */
     int strict;                       /* --strict: an early stop is an error */
     int seq;                          /* a seq job: tokens for calls of module:function/arity */

@@ -9,13 +9,12 @@
 
 #include "../dist/call_args.h"
 #include "cli.h"
-
-#define DEFAULT_TIMEOUT_MS 10000u
+#include "defaults.h"
 
 void bs_remote_opts_init(bs_remote_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->timeout_ms = DEFAULT_TIMEOUT_MS;
+    o->timeout_ms = BS_DEFAULT_CONNECT_TIMEOUT_MS;
 }
 
 int bs_parse_duration_ms(const char *text, unsigned long long *ms)

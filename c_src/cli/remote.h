@@ -37,7 +37,7 @@ typedef struct bs_remote_opts {
     int n_nodes;
     const char *cookie;       /* never printed */
     const char *cookie_file;
-    unsigned timeout_ms;      /* connecting and each call (default 10000) */
+    unsigned timeout_ms;      /* connecting and each call (BS_DEFAULT_CONNECT_TIMEOUT_MS) */
     int keep;                 /* leave delivered code loaded */
 } bs_remote_opts;
 

@@ -7,18 +7,13 @@
 #include <pthread.h>
 #include <stddef.h>
 
+#include "common/dl_load.h"
+
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 bs_libdw_fns bs_libdw_table;
 static int loaded;
 
-/* dlsym returns a data pointer; POSIX says it converts to a function pointer. */
-#define LOAD(h, name)                                              \
-    do {                                                           \
-        void *sym = dlsym(h, #name);                               \
-        if (!sym)                                                  \
-            return;                                                \
-        *(void **)&bs_libdw_table.name = sym;                      \
-    } while (0)
+#define LOAD(h, name) BS_DL_LOAD(h, bs_libdw_table, name)
 
 static void load(void)
 {

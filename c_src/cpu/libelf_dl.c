@@ -6,18 +6,13 @@
 #include <pthread.h>
 #include <stddef.h>
 
+#include "common/dl_load.h"
+
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static bs_libelf_fns table;
 static int loaded;
 
-/* dlsym returns a data pointer; POSIX says it converts to a function pointer. */
-#define LOAD(h, name)                                              \
-    do {                                                           \
-        void *sym = dlsym(h, #name);                               \
-        if (!sym)                                                  \
-            return;                                                \
-        *(void **)&table.name = sym;                               \
-    } while (0)
+#define LOAD(h, name) BS_DL_LOAD(h, table, name)
 
 static void load(void)
 {

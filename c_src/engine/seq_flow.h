@@ -2,7 +2,7 @@
  * nodes, merged by causality into a diagram: participants and messages.
  *
  * Input is one event per seq_trace `send` or `receive`, as the collectors on
- * the nodes report it (src/beamspy_seq.erl): the token's serial
+ * the nodes report it (src/beamspy_seq_collector.erl): the token's serial
  * {Previous, Current}, node-local time, the sending and receiving process as
  * node name + pid text ("<0.95.0>", numbered on its own node), and the
  * message as Erlang prints it. Processes' names come separately.
@@ -27,14 +27,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BS_SEQ_MAX_EVENTS_DEFAULT 10000u  /* events kept per capture */
-#define BS_SEQ_MAX_EVENTS_LIMIT 1000000u
+#include "defaults.h"
+
+/* The defaults and limits of max_events (events kept per capture),
+ * label_chars (characters of a message label in diagrams) and
+ * max_participants: the table of defaults' (beamspy_opts:option_table/0,
+ * through the generated defaults.h), which the Erlang side checks too. */
+#define BS_SEQ_MAX_EVENTS_DEFAULT ((unsigned)BS_DEFAULT_SEQUENCE_MAX_EVENTS)
+#define BS_SEQ_MAX_EVENTS_LIMIT ((unsigned)BS_MAX_SEQUENCE_MAX_EVENTS)
 #define BS_SEQ_TEXT_MAX 1024u             /* bytes of a message's full text */
 #define BS_SEQ_NAME_MAX 255u              /* bytes of a node, pid or process name */
-#define BS_SEQ_LABEL_CHARS_DEFAULT 60u    /* characters of a message label in diagrams */
-#define BS_SEQ_LABEL_CHARS_LIMIT 1000u
-#define BS_SEQ_MAX_PARTICIPANTS_DEFAULT 40u
-#define BS_SEQ_MAX_PARTICIPANTS_LIMIT 1000u
+#define BS_SEQ_LABEL_CHARS_DEFAULT ((unsigned)BS_DEFAULT_SEQUENCE_LABEL_CHARS)
+#define BS_SEQ_LABEL_CHARS_LIMIT ((unsigned)BS_MAX_SEQUENCE_LABEL_CHARS)
+#define BS_SEQ_MAX_PARTICIPANTS_DEFAULT ((unsigned)BS_DEFAULT_SEQUENCE_MAX_PARTICIPANTS)
+#define BS_SEQ_MAX_PARTICIPANTS_LIMIT ((unsigned)BS_MAX_SEQUENCE_MAX_PARTICIPANTS)
 
 typedef enum bs_seq_kind { BS_SEQ_SEND = 1, BS_SEQ_RECV = 2 } bs_seq_kind;
 

@@ -15,8 +15,9 @@
 #include "profile_export.h"
 #include "profile_import.h"
 #include "cpu_hot_nif.h"
-#include "run_state.h"
+#include "sched_watch.h"
 #include "session.h"
+#include "session_flush.h"
 #include "tracer_callbacks.h"
 #include "halt_write.h"
 #include "seq_nif.h"
@@ -28,6 +29,11 @@ static void session_dtor(ErlNifEnv *env, void *obj)
     (void)env;
     bs_session *s = obj;
     bs_session_stop(s, BS_STOP_REQUESTED, 0);
+    /* What was attached to the session here goes first: the sampler's
+     * drain thread reads the pid table. */
+    bs_cpu_close(s->cpu);
+    s->cpu = NULL;
+    bs_halt_plan_free(s);
     bs_session_destroy(s);
 }
 

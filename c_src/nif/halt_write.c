@@ -7,6 +7,7 @@
 #include "../writers/writers.h"
 
 #include "nif_atoms.h"
+#include "session_flush.h"
 #include "write_request.h"
 
 typedef struct bs_halt_plan {

@@ -74,6 +74,20 @@ size_t bs_nif_label(ErlNifEnv *env, ERL_NIF_TERM label, bs_name_style style, cha
     return 0;
 }
 
+size_t bs_nif_process_name(ErlNifEnv *env, ERL_NIF_TERM who, bs_name_style style, char *buf, size_t cap)
+{
+    char mod[512], fun[512];
+    size_t ml = 0, fl = 0;
+    unsigned arity = 0;
+    if (enif_is_atom(env, who)) {
+        ml = bs_nif_atom_text(env, who, mod, sizeof mod);
+        return bs_format_registered(buf, cap, style, mod, ml);
+    }
+    if (get_mfa(env, who, mod, &ml, fun, &fl, sizeof mod, &arity))
+        return bs_format_mfa(buf, cap, style, mod, ml, fun, fl, arity);
+    return 0;
+}
+
 ERL_NIF_TERM bs_nif_frame_name(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
     (void)argc;

@@ -18,6 +18,12 @@ size_t bs_nif_atom_text(ErlNifEnv *env, ERL_NIF_TERM atom, char *buf, size_t cap
  * label is not one. */
 size_t bs_nif_label(ErlNifEnv *env, ERL_NIF_TERM label, bs_name_style style, char *buf, size_t cap);
 
+/* A process named by a sequence collector (beamspy_seq_collector): its registered
+ * name (an atom, spelled by bs_format_registered) or its initial call {M,
+ * F, Arity} (bs_format_mfa), in style, into buf; returns its length, or 0
+ * if who is neither. */
+size_t bs_nif_process_name(ErlNifEnv *env, ERL_NIF_TERM who, bs_name_style style, char *buf, size_t cap);
+
 /* frame_name(Frame, Style) -> binary(): Frame is {M, F, Arity} or {M, F,
  * Args} (spelled by bs_format_mfa in Style, erlang or elixir), a process
  * label (bs_nif_label) or text (a binary or iolist, made safe by

@@ -14,7 +14,7 @@
 
 #include "../engine/stack_rebuild.h"
 
-#define BS_RUN_RING 16 /* slices remembered by sampling sessions (run_state.c) */
+#define BS_RUN_RING 16 /* slices remembered by sampling sessions (sched_watch.c) */
 
 /* A finished capture of one call (capture mode, see capture.c). */
 typedef struct bs_capture {
@@ -29,7 +29,7 @@ typedef struct bs_traced_proc {
     uint32_t uncounted;   /* events not yet added to the session's count */
     bs_proc proc;         /* the recording (in capture mode: of the running capture) */
     int span_seen;        /* a span event of this process was seen (spans-only sessions) */
-    /* sampling sessions only (run_state.c): read by the sampler's thread */
+    /* sampling sessions only (sched_watch.c): read by the sampler's thread */
     _Atomic int running;        /* the last scheduling event was `in` */
     _Atomic uint32_t slices;    /* `in` events seen */
     _Atomic int want_out;       /* tell the owner at the next `out` */

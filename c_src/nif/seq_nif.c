@@ -4,12 +4,14 @@
  *
  *   Flow    = #{events => [{send | recv, Prev, Cur, Ts, FromNode, FromPid,
  *                            ToNode, ToPid, Text, Label}],
- *               names => [{Node, Pid, Name}], dropped => N}
- *             (binaries for texts, integers for the rest)
+ *               names => [{Node, Pid, Who}], dropped => N}
+ *             (binaries for texts, integers for the rest; Who is a
+ *             registered name or an initial call {M, F, Arity}, spelled
+ *             here as names asks)
  *   Outputs = [{mermaid | svg | chrome | json, Path}]
  *   Opts    = #{noise => boolean(), include => iodata(), exclude => iodata(),
  *               label_chars => N, max_participants => N, max_events => N,
- *               title => iodata()}
+ *               title => iodata(), names => erlang | elixir}
  * Returns {ok, [{ok, Path, Written, LeftOut} | {error, Path, Errno}], Summary}
  * or {error, bad_pattern}; badarg for any term of another shape. Runs on a
  * dirty I/O scheduler; memory is bounded by max_events (BS_SEQ_MAX_EVENTS_*
@@ -22,6 +24,8 @@
 #include "../engine/seq_flow.h"
 #include "../writers/seq_writers.h"
 #include "nif_atoms.h"
+#include "defaults.h"
+#include "name_nif.h"
 #include "write_request.h"
 
 /* Copies a binary (or iolist) into buf, cut at cap - 1 bytes; 0 if t is
@@ -83,13 +87,15 @@ static int add_event(ErlNifEnv *env, bs_seq_flow *f, ERL_NIF_TERM t, event_bufs 
     return bs_seq_flow_add(f, &e) < 0 ? -2 : 0;
 }
 
-static int add_name(ErlNifEnv *env, bs_seq_flow *f, ERL_NIF_TERM t)
+/* {Node, Pid, Who}: Who, the collector's raw registered name or initial
+ * call, spelled here in style (name_nif.h), as every frame is. */
+static int add_name(ErlNifEnv *env, bs_seq_flow *f, ERL_NIF_TERM t, bs_name_style style)
 {
     int arity;
     const ERL_NIF_TERM *el;
     char node[BS_SEQ_NAME_MAX + 1], pid[BS_SEQ_NAME_MAX + 1], name[BS_SEQ_NAME_MAX + 1];
     if (!enif_get_tuple(env, t, &arity, &el) || arity != 3 || !get_text(env, el[0], node, sizeof node) ||
-        !get_text(env, el[1], pid, sizeof pid) || !get_text(env, el[2], name, sizeof name))
+        !get_text(env, el[1], pid, sizeof pid) || bs_nif_process_name(env, el[2], style, name, sizeof name) == 0)
         return -1;
     return bs_seq_flow_name(f, node, pid, name) < 0 ? -2 : 0;
 }
@@ -118,18 +124,27 @@ static int opt_text(ErlNifEnv *env, ERL_NIF_TERM map, const char *key, char *buf
 }
 
 typedef struct seq_opts_bufs {
-    char include[1024], exclude[1024], title[512];
+    /* the Erlang side refuses longer texts (beamspy_opts:max_of/1) */
+    char include[BS_MAX_PATTERN_BYTES + 1], exclude[BS_MAX_PATTERN_BYTES + 1], title[BS_MAX_TITLE_BYTES + 1];
 } seq_opts_bufs;
 
-static int decode_opts(ErlNifEnv *env, ERL_NIF_TERM map, bs_seq_opts *o, size_t *max_events, seq_opts_bufs *b)
+static int decode_opts(ErlNifEnv *env, ERL_NIF_TERM map, bs_seq_opts *o, size_t *max_events, bs_name_style *style,
+                       seq_opts_bufs *b)
 {
     const bs_atoms *a = &bs_priv_of(env)->atoms;
     ERL_NIF_TERM v;
     memset(o, 0, sizeof *o);
+    *style = BS_NAMES_ERLANG;
     if (!enif_is_map(env, map))
         return 0;
     if (enif_get_map_value(env, map, enif_make_atom(env, "noise"), &v))
         o->keep_noise = v == a->true;
+    if (enif_get_map_value(env, map, enif_make_atom(env, "names"), &v)) {
+        if (v == enif_make_atom(env, "elixir"))
+            *style = BS_NAMES_ELIXIR;
+        else if (v != enif_make_atom(env, "erlang"))
+            return 0;
+    }
     return opt_uint(env, map, "label_chars", BS_SEQ_LABEL_CHARS_LIMIT, &o->label_chars) &&
            opt_uint(env, map, "max_participants", BS_SEQ_MAX_PARTICIPANTS_LIMIT, &o->max_participants) &&
            opt_uint(env, map, "max_events", BS_SEQ_MAX_EVENTS_LIMIT, max_events) &&
@@ -180,9 +195,10 @@ ERL_NIF_TERM bs_nif_seq_write(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[
     bs_seq_opts o;
     seq_opts_bufs ob;
     size_t max_events = BS_SEQ_MAX_EVENTS_DEFAULT;
+    bs_name_style style;
     if (!enif_is_map(env, argv[0]) || !enif_get_map_value(env, argv[0], enif_make_atom(env, "events"), &events) ||
         !enif_get_map_value(env, argv[0], enif_make_atom(env, "names"), &names) ||
-        !enif_is_list(env, argv[1]) || !decode_opts(env, argv[2], &o, &max_events, &ob))
+        !enif_is_list(env, argv[1]) || !decode_opts(env, argv[2], &o, &max_events, &style, &ob))
         return enif_make_badarg(env);
     if (enif_get_map_value(env, argv[0], a->dropped, &dropped_t) && !enif_get_uint64(env, dropped_t, &dropped))
         return enif_make_badarg(env);
@@ -198,7 +214,7 @@ ERL_NIF_TERM bs_nif_seq_write(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[
         rc = add_event(env, &f, head, b);
     tail = names;
     while (rc == 0 && enif_get_list_cell(env, tail, &head, &tail))
-        rc = add_name(env, &f, head);
+        rc = add_name(env, &f, head, style);
     enif_free(b);
     if (rc != 0) {
         bs_seq_flow_free(&f);

@@ -9,8 +9,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "session.h"
 
-#include "cpu_session.h"
-#include "halt_write.h"
 #include "nif_atoms.h"
 
 #include <sched.h>
@@ -59,9 +57,6 @@ int bs_session_init(bs_session *s, size_t max_memory, uint32_t max_procs)
 
 void bs_session_destroy(bs_session *s)
 {
-    bs_cpu_close(s->cpu); /* its drain thread reads the pid table */
-    s->cpu = NULL;
-    bs_halt_plan_free(s);
     bs_pid_table_free(&s->pids, &s->budget);
     if (s->insert_lock)
         enif_mutex_destroy(s->insert_lock);
@@ -110,25 +105,6 @@ void bs_session_stop(bs_session *s, int reason, int wait)
         bs_traced_proc *r = atomic_load(&s->pids.slots[i].record);
         while (r && atomic_load(&r->busy))
             sched_yield();
-    }
-    enif_mutex_unlock(s->insert_lock);
-}
-
-void bs_session_flush(bs_session *s)
-{
-    enif_mutex_lock(s->insert_lock);
-    if (!s->flushed && s->cpu && !s->cpu_times) { /* the trees hold samples, not time: nothing to charge */
-        s->flushed = 1;
-        bs_cpu_stop(s->cpu);
-    } else if (!s->flushed) {
-        if (s->cpu) /* times => samples: the trace's trees, and the samples beside them */
-            bs_cpu_stop(s->cpu);
-        s->flushed = 1;
-        for (uint32_t i = 0; i < s->pids.cap; i++) {
-            bs_traced_proc *r = atomic_load(&s->pids.slots[i].record);
-            if (r)
-                bs_proc_flush(&r->proc, s->stop_ns);
-        }
     }
     enif_mutex_unlock(s->insert_lock);
 }

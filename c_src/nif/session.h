@@ -5,7 +5,8 @@
  * {tracer, beamspy_tracer, Session}, and lives as long as any trace setting
  * or Erlang term refers to it. Stopping is one-way: once `recording` is 0 no
  * callback touches a process record again (see session_stop in session.c),
- * so the profile can be read safely from another thread. */
+ * so the profile can be read safely from another thread; session_flush.h
+ * then ends its time. */
 #ifndef BS_SESSION_H
 #define BS_SESSION_H
 
@@ -56,7 +57,7 @@ typedef struct bs_session {
     bs_key span_anchors[2];          /* telemetry:execute/3, do_execute/4: spans sit below them */
     _Atomic uint64_t spans_left;     /* span starts still accepted (max_spans) */
     _Atomic uint64_t spans_dropped;  /* span starts refused by max_spans */
-    /* sampling (run_state.c): only in/out are traced, nothing is recorded */
+    /* sampling (sched_watch.c): only in/out are traced, nothing is recorded */
     int run_states;
     _Atomic uint64_t run_notes_lost; /* `out` messages that could not be sent */
     /* CPU sampling (cpu_session.h): only in/out are traced, samples fill the trees */
@@ -76,6 +77,9 @@ void bs_session_tell_owner(ErlNifEnv *env, bs_session *s, const char *tag, uint6
 const char *bs_stop_reason_name(int reason);
 
 int bs_session_init(bs_session *s, size_t max_memory, uint32_t max_procs);
+/* Frees what bs_session_init made. What was attached to the session later
+ * is freed first by whoever attached it (beamspy_nif.c's destructor: the
+ * CPU sampler, the halt plan), so the session knows nothing above it. */
 void bs_session_destroy(bs_session *s);
 /* Stops recording (first reason wins) and, if wait, waits until no callback
  * is inside a process record. Safe to call many times and from a callback.
@@ -83,10 +87,6 @@ void bs_session_destroy(bs_session *s);
  * environment (callbacks run on scheduler threads, where enif_send needs it). */
 void bs_session_stop(bs_session *s, int reason, int wait);
 void bs_session_stop_for_limit(ErlNifEnv *env, bs_session *s, int reason);
-/* After a waiting stop: charges every process up to stop_ns (the time
- * since its last event: a server waiting all along has no other). Once:
- * the owner's stop and a halting process's write may both come here. */
-void bs_session_flush(bs_session *s);
 int bs_session_is_excluded(const bs_session *s, ERL_NIF_TERM module);
 
 /* Whether pid (a local pid term) is one of the session's ignored processes. */

@@ -12,7 +12,7 @@
 #include "nif_atoms.h"
 #include "halt_write.h"
 #include "load_factor.h"
-#include "run_state.h"
+#include "sched_watch.h"
 #include "session.h"
 
 /* The tracer state is the session resource, or {beamspy_meta, Session} for

@@ -12,6 +12,7 @@
 #include "../engine/profile.h"
 #include "../writers/render_opts.h"
 #include "../writers/writers.h"
+#include "defaults.h"
 
 struct bs_session;
 
@@ -22,8 +23,9 @@ typedef struct bs_write_request {
     ERL_NIF_TERM labels;   /* map pid => label, or an empty map */
     unsigned capture;      /* capture mode: only this capture (1-based); 0 = all */
     int report;            /* session_write returns {ok, Warning} (the text of output_size.h) */
-    char title[512], subtitle[512], count_name[64];
-    char include_re[1024], exclude_re[1024];
+    /* the Erlang side refuses longer texts (beamspy_opts:max_of/1) */
+    char title[BS_MAX_TITLE_BYTES + 1], subtitle[BS_MAX_TITLE_BYTES + 1], count_name[64];
+    char include_re[BS_MAX_PATTERN_BYTES + 1], exclude_re[BS_MAX_PATTERN_BYTES + 1];
 } bs_write_request;
 
 /* Returns 0, or -1 if a key has a value of the wrong type. Unknown keys are

@@ -28,12 +28,13 @@
 
 #include "../engine/frame_name.h"
 #include "../engine/profile.h"
+#include "defaults.h"
 #include "readers.h"
 
 #define BS_DBG_DEFAULT_MAX_TERM (4u * 1024 * 1024)
 #define BS_DBG_DEFAULT_MAX_PROCESSES 100000u
 #define BS_DBG_DEFAULT_MAX_MEMORY ((size_t)1 << 30)
-#define BS_DBG_DEFAULT_MAX_SPANS 1000000u
+#define BS_DBG_DEFAULT_MAX_SPANS ((unsigned)BS_DEFAULT_TIMELINE_CALLS) /* as --timeline's */
 #define BS_DBG_RECORD_HEADER 5
 
 typedef struct bs_dbg_opts {

@@ -4,10 +4,6 @@
 
 #include <string.h>
 
-#include "output_size.h"
-#include "seq_writers.h"
-#include "writers.h"
-
 static const bs_format_desc FORMATS[] = {
     {BS_FORMAT_FOLDED, "folded", {".folded"}, NULL, 0, 0, 1,
      "folded stacks: flamegraph.pl, inferno", bs_write_folded_opts},

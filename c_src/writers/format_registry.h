@@ -17,6 +17,7 @@
 
 #include "../engine/profile.h"
 #include "../engine/seq_flow.h"
+#include "format_writers.h"
 #include "render_opts.h"
 
 /* The values only name rows of the table; they are not stored in files. */
@@ -43,10 +44,19 @@ typedef enum bs_seq_format {
 
 #define BS_FORMAT_MAX_EXTENSIONS 3
 
-typedef int (*bs_profile_writer)(FILE *out, const bs_profile *p, const bs_render_opts *o);
-
-typedef struct bs_seq_write_info bs_seq_write_info;
-typedef int (*bs_seq_writer)(FILE *out, const bs_seq_diagram *d, const bs_seq_opts *o, bs_seq_write_info *info);
+/* The default timeline caps of the time-ordered rows, measured by loading
+ * evented files of increasing size into speedscope 1.25 (headless
+ * Chromium, 2 shared cores; its Chrome trace importer for .trace.json): see
+ * README "Benchmarks: output sizes". Above the cap a file takes minutes to
+ * import or never opens. speedscope's own JSON imports 200,000 calls in 22 s
+ * and 400,000 in 30 s here (832,000: 49 s); its Chrome trace importer is
+ * much slower and grows faster than the count: 25,000 calls in 10 s, 50,000
+ * in 40-54 s, 200,000 in 215 s, 400,000 not within 300 s (same profile,
+ * load average about 30 on 2 cores, so a quiet machine is faster).
+ * Perfetto reads far larger traces: timeline_cap => infinity lifts the cap
+ * for it. */
+#define BS_TIMELINE_CAP_SPEEDSCOPE 300000u
+#define BS_TIMELINE_CAP_CHROME 25000u
 
 typedef struct bs_format_desc {
     bs_format format;
@@ -57,7 +67,7 @@ typedef struct bs_format_desc {
      * valgrind names callgrind.out.<pid>; NULL: none. */
     const char *file_prefix;
     int timeline;              /* shows time order: asking for it keeps a timeline */
-    uint32_t timeline_cap;     /* default spans kept in time order (output_size.h); 0: no cap */
+    uint32_t timeline_cap;     /* default spans kept in time order (BS_TIMELINE_CAP_*); 0: no cap */
     int collapse_when_big;     /* grows with depth times stacks: size_limit.h applies */
     const char *help;          /* one line, at most 46 characters */
     bs_profile_writer write;

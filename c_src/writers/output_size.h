@@ -7,10 +7,7 @@
  * estimate (within a few tens of percent: number widths vary), enough to
  * tell 20 MB from 2 GB.
  *
- * Default timeline caps, measured by loading evented files of increasing
- * size into speedscope 1.25 (headless Chromium, 2 shared cores; its Chrome
- * trace importer for .trace.json): see docs/benchmarks.md, "Output sizes".
- * Above the cap a file takes minutes to import or never opens. */
+ * The default timeline caps are the format table's (format_registry.h). */
 #ifndef BS_OUTPUT_SIZE_H
 #define BS_OUTPUT_SIZE_H
 
@@ -18,15 +15,6 @@
 #include <stdint.h>
 
 #include "format_registry.h"
-
-/* speedscope's own JSON imports 200,000 calls in 22 s and 400,000 in 30 s
- * here (832,000: 49 s); its Chrome trace importer is much slower and grows
- * faster than the count: 25,000 calls in 10 s, 50,000 in 40-54 s, 200,000
- * in 215 s, 400,000 not within 300 s (same profile, load average about 30
- * on 2 cores, so a quiet machine is faster). Perfetto reads far larger
- * traces: timeline_cap => infinity lifts the cap for it. */
-#define BS_TIMELINE_CAP_SPEEDSCOPE 300000u
-#define BS_TIMELINE_CAP_CHROME 25000u
 
 /* Files projected above this many bytes are announced with a warning. The
  * environment variable BEAMSPY_SIZE_WARN_BYTES (a positive integer) sets

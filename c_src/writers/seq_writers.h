@@ -18,21 +18,14 @@
 
 #include "../engine/seq_flow.h"
 #include "format_registry.h"
+#include "format_writers.h" /* each format's writer, bs_seq_write_info */
 
 #define BS_SEQ_MERMAID_MAX_MESSAGES 800u
 #define BS_SEQ_MERMAID_MAX_BYTES 45000u
 #define BS_SEQ_SVG_MAX_MESSAGES 5000u
 
-typedef struct bs_seq_write_info {
-    size_t written;  /* messages drawn */
-    size_t left_out; /* messages past the format's cap */
-} bs_seq_write_info;
-
-/* Each returns 0 or -1 (write or allocation error); info may be NULL. */
-int bs_write_seq_mermaid(FILE *out, const bs_seq_diagram *d, const bs_seq_opts *o, bs_seq_write_info *info);
-int bs_write_seq_json(FILE *out, const bs_seq_diagram *d, const bs_seq_opts *o, bs_seq_write_info *info);
-int bs_write_seq_svg(FILE *out, const bs_seq_diagram *d, const bs_seq_opts *o, bs_seq_write_info *info);
-int bs_write_seq_chrome(FILE *out, const bs_seq_diagram *d, const bs_seq_opts *o, bs_seq_write_info *info);
+/* The writers (format_writers.h) each return 0 or -1 (write or allocation
+ * error); info may be NULL. */
 
 /* Writes d to path in format f (UNKNOWN: from the extension). Returns 0,
  * or -1 with errno set (EINVAL: unknown format); the target is untouched on

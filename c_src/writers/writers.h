@@ -15,17 +15,8 @@
 
 #include "../engine/profile.h"
 #include "format_registry.h"
+#include "format_writers.h" /* each format's writer */
 #include "render_opts.h"
-
-int bs_write_folded_opts(FILE *out, const bs_profile *p, const bs_render_opts *o);
-int bs_write_svg(FILE *out, const bs_profile *p, const bs_render_opts *o);
-int bs_write_html(FILE *out, const bs_profile *p, const bs_render_opts *o);
-int bs_write_speedscope(FILE *out, const bs_profile *p, const bs_render_opts *o);
-int bs_write_chrome(FILE *out, const bs_profile *p, const bs_render_opts *o);
-int bs_write_perf(FILE *out, const bs_profile *p, const bs_render_opts *o);
-int bs_write_bspy(FILE *out, const bs_profile *p, const bs_render_opts *o);
-int bs_write_callgrind(FILE *out, const bs_profile *p, const bs_render_opts *o);
-int bs_write_pprof(FILE *out, const bs_profile *p, const bs_render_opts *o);
 
 /* Writes p in format f (not BS_FORMAT_UNKNOWN) to out, after applying the
  * filters of o to a copy (p is not changed). The one path every output

@@ -17,7 +17,9 @@
 # time); each one's lines are shown once it is done.
 # Works from any directory; build outputs and logs go to test/c/build/.
 # Then `make recursion-check` (one more case): no C function may recurse
-# unless test/c/recursion_allowed.txt names it and what bounds its depth.
+# unless test/c/recursion_allowed.txt names it and what bounds its depth;
+# and `make include-check`: no circle of includes between C files or folders
+# but those test/c/include_allowed.txt names.
 # A case that leaves something unchecked in a variant prints a line starting
 # with SKIP, shown after the variant's name. The last line is
 # `LAYER c: <P> passed, <F> failed` (test cases over the three variants); the
@@ -150,15 +152,23 @@ else
     done
 fi
 
-# One more case: no C function recurses unless test/c/recursion_allowed.txt
-# says what bounds its depth (make recursion-check: gcc's call graphs).
-if make -s recursion-check >"$build/logs/recursion.log" 2>&1; then
-    passed=$((passed + 1))
-    echo "[recursion] $(tail -1 "$build/logs/recursion.log")"
-else
-    failed=$((failed + 1))
-    sed 's/^/FAIL [recursion] /' "$build/logs/recursion.log" | grep -v '^FAIL \[recursion\] allowed:'
-fi
+# make_check NAME TARGET: one more case, make TARGET; its last line is shown,
+# or, when it fails, every line but the "allowed:" ones.
+make_check() {
+    if make -s "$2" >"$build/logs/$1.log" 2>&1; then
+        passed=$((passed + 1))
+        echo "[$1] $(tail -1 "$build/logs/$1.log")"
+    else
+        failed=$((failed + 1))
+        sed "s/^/FAIL [$1] /" "$build/logs/$1.log" | grep -v "^FAIL \\[$1\\] allowed:"
+    fi
+}
+
+# No C function recurses unless test/c/recursion_allowed.txt says what
+# bounds its depth (make recursion-check: gcc's call graphs); the C files
+# include one another one way only (make include-check).
+make_check recursion recursion-check
+make_check include include-check
 
 echo "total time $(( $(date +%s) - start )) s"
 echo "LAYER c: $passed passed, $failed failed"

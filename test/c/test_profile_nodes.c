@@ -15,18 +15,10 @@
 #include <string.h>
 
 #include "engine/profile.h"
+#include "folded_text.h"
 #include "readers/readers.h"
 #include "writers/writers.h"
 
-static void read_text(const char *text, bs_profile *p)
-{
-    FILE *in = fmemopen((void *)text, strlen(text), "rb");
-    assert_non_null(in);
-    bs_read_error err;
-    memset(&err, 0, sizeof err);
-    assert_int_equal(bs_read_folded(in, "test", p, &err), 0);
-    fclose(in);
-}
 
 /* The folded text of p, sorted lines (callers free). */
 static char *folded_of(const bs_profile *p)
@@ -46,8 +38,8 @@ static void test_two_nodes_under_their_names(void **state)
 {
     (void)state;
     bs_profile a, b, all;
-    read_text("<0.80.0> busy;m:f/1;m:g/0 30\n<0.80.0> busy;m:f/1 10\n<0.81.0>;SLEEP 5\n", &a);
-    read_text("<0.80.0> busy;m:f/1;m:g/0 7\n", &b);
+    read_folded_text("<0.80.0> busy;m:f/1;m:g/0 30\n<0.80.0> busy;m:f/1 10\n<0.81.0>;SLEEP 5\n", &a);
+    read_folded_text("<0.80.0> busy;m:f/1;m:g/0 7\n", &b);
     assert_int_equal(bs_profile_init(&all), 0);
     assert_int_equal(bs_profile_add_under(&all, &a, "a@host"), 0);
     assert_int_equal(bs_profile_add_under(&all, &b, "b@host"), 0);
@@ -73,7 +65,7 @@ static void test_stacks_without_a_process_frame(void **state)
 {
     (void)state;
     bs_profile a, all;
-    read_text("main;work 4\nmain 1\n", &a);
+    read_folded_text("main;work 4\nmain 1\n", &a);
     assert_int_equal(bs_profile_init(&all), 0);
     assert_int_equal(bs_profile_add_under(&all, &a, "n@h"), 0);
     char *text = folded_of(&all);
@@ -88,8 +80,8 @@ static void test_truncation_and_spans(void **state)
 {
     (void)state;
     bs_profile a, b, all;
-    read_text("<0.1.0>;m:f/0 10\n", &a);
-    read_text("<0.2.0>;m:g/0 10\n", &b);
+    read_folded_text("<0.1.0>;m:f/0 10\n", &a);
+    read_folded_text("<0.2.0>;m:g/0 10\n", &b);
     /* Give both a timeline: one span of the leaf each; b started 3 us
      * after a on the wall clock, on a clock of its own. */
     for (int k = 0; k < 2; k++) {

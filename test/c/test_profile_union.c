@@ -14,18 +14,10 @@
 #include <cmocka.h>
 
 #include "engine/profile_union.h"
+#include "folded_text.h"
 #include "readers/readers.h"
 #include "test_util.h"
 
-static void read_text(const char *text, bs_profile *p)
-{
-    FILE *in = fmemopen((void *)text, strlen(text), "rb");
-    assert_non_null(in);
-    bs_read_error err;
-    memset(&err, 0, sizeof err);
-    assert_int_equal(bs_read_folded(in, "test", p, &err), 0);
-    fclose(in);
-}
 
 /* The union path of node n, root first, ';'-separated (root left out). */
 static void path_of(const bs_profile_union *u, uint32_t n, char *buf, size_t cap)
@@ -75,8 +67,8 @@ static void test_equal_stacks_share_a_node(void **state)
 {
     (void)state;
     bs_profile a, b;
-    read_text("<0.80.0> srv;m:f/1;m:g/0 30\n<0.80.0> srv;m:f/1 10\n<0.81.0>;m:h/0 5\n", &a);
-    read_text("<0.93.0> srv;m:f/1;m:g/0 7\n<0.94.0> other;m:f/1 1\n", &b);
+    read_folded_text("<0.80.0> srv;m:f/1;m:g/0 30\n<0.80.0> srv;m:f/1 10\n<0.81.0>;m:h/0 5\n", &a);
+    read_folded_text("<0.93.0> srv;m:f/1;m:g/0 7\n<0.94.0> other;m:f/1 1\n", &b);
     bs_frame_table names;
     bs_frame_table_init(&names);
     bs_profile_union u;
@@ -102,7 +94,7 @@ static void test_sched_out_time_left_out(void **state)
 {
     (void)state;
     bs_profile a;
-    read_text("<0.80.0>;m:f/1;WAIT 50\n<0.80.0>;m:f/1;SLEEP;m:x/0 3\n<0.80.0>;m:f/1 4\n", &a);
+    read_folded_text("<0.80.0>;m:f/1;WAIT 50\n<0.80.0>;m:f/1;SLEEP;m:x/0 3\n<0.80.0>;m:f/1 4\n", &a);
     bs_frame_table names;
     bs_frame_table_init(&names);
     bs_profile_union u;
@@ -125,7 +117,7 @@ static void test_malformed_tree_refused(void **state)
 {
     (void)state;
     bs_profile a;
-    read_text("<0.80.0>;m:f/1;m:g/0 1\n", &a);
+    read_folded_text("<0.80.0>;m:f/1;m:g/0 1\n", &a);
     bs_ptree *t = &a.trees[0];
     assert_true(t->n_nodes >= 3);
     bs_frame_table names;

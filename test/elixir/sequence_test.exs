@@ -18,6 +18,33 @@ defmodule BeamSpyTest.SequenceTest do
     assert :seq_trace.get_system_tracer() == false
   end
 
+  defmodule Echo do
+    use GenServer
+    def init(state), do: {:ok, state}
+    def handle_call(:ping, _from, state), do: {:reply, :pong, state}
+  end
+
+  test "processes are named as Elixir spells them, or as Erlang does with names: :erlang" do
+    {:ok, plain} = GenServer.start_link(Echo, 0)
+    {:ok, _} = GenServer.start_link(Echo, 0, name: BeamSpyTest.SequenceTest.Named)
+    call = fn -> GenServer.call(plain, :ping) && GenServer.call(BeamSpyTest.SequenceTest.Named, :ping) end
+
+    participants = fn options ->
+      path = scratch("names_#{options[:names]}.mmd")
+      assert BeamSpy.sequence(call, [output: path, quiet: true] ++ options) == :pong
+      path |> File.read!() |> String.split("\n") |> Enum.filter(&(&1 =~ ~r/^    participant /))
+    end
+
+    elixir = participants.([])
+    assert Enum.any?(elixir, &String.ends_with?(&1, "#gt; BeamSpyTest.SequenceTest.Echo.init/1"))
+    assert Enum.any?(elixir, &String.ends_with?(&1, "#gt; BeamSpyTest.SequenceTest.Named"))
+    erlang = participants.(names: :erlang)
+    assert Enum.any?(erlang, &String.ends_with?(&1, "#gt; 'Elixir.BeamSpyTest.SequenceTest.Echo':init/1"))
+    assert Enum.any?(erlang, &String.ends_with?(&1, "#gt; Elixir.BeamSpyTest.SequenceTest.Named"))
+
+    assert_raise ArgumentError, ~r/option :names/, fn -> BeamSpy.sequence(call, names: :python) end
+  end
+
   test "an exception reaches the caller unchanged" do
     assert_raise RuntimeError, "boom", fn ->
       BeamSpy.sequence(fn -> raise "boom" end, output: scratch("boom.mmd"), quiet: true)

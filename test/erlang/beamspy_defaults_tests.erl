@@ -26,14 +26,31 @@
               {dump, "--interval", dump_interval_ms},
               {top, "--interval", top_interval_ms},
               {top, "--refresh", top_refresh_ms},
-              {top, "--limit", top_limit}]).
+              {top, "--limit", top_limit},
+              {record, "--lease", lease_ms},
+              {seq, "--lease", lease_ms},
+              {record, "--connect-timeout", connect_timeout_ms},
+              {seq, "--connect-timeout", connect_timeout_ms},
+              {seq, "--duration", record_duration_ms},
+              {seq, "--max-events", sequence_max_events},
+              {seq, "--max-participants", sequence_max_participants},
+              {seq, "--label-chars", sequence_label_chars},
+              {convert, "--timeline", timeline_calls}]).
+
+%% Where the command-line tool refuses a value above an entry's largest
+%% (its C limit, generated from the table): command, option, entry,
+%% smallest value.
+-define(CLI_MAX, [{seq, "--max-events", sequence_max_events, 1},
+                  {seq, "--max-participants", sequence_max_participants, 1},
+                  {seq, "--label-chars", sequence_label_chars, 8}]).
 
 defaults_test_() ->
     [{"the code's defaults are the table's", fun code/0},
      {"the option table of the docs says the table's defaults", fun options_doc/0},
      {"beamspy's option docs say the table's defaults", fun erlang_docs/0},
      {"BeamSpy's option docs say the table's defaults", fun elixir_docs/0},
-     {"bin/beamspy help says the table's defaults", fun cli_help/0}].
+     {"bin/beamspy help says the table's defaults", fun cli_help/0},
+     {"C and Erlang take their limits from the table", fun limits/0}].
 
 %%% ---------------------------------------------------------------------
 %%% Tests
@@ -56,6 +73,45 @@ code() ->
     ?assertEqual(beamspy_opts:default(dump_interval_ms), DumpInterval),
     {ok, #{timeline := Calls}} = beamspy_opts:options(#{timeline => true}),
     ?assertEqual(beamspy_opts:default(timeline_calls), Calls).
+
+%% The largest values of the table are where both sides stop: the tool's
+%% option parsing (C, from the generated defaults.h) and beamspy:sequence/2's
+%% checks (Erlang) name the same bounds; a title or pattern of the largest
+%% size reaches the NIF and comes back whole from the file it writes, one
+%% byte more is refused before it gets there.
+limits() ->
+    Cli = filename:join(root(), "bin/beamspy"),
+    [begin
+         Max = beamspy_opts:max_of(Key),
+         Out = os:cmd(Cli ++ " " ++ atom_to_list(Cmd) ++ " " ++ Option ++ " " ++ integer_to_list(Max + 1) ++ " 2>&1"),
+         Bound = lists:flatten(io_lib:format("(~b to ~b)", [Min, Max])),
+         ?assertEqual({Cmd, Option, true}, {Cmd, Option, string:find(Out, Bound) =/= nomatch}),
+         Opt = option_of(Option),
+         {error, {bad_option, Opt, _, Expected}} = beamspy_sequence:check(fun erlang:date/0, #{Opt => Max + 1}),
+         ?assertEqual(lists:flatten(io_lib:format("an integer from ~b to ~b", [Min, Max])), Expected),
+         ?assertEqual(ok, beamspy_sequence:check(fun erlang:date/0, #{Opt => Max}))
+     end || {Cmd, Option, Key, Min} <- ?CLI_MAX],
+    TitleMax = beamspy_opts:max_of(title_bytes),
+    PatternMax = beamspy_opts:max_of(pattern_bytes),
+    Dir = filename:join(root(), "test/erlang/build/defaults_limits"),
+    ok = filelib:ensure_dir(filename:join(Dir, "x")),
+    Svg = filename:join(Dir, "title.svg"),
+    Long = <<(binary:copy(<<"t">>, TitleMax - 4))/binary, "tail">>,
+    %% Matches no frame here: the whole tree is written.
+    Pattern = <<(binary:copy(<<"y?">>, (PatternMax - 5) div 2))/binary, "qqqqq">>,
+    ?assertEqual(PatternMax, byte_size(Pattern)),
+    ?assertEqual(lists:seq(1, 10), beamspy:apply(fun() -> lists:seq(1, 10) end,
+                                                 #{output => Svg, title => Long, exclude => Pattern, quiet => true})),
+    {ok, Written} = file:read_file(Svg),
+    ?assertNotEqual(nomatch, binary:match(Written, Long)),
+    ?assertError({beamspy, {bad_option, title, _, _}},
+                 beamspy:apply(fun() -> ok end, #{output => Svg, title => <<Long/binary, "x">>})),
+    ?assertError({beamspy, {bad_option, exclude, _, _}},
+                 beamspy:apply(fun() -> ok end, #{output => Svg, exclude => <<Pattern/binary, "x">>})).
+
+option_of("--max-events") -> max_events;
+option_of("--max-participants") -> max_participants;
+option_of("--label-chars") -> label_chars.
 
 %% | `key` | default | meaning |: every option of the API has its row, in
 %% the one table of the docs that has this heading (wherever it lives).

@@ -6,7 +6,7 @@
 %%% A request passes along the chain a -> b -> c and is answered back; the
 %%% tests check the exact messages in causal order in the Mermaid file, the
 %%% other formats, that nothing is left on any node (system tracer, token,
-%%% beamspy_seq), results and exceptions, a foreign system tracer refused,
+%%% beamspy_seq_collector), results and exceptions, a foreign system tracer refused,
 %%% the caller killed mid-call, collection limited to this node, and bad
 %%% options.
 -module(beamspy_sequence_tests).
@@ -112,7 +112,7 @@ chain(#{b := B, c := C, dir := Dir}) ->
 clean(#{b := B, c := C}) ->
     ?assertEqual([], seq_trace:get_token()),
     [?assertEqual({N, false}, {N, erpc:call(N, seq_trace, get_system_tracer, [])}) || N <- [node(), B, C]],
-    [?assertEqual({N, false}, {N, erpc:call(N, code, is_loaded, [beamspy_seq])}) || N <- [B, C]].
+    [?assertEqual({N, false}, {N, erpc:call(N, code, is_loaded, [beamspy_seq_collector])}) || N <- [B, C]].
 
 exception(#{b := B, c := C, dir := Dir}) ->
     Out = filename:join(Dir, "throw.mmd"),
@@ -134,7 +134,7 @@ foreign_tracer(#{b := B, c := C, dir := Dir}) ->
         ?assertEqual(Tracer, erpc:call(C, seq_trace, get_system_tracer, [])),
         ?assertEqual(false, seq_trace:get_system_tracer()),
         ?assertEqual(false, erpc:call(B, seq_trace, get_system_tracer, [])),
-        ?assertEqual(false, erpc:call(B, code, is_loaded, [beamspy_seq])),
+        ?assertEqual(false, erpc:call(B, code, is_loaded, [beamspy_seq_collector])),
         ?assertNot(filelib:is_file(filename:join(Dir, "no.mmd"))),
         Text = beamspy:format_error({system_tracer_in_use, C, Tracer}),
         ?assertNotEqual(nomatch, string:find(Text, "already has a seq_trace system tracer"))
@@ -159,7 +159,7 @@ caller_killed(#{b := B, c := C, dir := Dir}) ->
     exit(Caller, kill),
     Gone = fun() ->
                    [erpc:call(N, seq_trace, get_system_tracer, []) || N <- [node(), B, C]] =:= [false, false, false]
-                       andalso [erpc:call(N, code, is_loaded, [beamspy_seq]) || N <- [B, C]] =:= [false, false]
+                       andalso [erpc:call(N, code, is_loaded, [beamspy_seq_collector]) || N <- [B, C]] =:= [false, false]
            end,
     ?assert(wait_until(Gone, ?WAIT_MS)).
 
@@ -193,7 +193,7 @@ max_events(#{dir := Dir}) ->
 %% caller's own business: refused, and kept.
 leftover_token(#{dir := Dir}) ->
     Out = filename:join(Dir, "after_leftover.mmd"),
-    Stale = {beamspy_seq, node(), erlang:unique_integer([positive])},
+    Stale = {beamspy_seq_collector, node(), erlang:unique_integer([positive])},
     Tagged = fun(Label) ->
                      Self = self(),
                      spawn(fun() -> seq_trace:set_token(label, Label), Self ! tagged end),

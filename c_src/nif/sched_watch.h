@@ -1,4 +1,4 @@
-/* run_state.h — sampling sessions: which target processes run, and where
+/* sched_watch.h — sampling sessions: which target processes run, and where
  * they stopped.
  *
  * A session made with `run_states => true` traces only `running` (in/out)
@@ -13,8 +13,8 @@
  * message, sent once). Cost: one callback per time slice of a target, a
  * clock read and a few atomic stores; no allocation but the messages
  * asked for. */
-#ifndef BS_RUN_STATE_H
-#define BS_RUN_STATE_H
+#ifndef BS_SCHED_WATCH_H
+#define BS_SCHED_WATCH_H
 
 #include <erl_nif.h>
 

@@ -11,7 +11,8 @@
 %%% name + pid text numbered on their own node, the message printed with a
 %%% depth limit and cut at 1024 bytes. It names the local processes it sees
 %%% (registered name, else proc_lib or spawn initial call) while they are
-%%% alive. Once `max_events' are kept, or when more than 100,000 events
+%%% alive, with the raw atom or {M, F, Arity}: the writer spells them, as
+%%% Erlang or Elixir (option `names' of beamspy:sequence/2). Once `max_events' are kept, or when more than 100,000 events
 %%% wait in its mailbox (it is slower than the node makes them), it gives the
 %%% system tracer back, so a flood of events cannot grow its mailbox: the
 %%% rest is counted as dropped.
@@ -28,22 +29,22 @@
 %%% for the capture (`unload'), it then removes its own module.
 %%%
 %%% ```
-%%% 1> {ok, C} = beamspy_seq:start(my_label, self(), #{}).
+%%% 1> {ok, C} = beamspy_seq_collector:start(my_label, self(), #{max_events => 100}).
 %%% 2> seq_trace:set_token(label, my_label), seq_trace:set_token(send, true).
-%%% 3> {ok, #{events := Events, names := Names}} = beamspy_seq:stop(C, 1000).
+%%% 3> {ok, #{events := Events, names := Names}} = beamspy_seq_collector:stop(C, 1000).
 %%% '''
--module(beamspy_seq).
+-module(beamspy_seq_collector).
 
 -export([start/3, stop/2, activity/2, give_back/1]).
 -export([init/3]).
 
 -define(TEXT_MAX, 1024).
 -define(PRINT_DEPTH, 30).
--define(DEFAULT_MAX_EVENTS, 10000).
 %% Messages a collector lets queue up before it stops the events.
 -define(MAX_QUEUE, 100000).
 
--type flow() :: #{events := [tuple()], names := [{binary(), binary(), binary()}],
+%% names: a process's registered name, or its initial call, unspelled.
+-type flow() :: #{events := [tuple()], names := [{binary(), binary(), atom() | mfa()}],
                   dropped := non_neg_integer()}.
 -export_type([flow/0]).
 
@@ -53,14 +54,16 @@
 
 %% @doc Starts the collector of this node for the token label Label, owned
 %% by Owner (a pid, possibly on another node). Options: `max_events'
-%% (default 10000), `unload' (remove this module when the collector ends
-%% because its owner went; default `false').
+%% (required: the callers take its default from the table of defaults,
+%% `beamspy_opts:default(sequence_max_events)', which this module cannot
+%% call on a node it was loaded onto alone), `unload' (remove this module
+%% when the collector ends because its owner went; default `false').
 %%
 %% ```
-%% 1> {ok, Collector} = beamspy_seq:start({beamspy_seq, node(), 1}, self(), #{}).
+%% 1> {ok, Collector} = beamspy_seq_collector:start({beamspy_seq_collector, node(), 1}, self(), #{max_events => 10000}).
 %% '''
 -spec start(term(), pid(), map()) -> {ok, pid()} | {error, term()}.
-start(Label, Owner, Opts) when is_pid(Owner), is_map(Opts) ->
+start(Label, Owner, #{max_events := Max} = Opts) when is_pid(Owner), is_integer(Max), Max > 0 ->
     %% proc_lib's start: its initial call (in its dictionary before any of
     %% its code runs) names it, and an unload finds beamspy's processes by it.
     case proc_lib:start_monitor(?MODULE, init, [Label, Owner, Opts]) of
@@ -79,7 +82,7 @@ start(Label, Owner, Opts) when is_pid(Owner), is_map(Opts) ->
 %% are returned. Timeout in milliseconds.
 %%
 %% ```
-%% 1> {ok, #{events := [], names := [], dropped := 0}} = beamspy_seq:stop(Collector, 1000).
+%% 1> {ok, #{events := [], names := [], dropped := 0}} = beamspy_seq_collector:stop(Collector, 1000).
 %% '''
 -spec stop(pid(), timeout()) -> {ok, flow()} | {error, term()}.
 stop(Collector, Timeout) ->
@@ -104,7 +107,7 @@ stop(Collector, Timeout) ->
 %% @doc Resets this node's system tracer if it is still Collector.
 %%
 %% ```
-%% 1> ok = beamspy_seq:give_back(Collector).
+%% 1> ok = beamspy_seq_collector:give_back(Collector).
 %% '''
 -spec give_back(pid()) -> ok.
 give_back(Collector) ->
@@ -117,7 +120,7 @@ give_back(Collector) ->
 %% the last one (for "the flow is quiet" decisions).
 %%
 %% ```
-%% 1> {0, _} = beamspy_seq:activity(Collector, 1000).
+%% 1> {0, _} = beamspy_seq_collector:activity(Collector, 1000).
 %% '''
 -spec activity(pid(), timeout()) -> {non_neg_integer(), integer()} | {error, term()}.
 activity(Collector, Timeout) ->
@@ -185,7 +188,7 @@ init_collector(Label, Owner, Opts) ->
             OwnerMon = erlang:monitor(process, Owner),
             proc_lib:init_ack({ok, self()}),
             loop(#{label => Label, owner => OwnerMon, unload => maps:get(unload, Opts, false),
-                   max => maps:get(max_events, Opts, ?DEFAULT_MAX_EVENTS),
+                   max => maps:get(max_events, Opts),
                    count => 0, dropped => 0, events => [], names => #{}, last => now_ms()});
         Other ->
             _ = seq_trace:set_system_tracer(Other),
@@ -232,7 +235,7 @@ unload() ->
 
 flow(#{events := Events, names := Names, dropped := Dropped}) ->
     #{events => lists:reverse(Events),
-      names => [{Node, Pid, Name} || {{Node, Pid}, Name} <- maps:to_list(Names), Name =/= <<>>],
+      names => [{Node, Pid, Name} || {{Node, Pid}, Name} <- maps:to_list(Names), Name =/= none],
       dropped => Dropped}.
 
 event(Info, Ts, #{count := N, max := Max, dropped := 0} = S) when N < Max, N band 1023 =:= 1023 ->
@@ -289,29 +292,23 @@ name(P, #{names := Names} = S) when is_pid(P), node(P) =:= node() ->
 name(_, S) ->
     S.
 
+%% Raw: the registered name (an atom) or the initial call {M, F, Arity};
+%% the writer spells it as the diagram's `names' asks (Erlang or Elixir), as
+%% every frame is spelled.
 process_name(P) ->
     case erlang:process_info(P, registered_name) of
-        {registered_name, Name} -> atom_to_binary(Name, utf8);
-        undefined -> <<>>;
+        {registered_name, Name} -> Name;
+        undefined -> none;
         _ ->
             case proc_lib:initial_call(P) of
-                {M, F, Args} when is_list(Args) -> mfa_text(M, F, length(Args));
+                {M, F, Args} when is_list(Args) -> {M, F, length(Args)};
                 _ ->
                     case erlang:process_info(P, initial_call) of
-                        {initial_call, {erlang, apply, 2}} -> <<>>;
-                        {initial_call, {M, F, A}} -> mfa_text(M, F, A);
-                        _ -> <<>>
+                        {initial_call, {erlang, apply, 2}} -> none;
+                        {initial_call, {M, F, A}} -> {M, F, A};
+                        _ -> none
                     end
             end
-    end.
-
-mfa_text(M, F, A) ->
-    print_text(io_lib:format("~tw:~tw/~w", [M, F, A])).
-
-print_text(Chars) ->
-    case unicode:characters_to_binary(Chars) of
-        B when is_binary(B) -> cut(B, 255);
-        _ -> <<>>
     end.
 
 %% At most Max bytes, never cut inside a UTF-8 character.

@@ -1,9 +1,9 @@
-/* run_state.c — sampling sessions: the scheduling state of each target
- * process (see run_state.h). Written on the tracee's scheduler thread,
+/* sched_watch.c — sampling sessions: the scheduling state of each target
+ * process (see sched_watch.h). Written on the tracee's scheduler thread,
  * read by the sampler on its own: every field is atomic, a read is
  * retried when a slice began meanwhile, and a record, once published in
  * the pid table, lives as long as the session. */
-#include "run_state.h"
+#include "sched_watch.h"
 
 #include <string.h>
 

@@ -34,7 +34,7 @@
 %%% tracer: processes already traced by anyone are refused (`{error,
 %%% {already_traced, Pid}}'), and the caller samples as before without run
 %%% states.
--module(beamspy_runstate).
+-module(beamspy_sched_watch).
 
 -export([open/1, watch/2, states/3, settle/2, close/1]).
 
@@ -60,8 +60,8 @@
 %% has one tracer), `{error, enomem}'.
 %%
 %% ```
-%% {ok, RS} = beamspy_runstate:open([Server]),
-%% [{running, 12}] = beamspy_runstate:states(RS, [Server], erlang:monotonic_time(nanosecond)).
+%% {ok, RS} = beamspy_sched_watch:open([Server]),
+%% [{running, 12}] = beamspy_sched_watch:states(RS, [Server], erlang:monotonic_time(nanosecond)).
 %% '''
 -spec open(all | [pid()]) -> {ok, runstate()} | {error, term()}.
 open(Targets) ->
@@ -100,7 +100,7 @@ untraced({session, _, _}, _) -> true;
 untraced({legacy, _}, P) -> first_traced([P]) =:= ok.
 
 %% @doc What each pid was doing at time T (`erlang:monotonic_time(nanosecond)',
-%% not later than now; a sampler is often late, see the NIF's run_state.h),
+%% not later than now; a sampler is often late, see the NIF's sched_watch.h),
 %% in order: `{running, Slices}' (it ran at T and still runs: it sends the
 %% caller `{beamspy_out, Pid, Slices, MFA}' when it stops), `{stopped, MFA}'
 %% (it ran at T and has stopped since, at MFA, and not run again: its stack
