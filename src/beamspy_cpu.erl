@@ -20,7 +20,7 @@
 check() ->
     case {os:type(), erlang:system_info(emu_flavor)} of
         {{unix, linux}, jit} ->
-            case filelib:is_regular(perf_map()) of
+            case perf_map_is_ours(perf_map()) of
                 true -> ok;
                 false -> unavailable(no_perf_flag())
             end;
@@ -48,6 +48,19 @@ join() ->
     case erlang:system_info(system_architecture) of
         "x86_64" ++ _ -> registers;
         _ -> running
+    end.
+
+%% Whether this VM writes Map: the JIT keeps its perf map open for the
+%% whole run. A file of that name alone proves nothing: one left by an
+%% earlier OS process with the same pid (the JIT never removes its map)
+%% passed for the flag, and a VM without frame pointers was sampled.
+%% Where /proc cannot be read, the file's existence has to do.
+perf_map_is_ours(Map) ->
+    case file:list_dir("/proc/self/fd") of
+        {ok, Fds} ->
+            lists:any(fun(Fd) -> file:read_link("/proc/self/fd/" ++ Fd) =:= {ok, Map} end, Fds);
+        {error, _} ->
+            filelib:is_regular(Map)
     end.
 
 %% The JIT's perf map of this VM (it exists only with `+JPperf true').
