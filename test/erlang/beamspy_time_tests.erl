@@ -56,16 +56,20 @@ wall_time(N, Tries) ->
     end.
 
 sleep_50() ->
+    T0 = erlang:monotonic_time(nanosecond),
     {{napped, ok}, P} = profile_ok({bs_wl, nap, [50]}, #{}),
+    Wall = erlang:monotonic_time(nanosecond) - T0,
     Nodes = own_tree(P),
     M = node_map(Nodes),
     Sleeps = [{path(M, Id), S} || {Id, _, <<"WAIT">>, S, _, _} <- Nodes],
     Under = [S || {[<<"bs_wl:nap/1">>, <<"timer:sleep/1">>, <<"WAIT">>], S} <- Sleeps],
     ?assertMatch([_], Under),
     Slept = lists:sum(Under),
-    ?debugFmt("WAIT under timer:sleep/1: ~.1f ms", [Slept / ?MS]),
+    ?debugFmt("WAIT under timer:sleep/1: ~.1f ms (the whole profile call: ~.1f ms)", [Slept / ?MS, Wall / ?MS]),
     ?assert(Slept >= 45 * ?MS),
-    ?assert(Slept =< 150 * ?MS),
+    %% Never more than the call lasted: a loaded host wakes the sleeper late
+    %% (151 ms once, for 50), so no fixed bound holds.
+    ?assert(Slept =< Wall),
     ?assert(frame_calls(Nodes, <<"WAIT">>) >= 1),
     ?assertEqual([], nodes_of(Nodes, <<"SLEEP">>)),
     assert_clean().
