@@ -15,17 +15,36 @@ total_fail=0
 # failure_lines FILE: the lines of a layer's output that name a failed check,
 # in each layer's spelling (FAIL lines of the shell and browser layers,
 # EUnit's *failed* and *timed out*, ExUnit's numbered failures, the fuzz
-# layer's FAILED), at most 30, so a failed run's last lines say which.
+# layer's FAILED), at most 40, so a failed run's last lines say which.
 # An EUnit test that printed something has its *failed* on a line of its
 # own, after the output: the test's title (the last "  module: name..."
-# line, up to its "...") is named with it.
+# line, up to its "...") is named with it, and below it, indented, what
+# the test printed (its first 3 lines) and EUnit's reason ("**error:..."
+# joined into one line), so that CI's last lines say why, not only which.
 failure_lines() {
-    awk '/^ +[A-Za-z0-9_]+: .*\.\.\./ { title = substr($0, 1, index($0, "...") + 2) }
+    awk 'function flush_reason() { if (reason != "") print "      why: " reason; reason = ""; in_reason = 0 }
+        in_reason && /^  output:|^ *$|^  [A-Za-z0-9_]+: .*\.\.\./ { flush_reason() }
+        in_reason { r = $0; gsub(/^ +/, "", r); reason = reason r; next }
+        /^\*\*[a-z]+:/ && want_reason { in_reason = 1; want_reason = 0; reason = $0; next }
+        /^ +[A-Za-z0-9_]+: .*\.\.\./ {
+            title = substr($0, 1, index($0, "...") + 2)
+            rest = substr($0, index($0, "...") + 3)
+            n = 0
+            if (rest != "" && rest !~ /\*(failed|timed out)\*/) printed[++n] = rest
+        }
         /^(FAIL|not ok)|\*failed\*|\*timed out\*|^fuzz .*: FAILED|^ +[0-9]+\) test |did not report|no EUnit summary/ {
             line = $0
             if (line ~ /^[ \t]*\*(failed|timed out)\*[ \t]*$/ && title != "") line = title " " line
             print line
-        }' "$1" | cut -c1-200 | head -30
+            if (line ~ /\*(failed|timed out)\*/) {
+                for (i = 1; i <= n && i <= 3; i++) print "      printed: " printed[i]
+                n = 0
+                want_reason = 1
+            }
+            next
+        }
+        /^[^ ]+\.erl:[0-9]+:<[0-9.]+>: / { printed[++n] = $0 }
+        END { flush_reason() }' "$1" | cut -c1-240 | head -40
 }
 
 # run_layer NAME COMMAND...: runs a layer, shows its output and adds its

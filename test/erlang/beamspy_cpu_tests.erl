@@ -101,9 +101,9 @@ c_frames() ->
     assert_clean().
 
 two_workers() ->
-    A = spawn(bs_cpu_wl, worker, [bs_cpu_alpha]),
-    B = spawn(bs_cpu_wl, worker, [bs_cpu_beta]),
-    wait_registered([bs_cpu_alpha, bs_cpu_beta]),
+    with_workers(fun two_workers/2).
+
+two_workers(A, B) ->
     {ok, S} = beamspy:start([bs_cpu_alpha, bs_cpu_beta], #{mode => cpu, cpu_hz => 999}),
     A ! {run, alpha, 300, self()},
     B ! {run, beta, 300, self()},
@@ -125,9 +125,28 @@ two_workers() ->
     %% Every sample of alpha/1 anywhere is the alpha worker's.
     AllAlpha = lists:sum([samples_under(N, Alpha) || {_, N} <- maps:get(processes, P)]),
     ?assertEqual(InA, AllAlpha),
-    exit(A, kill),
-    exit(B, kill),
     assert_clean().
+
+%% Runs Test(A, B) with the two named workers, and ends them whatever
+%% happens: a failed check must not leave the names taken (the next test's
+%% workers could not register, and it would wait for them forever).
+with_workers(Test) ->
+    A = spawn(bs_cpu_wl, worker, [bs_cpu_alpha]),
+    B = spawn(bs_cpu_wl, worker, [bs_cpu_beta]),
+    try
+        wait_registered([bs_cpu_alpha, bs_cpu_beta]),
+        true = (whereis(bs_cpu_alpha) =:= A) andalso (whereis(bs_cpu_beta) =:= B),
+        Test(A, B)
+    after
+        [begin unlink(W), exit(W, kill) end || W <- [A, B]],
+        wait_unregistered([bs_cpu_alpha, bs_cpu_beta])
+    end.
+
+wait_unregistered(Names) ->
+    case [N || N <- Names, whereis(N) =/= undefined] of
+        [] -> ok;
+        _ -> timer:sleep(5), wait_unregistered(Names)
+    end.
 
 %% A process wakes a dirty CPU scheduler 300 times (a 1 ms dirty BIF, then
 %% 2 ms asleep): after each job that scheduler spins before it sleeps,
@@ -230,9 +249,9 @@ traced_processes() ->
 %% process that took it: two workers started before the session, told apart.
 %% Elsewhere it traces scheduling (`running'), as the fallback join needs.
 whole_vm_untraced() ->
-    A = spawn(bs_cpu_wl, worker, [bs_cpu_alpha]),
-    B = spawn(bs_cpu_wl, worker, [bs_cpu_beta]),
-    wait_registered([bs_cpu_alpha, bs_cpu_beta]),
+    with_workers(fun whole_vm_untraced/2).
+
+whole_vm_untraced(A, B) ->
     {ok, S} = beamspy:start(all, #{mode => cpu, cpu_hz => 999}),
     Traced = traced_processes(),
     A ! {run, alpha, 300, self()},
@@ -261,8 +280,6 @@ whole_vm_untraced() ->
     %% A function run only by one process: all its samples under it.
     ?assertEqual(InA, lists:sum([samples_under(N, Alpha) || {_, N} <- maps:get(processes, P)])),
     ?assertEqual(InB, lists:sum([samples_under(N, Beta) || {_, N} <- maps:get(processes, P)])),
-    exit(A, kill),
-    exit(B, kill),
     assert_clean().
 
 %% apply/2 of a call that spawns a child: the caller is traced for its
