@@ -708,12 +708,12 @@ size_t bs_job_limits_text(const bs_job_spec *s, char *buf, size_t size, size_t n
 void bs_job_say_cpu_samples(const bs_job_spec *s, const bs_profile *p, const char *node)
 {
     if (!s->cpu && s->times && strcmp(s->times, "samples") == 0) {
-        /* The profile's notes (the tracer's share) do not travel in .bspy:
-         * say what the times are. */
         fprintf(stderr,
                 "beamspy: %s%sself times from CPU samples taken beside the trace at %u Hz (--times samples), "
                 "not traced times; call counts and stacks are the trace's\n",
                 node ? node : "", node ? ": " : "", s->cpu_hz ? s->cpu_hz : BS_CPU_DEFAULT_HZ);
+        if (p->notes[0])
+            fprintf(stderr, "beamspy: %s%show they were taken: %s\n", node ? node : "", node ? ": " : "", p->notes);
         return;
     }
     if (!s->cpu)
@@ -732,4 +732,6 @@ void bs_job_say_cpu_samples(const bs_job_spec *s, const bs_profile *p, const cha
             "processes; a sample is 1/%u s of a thread's CPU time\n",
             node ? node : "", node ? ": " : "", s->cpu_hz ? s->cpu_hz : BS_CPU_DEFAULT_HZ,
             (unsigned long long)samples, procs, s->cpu_hz ? s->cpu_hz : BS_CPU_DEFAULT_HZ);
+    if (p->notes[0])
+        fprintf(stderr, "beamspy: %s%show they were taken: %s\n", node ? node : "", node ? ": " : "", p->notes);
 }

@@ -171,8 +171,9 @@ void bs_job_stop(bs_job *j);
 void bs_job_free(bs_job *j);
 
 /* Mode cpu: says on stderr what the profile's counts are (CPU samples at
- * the rate asked for, how many, of how many processes): the .bspy a node
- * sends does not carry the profile's notes. */
+ * the rate asked for, how many, of how many processes), then the node's
+ * notes on how they were taken (lost samples, C frames unwound or not and
+ * why, what the sampler cost), which the .bspy a node sends carries. */
 /* Also says what --times samples' times are. */
 void bs_job_say_cpu_samples(const bs_job_spec *s, const bs_profile *p, const char *node);
 

@@ -16,6 +16,7 @@
 #define BS_BSPY_TAG_TREE "TREE"
 #define BS_BSPY_TAG_END "END."
 #define BS_BSPY_TAG_COMP "COMP" /* tracer-overhead compensation; optional, after META */
+#define BS_BSPY_TAG_NOTE "NOTE" /* the profile's notes (what a reader must know); optional, after META */
 
 #define BS_BSPY_META_TIMELINE 1u           /* META flags */
 #define BS_BSPY_META_TIMELINE_TRUNCATED 2u

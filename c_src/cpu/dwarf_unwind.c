@@ -21,6 +21,7 @@
 #include "cpu/cfi_expr.h"
 #include "cpu/cfi_rule.h"
 #include "cpu/libdw_dl.h"
+#include "cpu/loaded_objects.h"
 
 #define REG_BP 6
 #define REG_SP 7
@@ -56,6 +57,7 @@ struct bs_dwarf_unwinder {
     cfi_file *files;
     size_t n_files, cap_files;
     uint64_t last_maps_read_ns;
+    uint64_t maps_generation; /* bs_loaded_objects_generation() at the last read */
     bs_cfi_cache cache;
     int rows; /* simple rows applied directly (cfi_rule.h) */
     bs_dwarf_stats stats;
@@ -209,6 +211,7 @@ static int read_maps(bs_dwarf_unwinder *u, char *why, size_t cap)
     }
     u->stats.maps_reads++;
     u->last_maps_read_ns = now_ns();
+    u->maps_generation = bs_loaded_objects_generation();
     mapping *maps = NULL;
     size_t n = 0, room = 0;
     char *line = NULL;
@@ -282,6 +285,7 @@ static const mapping *lookup(bs_dwarf_unwinder *u, uint64_t addr)
     const mapping *m = find_mapping(u, addr);
     if (m != NULL) return m;
     if (now_ns() - u->last_maps_read_ns < (uint64_t)BS_DWARF_REMAP_MS * 1000000u) return NULL;
+    if (!bs_loaded_objects_changed(u->ospid, u->maps_generation)) return NULL; /* JIT code: no file maps it */
     if (read_maps(u, NULL, 0) != 0) return NULL;
     return find_mapping(u, addr);
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cpu/libelf_dl.h"
+#include "cpu/loaded_objects.h"
 
 #define MAX_LOADS 16 /* PT_LOAD segments kept per object (ld makes 2-4) */
 
@@ -302,6 +303,7 @@ static void resolve_native(bs_symbols *s, const struct bs_sym_mapping *m, uint64
 static int read_maps(bs_symbols *s, char *why, size_t cap)
 {
     s->last_maps_ms = now_ms();
+    s->maps_generation = bs_loaded_objects_generation();
     FILE *f = fopen(s->maps_path, "re");
     if (!f) {
         if (why)
@@ -444,7 +446,8 @@ int bs_symbols_resolve(bs_symbols *s, uint64_t addr, bs_symbol *out)
     const struct bs_sym_mapping *m = mapping_of(s, addr);
     if (!m) {
         uint64_t now = now_ms();
-        if (now - s->last_maps_ms >= BS_SYMBOLS_REMAP_MS && read_maps(s, NULL, 0) == 0)
+        if (now - s->last_maps_ms >= BS_SYMBOLS_REMAP_MS && bs_loaded_objects_changed(s->ospid, s->maps_generation) &&
+            read_maps(s, NULL, 0) == 0)
             m = mapping_of(s, addr);
     }
     if (m && m->object) {

@@ -80,6 +80,7 @@ typedef struct bs_symbols {
     struct bs_sym_object **objects;
     size_t n_objects;
     uint64_t last_maps_ms;
+    uint64_t maps_generation;     /* bs_loaded_objects_generation() at the last read */
     bs_symbols_stats stats;
 } bs_symbols;
 

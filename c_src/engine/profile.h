@@ -78,8 +78,9 @@ typedef struct bs_profile {
     uint32_t wait_frame;            /* scheduled out waiting in a receive */
     uint32_t runnable_frame;        /* scheduled out while able to run */
     char truncated[128];            /* "" or why recording stopped early */
-    char notes[1024];               /* "" or what else a reader must know (telemetry spans
-                                       dropped, unmatched, ...); not kept by .bspy */
+    char notes[2048];               /* "" or what else a reader must know (telemetry spans
+                                       dropped, unmatched, CPU samples ...); kept by
+                                       .bspy (section NOTE) */
     uint64_t start_ns;              /* session start (same clock as spans) */
     uint64_t duration_ns;
     int has_timeline;               /* spans were recorded */

@@ -66,6 +66,11 @@ struct bs_cpu {
     long drain_ms;                /* BS_CPU_DRAIN_MS, shorter when a ring holds fewer samples than that at hz */
     int drain_started;
     _Atomic int stopping;
+    /* What the sampler costs the VM in user space, said in the notes: the
+     * drain thread's own CPU time (read by that thread as it ends) against
+     * the whole VM's over the session. The kernel's work of taking a sample
+     * is charged to the sampled threads and is not in drain_cpu_ns. */
+    uint64_t drain_cpu_ns, vm_cpu_start_ns, vm_cpu_ns;
     int stopped;
     /* Drain thread only (and export, after stop): */
     bs_frame_table frames;        /* canonical texts, see canonical() */
@@ -668,6 +673,12 @@ full:
         bs_session_stop_for_limit(NULL, c->s, BS_STOP_MAX_MEMORY);
 }
 
+static uint64_t cpu_clock_ns(clockid_t clock)
+{
+    struct timespec t;
+    return clock_gettime(clock, &t) == 0 ? (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec : 0;
+}
+
 static void *drain_loop(void *arg)
 {
     bs_cpu *c = arg;
@@ -676,6 +687,7 @@ static void *drain_loop(void *arg)
         (void)bs_perf_sampler_drain(c->sampler, on_sample, c);
         nanosleep(&pause, NULL);
     }
+    c->drain_cpu_ns = cpu_clock_ns(CLOCK_THREAD_CPUTIME_ID); /* read by bs_cpu_stop after the join */
     return NULL;
 }
 
@@ -777,6 +789,7 @@ bs_cpu *bs_cpu_open(ErlNifEnv *env, bs_session *s, unsigned hz, int all, int by_
         long ms = 1000 * per_ring / (2 * (long)hz);
         c->drain_ms = ms < 1 ? 1 : ms < BS_CPU_DRAIN_MS ? ms : BS_CPU_DRAIN_MS;
     }
+    c->vm_cpu_start_ns = cpu_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
     if (enif_thread_create("beamspy_cpu_drain", &c->drain_tid, drain_loop, c, NULL) != 0) {
         snprintf(why, cap, "cannot start the sampler's drain thread");
         goto fail_sampler;
@@ -834,7 +847,11 @@ void bs_cpu_stop(bs_cpu *c)
     if (c->drain_started)
         enif_thread_join(c->drain_tid, NULL);
     c->drain_started = 0;
+    uint64_t last = cpu_clock_ns(CLOCK_THREAD_CPUTIME_ID);
     (void)bs_perf_sampler_drain(c->sampler, on_sample, c); /* what came in since */
+    c->drain_cpu_ns += cpu_clock_ns(CLOCK_THREAD_CPUTIME_ID) - last;
+    uint64_t now = cpu_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+    c->vm_cpu_ns = now > c->vm_cpu_start_ns ? now - c->vm_cpu_start_ns : 0;
 }
 
 void bs_cpu_close(bs_cpu *c)
@@ -906,7 +923,7 @@ int bs_cpu_export(bs_cpu *c, bs_profile *out, bs_key_namer namer, void *ctx)
     out->unit = BS_UNIT_COUNT;
     bs_perf_stats st;
     bs_perf_sampler_stats(c->sampler, &st);
-    char note[1024], join[384];
+    char note[1536], join[384];
     if (c->by_regs)
         snprintf(join, sizeof join,
                  "process of each sample read from r13 (no scheduling traced): %llu of processes, %llu the "
@@ -928,11 +945,15 @@ int bs_cpu_export(bs_cpu *c, bs_profile *out, bs_key_namer namer, void *ctx)
              "CPU samples at %u Hz of %u scheduler threads: %llu samples, %llu lost by the kernel, %llu with "
              "their outermost frames cut (perf_event_max_stack %u), %llu left out (memory), %llu in beamspy's "
              "own code and %llu of other processes or the schedulers left out; %llu of schedulers spinning before "
-             "they sleep ([spin]); %llu of %llu code addresses named by no symbol; %s",
+             "they sleep ([spin]); %llu of %llu code addresses named by no symbol; %s; the sampler's drain thread "
+             "used %.1f ms of CPU, %.2f%% of the VM's %.1f ms over the session (the kernel's taking of the samples "
+             "is in the sampled threads' time)",
              c->hz, c->n_threads, (unsigned long long)c->samples, (unsigned long long)st.lost,
              (unsigned long long)c->truncated_chains, st.max_stack, (unsigned long long)c->dropped,
              (unsigned long long)c->own_code, (unsigned long long)c->others, (unsigned long long)c->spins,
-             (unsigned long long)c->unresolved_frames, (unsigned long long)c->frames_named, join);
+             (unsigned long long)c->unresolved_frames, (unsigned long long)c->frames_named, join,
+             (double)c->drain_cpu_ns / 1e6, c->vm_cpu_ns ? 100.0 * (double)c->drain_cpu_ns / (double)c->vm_cpu_ns : 0.0,
+             (double)c->vm_cpu_ns / 1e6);
     size_t used = strlen(out->notes);
     snprintf(out->notes + used, sizeof out->notes - used, "%s%s", used ? "; " : "", note);
     if (c->unwinder)

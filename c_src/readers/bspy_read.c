@@ -259,6 +259,15 @@ static int read_compensation(bspy_in *in)
     return 0;
 }
 
+/* NOTE: one string, the profile's notes. */
+static int read_notes(bspy_in *in)
+{
+    if (get_meta_str(in, in->p->notes, sizeof in->p->notes, "notes") < 0)
+        return -1;
+    return in->offset == in->section_end ? 0 : FAIL(in, "NOTE section has %llu unexpected bytes",
+                                                    (unsigned long long)(in->section_end - in->offset));
+}
+
 static int read_frames(bspy_in *in)
 {
     uint32_t n, cap = 0;
@@ -438,7 +447,7 @@ static int read_sections(bspy_in *in)
 {
     enum { WANT_META, WANT_FRAMES, TREES } state = WANT_META;
     uint32_t sleep_frame = 0, gc_frame = 0;
-    int seen_comp = 0;
+    int seen_comp = 0, seen_notes = 0;
     for (;;) {
         in->section_end = in->offset + BS_BSPY_SECTION_HEAD;
         const unsigned char *b = take(in, BS_BSPY_SECTION_HEAD, "a section header");
@@ -470,9 +479,13 @@ static int read_sections(bspy_in *in)
         } else if (strcmp(tag, BS_BSPY_TAG_COMP) == 0 && state != WANT_META && !seen_comp) {
             rc = read_compensation(in);
             seen_comp = 1;
+        } else if (strcmp(tag, BS_BSPY_TAG_NOTE) == 0 && state != WANT_META && !seen_notes) {
+            rc = read_notes(in);
+            seen_notes = 1;
         } else if (strcmp(tag, BS_BSPY_TAG_META) == 0 || strcmp(tag, BS_BSPY_TAG_FRAMES) == 0 ||
                    strcmp(tag, BS_BSPY_TAG_TREE) == 0 || strcmp(tag, BS_BSPY_TAG_END) == 0 ||
-                   strcmp(tag, BS_BSPY_TAG_COMP) == 0 || state == WANT_META) {
+                   strcmp(tag, BS_BSPY_TAG_COMP) == 0 || strcmp(tag, BS_BSPY_TAG_NOTE) == 0 ||
+                   state == WANT_META) {
             return fail_at(in, start, "section '%s' out of order",
                            clean_text((const unsigned char *)tag, 4) ? tag : "?");
         } else {

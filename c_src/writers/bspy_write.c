@@ -112,6 +112,17 @@ static void write_compensation(bspy_out *o, const bs_profile *p)
     }
 }
 
+/* NOTE: the profile's notes (how CPU samples were taken and what became
+ * of them, spans dropped, ...); omitted when there are none. */
+static void write_notes(bspy_out *o, const bs_profile *p)
+{
+    size_t n = strnlen(p->notes, sizeof p->notes - 1);
+    if (n == 0)
+        return;
+    put_section(o, BS_BSPY_TAG_NOTE, 4 + (uint64_t)n);
+    put_str(o, p->notes, sizeof p->notes);
+}
+
 static int write_frames(bspy_out *o, const bs_profile *p)
 {
     uint64_t len = 4;
@@ -172,6 +183,7 @@ int bs_write_bspy(FILE *out, const bs_profile *p, const bs_render_opts *opts)
     put_u32(o, 0);
     write_meta(o, p);
     write_compensation(o, p);
+    write_notes(o, p);
     int rc = write_frames(o, p);
     for (uint32_t i = 0; rc == 0 && i < p->n_trees; i++)
         write_tree(o, &p->trees[i]);

@@ -214,6 +214,7 @@ static void assert_profiles_equal(const bs_profile *a, const bs_profile *b)
     assert_string_equal(a->meta.options, b->meta.options);
     assert_true(a->meta.start_unix_us == b->meta.start_unix_us);
     assert_string_equal(a->truncated, b->truncated);
+    assert_string_equal(a->notes, b->notes);
     assert_int_equal(a->sleep_frame, b->sleep_frame);
     assert_int_equal(a->gc_frame, b->gc_frame);
     assert_int_equal(a->start_ns, b->start_ns);
@@ -725,6 +726,7 @@ static void test_bspy_round_trip(void **state)
     prof.trees[1].dropped = 3;
     prof.trees[2].synthetic_root = 1;
     bs_profile_set_truncated(&prof, "max_memory");
+    snprintf(prof.notes, sizeof prof.notes, "CPU samples at 199 Hz: 12 samples; C frames unwound with DWARF \xE2\x9C\x93");
     size_t len, len2;
     unsigned char *bytes = bspy_bytes(&prof, &len);
     if (read_bspy_n(bytes, len, &back, &e) != 0)
@@ -968,6 +970,21 @@ static void test_bspy_forged(void **state)
     mk_start(&m), mk_bytes(&m, "NEW!", 4), mk_u64(&m, 3), mk_bytes(&m, "xyz", 3), mk_tree(&m, 2, NULL, 0), mk_end(&m),
         assert_mk(&m, 1, ""); /* a later minor revision's section is skipped */
     mk_start(&m), m.b.s[m.b.len - 1] ^= 1, mk_end(&m), assert_mk(&m, 1, ""); /* "f" -> "g": CRC recomputed */
+    /* NOTE: one string that fills its section, once */
+    mk_start(&m), mk_bytes(&m, "NOTE", 4), mk_u64(&m, 4 + 5), mk_u32(&m, 5), mk_bytes(&m, "lost!", 5), mk_end(&m),
+        assert_mk(&m, 1, "");
+    mk_start(&m), mk_bytes(&m, "NOTE", 4), mk_u64(&m, 4 + 6), mk_u32(&m, 5), mk_bytes(&m, "lost!?", 6), mk_end(&m),
+        assert_mk(&m, 0, "NOTE section has 1 unexpected bytes");
+    mk_start(&m), mk_bytes(&m, "NOTE", 4), mk_u64(&m, 4 + 3), mk_u32(&m, 3), mk_bytes(&m, "a\0b", 3), mk_end(&m),
+        assert_mk(&m, 0, "notes contains a NUL byte");
+    mk_start(&m), mk_bytes(&m, "NOTE", 4), mk_u64(&m, 4 + 3000), mk_u32(&m, 3000);
+    for (int i = 0; i < 3000; i++)
+        mk_bytes(&m, "x", 1);
+    mk_end(&m), assert_mk(&m, 0, "notes is 3000 bytes long (at most 2047)");
+    mk_start(&m);
+    for (int i = 0; i < 2; i++)
+        mk_bytes(&m, "NOTE", 4), mk_u64(&m, 4 + 1), mk_u32(&m, 1), mk_bytes(&m, "n", 1);
+    mk_end(&m), assert_mk(&m, 0, "section 'NOTE' out of order");
     mk_start(&m), mk_bytes(&m, "END.", 4), mk_u64(&m, 4), mk_u32(&m, 0), assert_mk(&m, 0, "checksum mismatch");
     mk_start(&m), mk_bytes(&m, "END.", 4), mk_u64(&m, 5), mk_bytes(&m, "12345", 5),
         assert_mk(&m, 0, "END. section of 5 bytes");

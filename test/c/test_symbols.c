@@ -246,12 +246,19 @@ static void test_deleted_library(void **state)
 
 /* A library loaded after init: its address is outside every mapping
  * read, so /proc/<pid>/maps is read again (once BS_SYMBOLS_REMAP_MS have
- * passed since the last read) and the address resolves. */
+ * passed since the last read) and the address resolves. Before the load,
+ * an address no mapping holds reads nothing again: no shared object came
+ * or went (loaded_objects.h), so no file mapping can have appeared. */
 static void test_mapping_added_later(void **state)
 {
     (void)state;
     bs_symbols s;
     init_self(&s, "/nonexistent/perf.map");
+    assert_int_equal(s.stats.maps_reads, 1);
+    struct timespec wait_remap = {0, (BS_SYMBOLS_REMAP_MS + 50) * 1000000L};
+    nanosleep(&wait_remap, NULL);
+    bs_symbol none;
+    assert_int_equal(bs_symbols_resolve(&s, 0x10, &none), BS_SYM_UNKNOWN);
     assert_int_equal(s.stats.maps_reads, 1);
     Dl_info info;
     assert_int_not_equal(dladdr((void *)(uintptr_t)&cmocka_set_test_filter, &info), 0);

@@ -49,6 +49,10 @@ echo "    record --mode cpu: $all samples, $busy of busy under bs_dist_wl:spin/1
 check "record --mode cpu: the busy process's samples, under its own functions" \
     eval '[ "$busy" -ge 20 ] && [ $((busy * 10)) -ge $((all * 3)) ]'
 check "record --mode cpu: stderr says what the counts are, at the default rate" grep -q 'CPU samples at 199 Hz' "$out/cpu_rec.err"
+# The node's notes travel in the .bspy it sends (section NOTE): how the
+# samples were taken there, and what its sampler's thread cost it.
+check "record --mode cpu: stderr has the node's notes on how the samples were taken" \
+    eval "grep 'how they were taken: ' '$out/cpu_rec.err' | grep -q 'drain thread used [0-9.]* ms of CPU'"
 check "record --mode cpu: only that process" \
     bash -c "! grep -v '^<[0-9.]*> busy;' '$out/cpu_rec.folded' | grep -q ."
 check "record --mode cpu: nothing left on the node" clean c1
