@@ -37,7 +37,7 @@ void bs_fragment_shape_of(const unsigned char *code, size_t len, size_t ret_off,
     memset(out, 0, sizeof *out);
     if (ret_off > len)
         ret_off = len;
-    out->frame = ret_off >= 4 && code[0] == 0x55 && code[1] == 0x48 && code[2] == 0x89 && code[3] == 0xe5;
+    out->frame = len >= 4 && code[0] == 0x55 && code[1] == 0x48 && code[2] == 0x89 && code[3] == 0xe5;
     int64_t store = 0, stack = 0, d;
     int have_store = 0, have_stack = 0;
     for (size_t i = 0; i + 3 <= ret_off; i++) {

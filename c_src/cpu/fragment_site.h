@@ -38,8 +38,9 @@ typedef struct bs_fragment_shape {
     int64_t site_off; /* where: the saved site's address minus the stack pointer its call into C returns to */
 } bs_fragment_shape;
 
-/* The shape of the fragment whose code (len bytes from its start) runs up
- * to the return address of its call into C, at offset ret_off. */
+/* The shape of the fragment from len bytes of its code from its start:
+ * frame from its first 4; the saved site from those before ret_off (the
+ * return address of its call into C; 0: frame only). */
 void bs_fragment_shape_of(const unsigned char *code, size_t len, size_t ret_off, bs_fragment_shape *out);
 
 /* The return address of the first call to target (call rel32) among the

@@ -406,17 +406,17 @@ static uint64_t framed_fragment_caller(bs_cpu *c, const bs_cpu_sample *smp, cons
 static int leaf_fragment_caller(bs_cpu *c, const bs_cpu_sample *smp, const bs_stack_copy *stack, uint64_t *caller)
 {
     bs_symbol sym;
-    unsigned char code[BS_FRAGMENT_CODE_MAX];
+    unsigned char head[4], at_ip;
     if (bs_symbols_resolve(&c->symbols, smp->ip, &sym) != BS_SYM_JIT_OTHER || sym.start == 0 || sym.start > smp->ip ||
-        smp->ip - sym.start >= sizeof code || !bs_proc_mem_read(&c->mem, sym.start, code, smp->ip - sym.start + 1))
+        !bs_proc_mem_read(&c->mem, sym.start, head, sizeof head) || !bs_proc_mem_read(&c->mem, smp->ip, &at_ip, 1))
         return -1;
-    size_t off = (size_t)(smp->ip - sym.start);
+    uint64_t off = smp->ip - sym.start;
     bs_fragment_shape shape;
-    bs_fragment_shape_of(code, off + 1, 0, &shape);
+    bs_fragment_shape_of(head, sizeof head, 0, &shape);
     if (!shape.frame)
         return -1;
     uint64_t top = off == 1 ? smp->sp + 8 : smp->sp;
-    if (off != 0 && off != 1 && code[off] != 0xc3)
+    if (off != 0 && off != 1 && at_ip != 0xc3)
         return 0;
     return bs_stack_read8(stack, top, caller) && is_erlang_code(c, *caller) ? 1 : -1;
 }

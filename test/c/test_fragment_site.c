@@ -94,6 +94,10 @@ static void test_no_site(void **state)
     bs_fragment_shape_of(light_bif_25 + 4, sizeof light_bif_25 - 4, sizeof light_bif_25 - 4, &sh);
     assert_false(sh.frame);
     assert_true(sh.has_site);
+    /* Its first 4 bytes alone (a sample in the fragment's own code): a frame. */
+    bs_fragment_shape_of(light_bif_25, 4, 0, &sh);
+    assert_true(sh.frame);
+    assert_false(sh.has_site);
     bs_fragment_shape_of(light_bif_25, 3, 3, &sh);
     assert_false(sh.frame);
     assert_false(sh.has_site);
