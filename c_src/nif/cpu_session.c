@@ -272,6 +272,7 @@ static enum frame_kind frame_kind(bs_cpu *c, uint32_t f)
  * are kept for the export (cpu_traced_export). The traced trees are never
  * touched here: the tracer's callbacks own them. */
 static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t **ips, jit_frame *jf);
+static int is_scheduler_fragment(bs_cpu *c, uint64_t addr);
 
 static void traced_sample(bs_cpu *c, const bs_cpu_sample *smp)
 {
@@ -486,15 +487,16 @@ static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t
     if (nd == 0 && jit) { /* the leaf is JIT code: the kernel walked its frame pointers */
         if (smp->n_ips < 1 || !in_fragment(c, smp->ips[0] + 1))
             return smp->n_ips;
-        c->jit_leaf_fragment++;
         int framed = leaf_fragment_caller(c, smp, &stack, &caller);
         if (framed == 0) {
+            /* The kernel's walk went through the fragment's frame at the
+             * sample: its next address is the caller, or the fragment was
+             * not called from Erlang code (the scheduler's loop). */
             if (smp->n_ips >= 2 && is_erlang_code(c, smp->ips[1]))
-                c->callers_kernel++;
-            else
-                c->callers_missed++;
+                c->jit_leaf_fragment++, c->callers_kernel++;
             return smp->n_ips;
         }
+        c->jit_leaf_fragment++;
         if (framed < 0 && bs_erl_caller(smp->bp, &stack, &mem, BS_ERL_CALLER_MAX_WORDS, is_erlang_code, c, &caller) !=
             BS_ERL_CALLER_FOUND) {
             c->callers_refused++;
@@ -514,7 +516,8 @@ static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t
     struct fragment_ret tmp, *f;
     if (jit) {
         c->reached_jit++;
-        if (in_fragment(c, at.ip) && (f = fragment_ret_of(c, at.ip, &tmp)) != NULL && f->shape.frame) {
+        if (in_fragment(c, at.ip) && !is_scheduler_fragment(c, at.ip - 1) &&
+            (f = fragment_ret_of(c, at.ip, &tmp)) != NULL && f->shape.frame) {
             c->fragment_first++;
             uint64_t ret = framed_fragment_caller(c, smp, &stack, &at, f);
             if (ret == 0)
@@ -522,7 +525,7 @@ static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t
             n = framed_fragment_chain(c, smp, &stack, &mem, nd, &at, ret);
             goto check;
         }
-        if (in_fragment(c, at.ip)) {
+        if (in_fragment(c, at.ip) && !is_scheduler_fragment(c, at.ip - 1)) {
             c->fragment_first++;
             if (bs_erl_caller(at.bp, &stack, &mem, BS_ERL_CALLER_MAX_WORDS, is_erlang_code, c, &caller) ==
                 BS_ERL_CALLER_FOUND) {
