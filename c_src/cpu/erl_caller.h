@@ -1,10 +1,12 @@
-/* erl_caller.h — the Erlang function under a shared fragment of the JIT.
+/* erl_caller.h — the Erlang function under a shared fragment of the JIT
+ * that has no frame of its own. (On OTP 25 and 27 the fragments seen in
+ * samples all have one: fragment_site.h; this scan is for those that do not.)
  *
- * BeamAsm (OTP 25+, x86_64, frame pointers: +JPperf true) calls its shared
- * fragments (global::call_light_bif_shared, global::garbage_collect, ...)
- * from an Erlang function with a plain `call` on the process's own stack and
- * without a frame of their own: the fragment's caller's return address is
- * the word on top of the Erlang stack (E), not at [bp + 8], so a
+ * BeamAsm (x86_64, frame pointers: +JPperf true) calls its shared
+ * fragments from an Erlang function with a plain `call` on the process's
+ * own stack; a fragment without a frame of its own leaves its caller's
+ * return address as the word on top of the Erlang stack (E), not at
+ * [bp + 8], so a
  * frame-pointer walk from the fragment skips the Erlang function that called
  * it. bp is still that function's frame pointer, and between E and bp lie
  * only its Y registers: Erlang terms, whose tag (the low two bits) is never

@@ -614,7 +614,8 @@ long bs_perf_map_read(bs_perf_map *m, uint64_t now_ms)
     return (long)added;
 }
 
-const bs_perf_entry *bs_perf_map_find(const bs_perf_map *m, uint64_t addr)
+/* The range covering addr, or NULL. */
+static const struct bs_perf_range *range_of(const bs_perf_map *m, uint64_t addr)
 {
     size_t lo = 0, hi = m->n_ranges;
     while (lo < hi) { /* the first range with end > addr */
@@ -624,9 +625,19 @@ const bs_perf_entry *bs_perf_map_find(const bs_perf_map *m, uint64_t addr)
         else
             hi = mid;
     }
-    if (lo < m->n_ranges && m->ranges[lo].start <= addr)
-        return &m->entries[m->ranges[lo].entry];
-    return NULL;
+    return lo < m->n_ranges && m->ranges[lo].start <= addr ? &m->ranges[lo] : NULL;
+}
+
+const bs_perf_entry *bs_perf_map_find(const bs_perf_map *m, uint64_t addr)
+{
+    const struct bs_perf_range *r = range_of(m, addr);
+    return r ? &m->entries[r->entry] : NULL;
+}
+
+uint64_t bs_perf_map_start(const bs_perf_map *m, uint64_t addr)
+{
+    const struct bs_perf_range *r = range_of(m, addr);
+    return r ? r->start : 0;
 }
 
 const bs_perf_entry *bs_perf_map_lookup(bs_perf_map *m, uint64_t addr, uint64_t now_ms)

@@ -126,6 +126,9 @@ void bs_perf_map_free(bs_perf_map *m);
 long bs_perf_map_read(bs_perf_map *m, uint64_t now_ms);
 /* The entry covering addr, or NULL; never reads. */
 const bs_perf_entry *bs_perf_map_find(const bs_perf_map *m, uint64_t addr);
+/* Where the range covering addr starts (a line's start, unless a later line
+ * covers it), or 0; never reads. */
+uint64_t bs_perf_map_start(const bs_perf_map *m, uint64_t addr);
 /* bs_perf_map_find, and on a miss a read first when the last one was
  * BS_PERF_MAP_REREAD_MS or more before now_ms (or there was none). */
 const bs_perf_entry *bs_perf_map_lookup(bs_perf_map *m, uint64_t addr, uint64_t now_ms);

@@ -441,6 +441,7 @@ int bs_symbols_resolve(bs_symbols *s, uint64_t addr, bs_symbol *out)
     const bs_perf_entry *e = bs_perf_map_find(&s->perf, addr);
     if (e) {
         from_perf(e, out);
+        out->start = bs_perf_map_start(&s->perf, addr);
         return (int)out->kind;
     }
     const struct bs_sym_mapping *m = mapping_of(s, addr);
@@ -461,6 +462,7 @@ int bs_symbols_resolve(bs_symbols *s, uint64_t addr, bs_symbol *out)
     e = bs_perf_map_lookup(&s->perf, addr, now_ms());
     if (e) {
         from_perf(e, out);
+        out->start = bs_perf_map_start(&s->perf, addr);
         return (int)out->kind;
     }
     out->kind = BS_SYM_UNKNOWN;

@@ -52,6 +52,7 @@ typedef struct bs_symbol {
                              NATIVE: the symbol ("erts_garbage_collect_nobump") or NULL */
     const char *object;   /* NATIVE/UNKNOWN-in-a-file: basename ("beam.smp", "libc.so.6") */
     uint64_t offset;      /* NATIVE: from the symbol (or from the object's load base without one) */
+    uint64_t start;       /* ERLANG, JIT_OTHER: where the perf map's range holding the address starts */
 } bs_symbol;
 
 typedef struct bs_symbols_stats {

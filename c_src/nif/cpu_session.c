@@ -13,6 +13,7 @@
 #include "../cpu/dwarf_unwind.h"
 #include "../cpu/hot_counts.h"
 #include "../cpu/erl_caller.h"
+#include "../cpu/fragment_site.h"
 #include "../cpu/perf_sampler.h"
 #include "../cpu/sample_chains.h"
 #include "../cpu/sched_work.h"
@@ -30,6 +31,8 @@
 #define CHAINS_MAX_BYTES (64u << 20) /* option times => samples: the kept chains (sample_chains.h) */
 #define UNWIND_MAX_BYTES (64u << 20) /* the DWARF unwinder's CFI and tables (dwarf_unwind.h) */
 #define DWARF_MAX_FRAMES 128u        /* C frames unwound per sample */
+#define BS_CPU_FRAGMENT_RETS 64u     /* return addresses into shared fragments whose shape is kept (one
+                                        fragment has 1-3 calls into C; a session sees a few dozen) */
 
 /* Trees of samples that no traced process holds. */
 enum extra_tree { EXTRA_SCHEDULER, EXTRA_DIRTY_CPU, EXTRA_DIRTY_IO, EXTRA_UNKNOWN, EXTRA_TREES };
@@ -101,6 +104,16 @@ struct bs_cpu {
     char no_unwind[480];
     bs_proc_mem mem;
     uint64_t walks_cut, c_leaf, reached_jit, fragment_first, callers_found, callers_refused, jit_leaf_fragment, erlang_any;
+    /* Callers of shared fragments with a frame of their own (fragment_site.h):
+     * found from the call site saved in the stack copy, from the kernel's
+     * frame-pointer walk, or not found (by fragment: frag[i].missed). */
+    uint64_t callers_site, callers_kernel, callers_missed;
+    struct fragment_ret {
+        uint64_t ret, start;   /* a return address into a fragment (its call into C), the fragment's start */
+        bs_fragment_shape shape;
+        uint64_t missed;       /* samples under it whose caller was not found */
+    } frag[BS_CPU_FRAGMENT_RETS];
+    unsigned n_frag;
     /* The join by registers (by_regs): what became of the samples. */
     uint64_t regs_process, regs_late, regs_scheduler, regs_dirty, regs_no_jit, regs_no_r13, regs_bad_read, regs_not_pid;
     uint64_t dwarf[DWARF_MAX_FRAMES + 1];
@@ -264,6 +277,7 @@ static enum frame_kind frame_kind(bs_cpu *c, uint32_t f)
  * are kept for the export (cpu_traced_export). The traced trees are never
  * touched here: the tracer's callbacks own them. */
 static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t **ips, jit_frame *jf);
+static int is_scheduler_fragment(bs_cpu *c, uint64_t addr);
 
 static void traced_sample(bs_cpu *c, const bs_cpu_sample *smp)
 {
@@ -342,6 +356,109 @@ static void set_jit_frame(bs_cpu *c, jit_frame *jf, uint32_t index, uint64_t add
     jf->addr = addr, jf->has_r13 = has_r13, jf->r13 = r13;
 }
 
+/* The fragment holding the return address ret (its start in the perf map)
+ * and the shape of its code up to ret: kept for the first
+ * BS_CPU_FRAGMENT_RETS return addresses, decoded anew for later ones
+ * (*tmp); NULL when the code cannot be read. */
+static struct fragment_ret *fragment_ret_of(bs_cpu *c, uint64_t ret, struct fragment_ret *tmp)
+{
+    for (unsigned i = 0; i < c->n_frag; i++)
+        if (c->frag[i].ret == ret)
+            return &c->frag[i];
+    bs_symbol sym;
+    if (bs_symbols_resolve(&c->symbols, ret - 1, &sym) != BS_SYM_JIT_OTHER || sym.start == 0 || sym.start >= ret)
+        return NULL;
+    unsigned char code[BS_FRAGMENT_CODE_MAX];
+    size_t len = ret - sym.start < sizeof code ? (size_t)(ret - sym.start) : sizeof code;
+    if (!bs_proc_mem_read(&c->mem, sym.start, code, len))
+        return NULL;
+    struct fragment_ret *f = c->n_frag < BS_CPU_FRAGMENT_RETS ? &c->frag[c->n_frag++] : tmp;
+    f->ret = ret, f->start = sym.start, f->missed = 0;
+    bs_fragment_shape_of(code, len, (size_t)(ret - sym.start), &f->shape);
+    return f;
+}
+
+/* The caller's return address of a sample whose first JIT frame (at) is a
+ * call into C from a fragment with a frame of its own, as it was at the
+ * sample: from the call site the fragment saved (in the stack copy), else
+ * from the kernel's frame-pointer walk when it started from the fragment's
+ * frame (the C frames kept rbp). 0 when neither holds it. */
+static uint64_t framed_fragment_caller(bs_cpu *c, const bs_cpu_sample *smp, const bs_stack_copy *stack,
+                                       const bs_user_regs *at, const struct fragment_ret *f)
+{
+    uint64_t site, ret = 0;
+    if (f->shape.has_site && bs_stack_read8(stack, at->sp + (uint64_t)f->shape.site_off, &site) && site) {
+        unsigned char code[BS_FRAGMENT_SITE_SPAN];
+        if (bs_proc_mem_read(&c->mem, site, code, sizeof code))
+            ret = bs_fragment_site_call(code, sizeof code, site, f->start);
+        if (ret && is_erlang_code(c, ret)) {
+            c->callers_site++;
+            return ret;
+        }
+    }
+    if (smp->bp == at->bp && smp->n_ips >= 2 && is_erlang_code(c, smp->ips[1])) {
+        c->callers_kernel++;
+        return smp->ips[1];
+    }
+    return 0;
+}
+
+/* A sample whose leaf ip is in a fragment: 1 with *caller when the fragment
+ * has a frame of its own but ip is where it is not set up (its first
+ * instruction, after push rbp, or at its ret after leave): the caller's
+ * return address is then on top of the stack, in the copy; 0 when the
+ * fragment's frame is set up (the kernel's walk went through it at the
+ * sample); -1 when the fragment has no frame or its code cannot be read. */
+static int leaf_fragment_caller(bs_cpu *c, const bs_cpu_sample *smp, const bs_stack_copy *stack, uint64_t *caller)
+{
+    bs_symbol sym;
+    unsigned char head[4], at_ip;
+    if (bs_symbols_resolve(&c->symbols, smp->ip, &sym) != BS_SYM_JIT_OTHER || sym.start == 0 || sym.start > smp->ip ||
+        !bs_proc_mem_read(&c->mem, sym.start, head, sizeof head) || !bs_proc_mem_read(&c->mem, smp->ip, &at_ip, 1))
+        return -1;
+    uint64_t off = smp->ip - sym.start;
+    bs_fragment_shape shape;
+    bs_fragment_shape_of(head, sizeof head, 0, &shape);
+    if (!shape.frame)
+        return -1;
+    uint64_t top = off == 1 ? smp->sp + 8 : smp->sp;
+    if (off != 0 && off != 1 && at_ip != 0xc3)
+        return 0;
+    return bs_stack_read8(stack, top, caller) && is_erlang_code(c, *caller) ? 1 : -1;
+}
+
+/* The chain of a C leaf under a fragment with a frame (c->dwarf[0..nd),
+ * at), into c->unwound: the C frames, the fragment, its caller ret (0: not
+ * known, the chain ends at the fragment), then the frames under the caller:
+ * the kernel's walk when it went through the same frame at the sample, else
+ * the Erlang stack as the drain reads it, only where the fragment's frame
+ * there still holds ret (else the chain is cut after the caller). */
+static size_t framed_fragment_chain(bs_cpu *c, const bs_cpu_sample *smp, const bs_stack_copy *stack,
+                                    const bs_mem_reader *mem, size_t nd, const bs_user_regs *at, uint64_t ret)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < nd && n < BS_CPU_MAX_CHAIN; i++)
+        c->unwound[n++] = c->dwarf[i];
+    if (n < BS_CPU_MAX_CHAIN)
+        c->unwound[n++] = at->ip;
+    if (ret == 0 || n == BS_CPU_MAX_CHAIN)
+        return n;
+    if (smp->bp == at->bp && smp->n_ips >= 2 && smp->ips[1] == ret) {
+        for (uint32_t j = 1; j < smp->n_ips && n < BS_CPU_MAX_CHAIN; j++)
+            c->unwound[n++] = smp->ips[j];
+        return n;
+    }
+    c->unwound[n++] = ret;
+    uint64_t held, next_bp;
+    if (at->bp > UINT64_MAX - 16 || !mem->read(mem->ctx, at->bp + 8, &held, 8) || held != ret ||
+        !mem->read(mem->ctx, at->bp, &next_bp, 8) || next_bp <= at->bp) {
+        c->walks_cut++;
+        return n;
+    }
+    bs_user_regs from = {.ip = ret, .bp = next_bp};
+    return n - 1 + bs_fp_walk(&from, stack, mem, c->unwound + n - 1, BS_CPU_MAX_CHAIN - (n - 1));
+}
+
 /* The sample's user stack, leaf first, into *ips (c->unwound or the
  * kernel's chain), and its innermost JIT frame into *jf. With registers
  * and a stack copy: a leaf in C code is
@@ -375,8 +492,17 @@ static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t
     if (nd == 0 && jit) { /* the leaf is JIT code: the kernel walked its frame pointers */
         if (smp->n_ips < 1 || !in_fragment(c, smp->ips[0] + 1))
             return smp->n_ips;
+        int framed = leaf_fragment_caller(c, smp, &stack, &caller);
+        if (framed == 0) {
+            /* The kernel's walk went through the fragment's frame at the
+             * sample: its next address is the caller, or the fragment was
+             * not called from Erlang code (the scheduler's loop). */
+            if (smp->n_ips >= 2 && is_erlang_code(c, smp->ips[1]))
+                c->jit_leaf_fragment++, c->callers_kernel++;
+            return smp->n_ips;
+        }
         c->jit_leaf_fragment++;
-        if (bs_erl_caller(smp->bp, &stack, &mem, BS_ERL_CALLER_MAX_WORDS, is_erlang_code, c, &caller) !=
+        if (framed < 0 && bs_erl_caller(smp->bp, &stack, &mem, BS_ERL_CALLER_MAX_WORDS, is_erlang_code, c, &caller) !=
             BS_ERL_CALLER_FOUND) {
             c->callers_refused++;
             return smp->n_ips;
@@ -391,9 +517,20 @@ static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t
         return n;
     }
     c->c_leaf++;
+    size_t n;
+    struct fragment_ret tmp, *f;
     if (jit) {
         c->reached_jit++;
-        if (in_fragment(c, at.ip)) {
+        if (in_fragment(c, at.ip) && !is_scheduler_fragment(c, at.ip - 1) &&
+            (f = fragment_ret_of(c, at.ip, &tmp)) != NULL && f->shape.frame) {
+            c->fragment_first++;
+            uint64_t ret = framed_fragment_caller(c, smp, &stack, &at, f);
+            if (ret == 0)
+                c->callers_missed++, f->missed++;
+            n = framed_fragment_chain(c, smp, &stack, &mem, nd, &at, ret);
+            goto check;
+        }
+        if (in_fragment(c, at.ip) && !is_scheduler_fragment(c, at.ip - 1)) {
             c->fragment_first++;
             if (bs_erl_caller(at.bp, &stack, &mem, BS_ERL_CALLER_MAX_WORDS, is_erlang_code, c, &caller) ==
                 BS_ERL_CALLER_FOUND) {
@@ -405,8 +542,9 @@ static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t
             }
         }
     }
-    size_t n = bs_callchain_splice(c->dwarf, nd, jit, &at, &stack, &mem, smp->ips, smp->n_ips, c->unwound,
-                                   BS_CPU_MAX_CHAIN);
+    n = bs_callchain_splice(c->dwarf, nd, jit, &at, &stack, &mem, smp->ips, smp->n_ips, c->unwound,
+                            BS_CPU_MAX_CHAIN);
+check:
     /* The walk after the first JIT frame reads the Erlang process's stack
      * when the sample is drained, not when it was taken: a frame there that
      * is not JIT code (Erlang function or fragment) means the memory has
@@ -914,6 +1052,27 @@ int bs_cpu_frame_name(const bs_cpu *c, uint64_t frame, bs_name_style style, char
     return (int)strlen(buf);
 }
 
+/* " (N under <fragment>)" for the fragment whose callers were missed most
+ * (into buf), or "" when none was. */
+static const char *most_missed(bs_cpu *c, char *buf, size_t cap)
+{
+    const struct fragment_ret *top = NULL;
+    uint64_t sum = 0;
+    for (unsigned i = 0; i < c->n_frag; i++) {
+        uint64_t m = 0;
+        for (unsigned j = 0; j < c->n_frag; j++) /* every call into C of the same fragment */
+            if (c->frag[j].start == c->frag[i].start)
+                m += c->frag[j].missed;
+        if (m > sum)
+            top = &c->frag[i], sum = m;
+    }
+    bs_symbol sym;
+    if (!top || bs_symbols_resolve(&c->symbols, top->ret - 1, &sym) != BS_SYM_JIT_OTHER || !sym.name)
+        return "";
+    snprintf(buf, cap, " (%llu under %s)", (unsigned long long)sum, sym.name);
+    return buf;
+}
+
 int bs_cpu_export(bs_cpu *c, bs_profile *out, bs_key_namer namer, void *ctx)
 {
     for (int i = 0; i < EXTRA_TREES; i++)
@@ -959,11 +1118,13 @@ int bs_cpu_export(bs_cpu *c, bs_profile *out, bs_key_namer namer, void *ctx)
     if (c->unwinder)
         snprintf(note, sizeof note,
                  "C frames unwound with DWARF (%u-byte stack copies): %llu of %llu samples with a C leaf reached "
-                 "JIT code; %llu of %llu samples in shared JIT fragments had their Erlang caller taken from the "
-                 "Erlang stack (the others' had changed before the drain read it); %llu frame-pointer walks cut where "
-                 "that stack had changed; %llu samples hold an Erlang frame",
+                 "JIT code; %llu of %llu samples in shared JIT fragments reached their Erlang caller (%llu by the "
+                 "call site saved), %llu not: it was only on the Erlang stack, changed before the drain%s; %llu "
+                 "walks cut where it had changed; %llu samples hold an Erlang frame",
                  BS_PERF_STACK_BYTES, (unsigned long long)c->reached_jit, (unsigned long long)c->c_leaf,
-                 (unsigned long long)c->callers_found, (unsigned long long)(c->fragment_first + c->jit_leaf_fragment),
+                 (unsigned long long)(c->callers_site + c->callers_kernel + c->callers_found),
+                 (unsigned long long)(c->fragment_first + c->jit_leaf_fragment), (unsigned long long)c->callers_site,
+                 (unsigned long long)(c->callers_missed + c->callers_refused), most_missed(c, join, sizeof join),
                  (unsigned long long)c->walks_cut, (unsigned long long)c->erlang_any);
     else
         snprintf(note, sizeof note, "C frames not unwound: %s; samples in the VM's C code do not reach their Erlang caller",

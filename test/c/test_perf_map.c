@@ -251,6 +251,10 @@ static void test_grows(void **state)
     assert_entry(bs_perf_map_find(&m, 0x1000), NULL, "global::apply_fun_shared", 0);
     assert_null(bs_perf_map_find(&m, 0x17ff));
     assert_null(bs_perf_map_find(&m, 0x2020));
+    /* where the range of an address starts (a fragment's code is read from there) */
+    assert_int_equal(bs_perf_map_start(&m, 0x100f), 0x1000);
+    assert_int_equal(bs_perf_map_start(&m, 0x2013), 0x2000);
+    assert_int_equal(bs_perf_map_start(&m, 0x2020), 0);
     assert_int_equal(m.stats.lines, 3);
     assert_int_equal(m.stats.ranges, 3);
     /* a malformed line is counted with where, and the next ones still read */

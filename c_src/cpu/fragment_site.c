@@ -1,0 +1,65 @@
+/* fragment_site.c — decodes a shared JIT fragment's prologue and checks a
+ * saved call site (fragment_site.h). */
+#include <string.h>
+
+#include "cpu/fragment_site.h"
+
+static int32_t disp32(const unsigned char *p)
+{
+    uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    int32_t d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+/* 1 with *disp when code[i..] is REX.W opcode ModRM(mod 01/10, reg, rm rbx)
+ * disp: `op reg, disp(%rbx)` with an 8- or 32-bit displacement. */
+static int rbx_operand(const unsigned char *code, size_t len, size_t i, unsigned char op, unsigned reg, int64_t *disp)
+{
+    if (i + 3 > len || code[i] != 0x48 || code[i + 1] != op)
+        return 0;
+    unsigned char modrm = code[i + 2];
+    if ((modrm & 7) != 3 || ((modrm >> 3) & 7) != reg)
+        return 0;
+    if ((modrm >> 6) == 1 && i + 4 <= len) {
+        *disp = (int8_t)code[i + 3];
+        return 1;
+    }
+    if ((modrm >> 6) == 2 && i + 7 <= len) {
+        *disp = disp32(code + i + 3);
+        return 1;
+    }
+    return 0;
+}
+
+void bs_fragment_shape_of(const unsigned char *code, size_t len, size_t ret_off, bs_fragment_shape *out)
+{
+    memset(out, 0, sizeof *out);
+    if (ret_off > len)
+        ret_off = len;
+    out->frame = len >= 4 && code[0] == 0x55 && code[1] == 0x48 && code[2] == 0x89 && code[3] == 0xe5;
+    int64_t store = 0, stack = 0, d;
+    int have_store = 0, have_stack = 0;
+    for (size_t i = 0; i + 3 <= ret_off; i++) {
+        if (!have_store && rbx_operand(code, ret_off, i, 0x89, 2 /* rdx */, &d))
+            store = d, have_store = 1;
+        else if (rbx_operand(code, ret_off, i, 0x8d, 4 /* rsp */, &d))
+            stack = d, have_stack = 1; /* the last switch before the call counts */
+    }
+    if (have_store && have_stack) {
+        out->has_site = 1;
+        out->site_off = store - stack;
+    }
+}
+
+uint64_t bs_fragment_site_call(const unsigned char *code, size_t len, uint64_t site, uint64_t target)
+{
+    for (size_t i = 0; i + 5 <= len; i++) {
+        if (code[i] != 0xe8)
+            continue;
+        uint64_t ret = site + i + 5;
+        if (ret + (uint64_t)(int64_t)disp32(code + i + 1) == target)
+            return ret;
+    }
+    return 0;
+}
