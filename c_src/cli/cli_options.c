@@ -24,9 +24,11 @@ void bs_cli_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
+    flockfile(stderr); /* one line whole, whichever thread says it (attach_all.c) */
     fputs("beamspy: ", stderr);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
+    funlockfile(stderr);
     va_end(ap);
 }
 

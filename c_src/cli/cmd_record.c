@@ -25,6 +25,7 @@
 #include "cli.h"
 #include "defaults.h"
 #include "function_arg.h"
+#include "attach_all.h"
 #include "job.h"
 #include "job_group.h"
 #include "remote.h"
@@ -43,7 +44,8 @@ enum {
     OPT_PER_NODE,
     OPT_CHILDREN,
     OPT_PROGRESS,
-    OPT_NO_PROGRESS
+    OPT_NO_PROGRESS,
+    OPT_TIMINGS
 };
 
 typedef struct record_args {
@@ -55,6 +57,7 @@ typedef struct record_args {
     int per_node;
     int progress; /* -1 auto (a terminal), 0 off, 1 on */
     int open; /* --open */
+    int timings; /* --timings: the timings line with one node too */
 } record_args;
 
 void bs_cmd_record_usage(FILE *out)
@@ -109,7 +112,11 @@ void bs_cmd_record_usage(FILE *out)
           "                      a root frame per node\n"
           "  --progress, --no-progress\n"
           "                      a progress line on standard error (default: when it\n"
-          "                      is a terminal)\n",
+          "                      is a terminal)\n"
+          "  --timings           the last line on standard error says how long attaching\n"
+          "                      took, the spread of the start and stop requests across\n"
+          "                      the nodes and when the outputs were written (always\n"
+          "                      with several nodes)\n",
           out);
     fputs(BS_CLI_OPEN_USAGE, out);
     bs_cli_shared_options_usage(out, "\"Flame Graph\"");
@@ -149,6 +156,7 @@ static int parse_args(int argc, char **argv, record_args *a)
         {"children", no_argument, NULL, OPT_CHILDREN},
         {"progress", no_argument, NULL, OPT_PROGRESS},
         {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
+        {"timings", no_argument, NULL, OPT_TIMINGS},
         {"help", no_argument, NULL, 'h'},
         BS_RECORDING_LONG_OPTIONS,
         BS_FUNCTION_JOB_LONG_OPTIONS,
@@ -208,6 +216,9 @@ static int parse_args(int argc, char **argv, record_args *a)
             break;
         case OPT_NO_PROGRESS:
             a->progress = 0;
+            break;
+        case OPT_TIMINGS:
+            a->timings = 1;
             break;
         case '?':
         case ':':
@@ -495,15 +506,18 @@ static int record(record_args *a)
     bs_stop_signals signals;
     bs_stop_signals_catch(&signals);
 
-    /* Every node attached (and its code delivered) before any recording
-     * starts, so the nodes record the same stretch of time; a node that
-     * cannot be attached is left out (one node: the run ends there). */
+    /* Every node attached (and its code delivered: several at once, see
+     * attach_all.h) before any recording starts, so the nodes record the
+     * same stretch of time; a node that cannot be attached is left out (one
+     * node: the run ends there). */
     for (int i = 0; i < n; i++)
         nodes[i].node.fd = -1; /* not connected: nothing to detach */
     int first = -1;
     long long attach_t0 = bs_now_ms();
+    bs_attach_all(&a->remote, nodes, n, g.waiting); /* waiting: scratch until the start */
     for (int i = 0; i < n; i++) {
-        int rc = bs_remote_attach(&a->remote, i, &nodes[i]);
+        int rc = g.waiting[i];
+        g.waiting[i] = 0;
         if (rc != BS_EXIT_OK) {
             snprintf(nodes[i].node.name, sizeof nodes[i].node.name, "%s", a->remote.nodes[i]);
             bs_job_group_drop(&g, i, rc);
@@ -526,7 +540,7 @@ static int record(record_args *a)
         bs_job_group_finish(&g, FINISH_TIMEOUT_MS, arrived, &r);
         if (r.merged > 0 && r.rc == BS_EXIT_OK)
             r.rc = write_profile(a, &r.all, NULL);
-        if (n > 1)
+        if (n > 1 || a->timings)
             bs_job_group_say_spread(&g, attach_ms, bs_now_ms() - stop_ms);
     }
     bs_profile_free(&r.all);

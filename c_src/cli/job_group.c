@@ -60,7 +60,11 @@ void bs_job_group_drop(bs_job_group *g, int i, int rc)
     g->jobs[i].lost = 1;
     if (g->nodes[i].node.fd >= 0)
         g->attached--;
-    bs_node_close(&g->nodes[i].node);
+    /* A node gone or silent: closed (a job there ends by itself and
+     * removes beamspy's code). A node that answered with a failure stays
+     * connected until the detach, which removes the code delivered. */
+    if (rc == BS_EXIT_CONNECTION_LOST || rc == BS_EXIT_TIMEOUT)
+        bs_node_close(&g->nodes[i].node);
 }
 
 /* What to do with node i's reply: an exit code (BS_EXIT_OK: it stays). */
@@ -239,8 +243,8 @@ void bs_job_group_say_spread(const bs_job_group *g, long long attach_ms, long lo
     double started = g->started_ns ? (double)(g->started_ns - g->start_sent_ns[0]) / 1e6 : 0;
     double fetched = g->fetched_ns ? (double)(g->fetched_ns - g->stop_sent_ns[0]) / 1e6 : 0;
     fprintf(stderr,
-            "beamspy: %d nodes: attached in %lld ms; start requests sent within %.2f ms (the last answered after "
+            "beamspy: %d node%s: attached in %lld ms; start requests sent within %.2f ms (the last answered after "
             "%.0f ms); stop requests sent within %.2f ms (the last profile in after %.0f ms, the outputs written "
             "after %lld ms)\n",
-            g->n, attach_ms, start_ms, started, stop_ms, fetched, written_ms);
+            g->n, g->n == 1 ? "" : "s", attach_ms, start_ms, started, stop_ms, fetched, written_ms);
 }

@@ -3,9 +3,9 @@
  * as they come, over poll(2) on the node connections, so no node waits on
  * another (node k is told to stop at the instant node 1 is, not after
  * nodes 1..k-1 were fetched). A node that fails, goes away or does not
- * answer in time is said on stderr, its connection closed (its job then
- * ends by itself and removes beamspy's code: the lease) and left out; the
- * others go on. */
+ * answer in time is said on stderr and left out (a node gone or silent
+ * has its connection closed: its job then ends by itself and removes
+ * beamspy's code); the others go on. */
 #ifndef BS_JOB_GROUP_H
 #define BS_JOB_GROUP_H
 
@@ -34,8 +34,8 @@ typedef struct bs_job_group {
 int bs_job_group_init(bs_job_group *g, bs_job *jobs, bs_remote *nodes, int n);
 void bs_job_group_free(bs_job_group *g);
 
-/* Takes node i out of the run with exit code rc (the reason already said):
- * its connection is closed. */
+/* Takes node i out of the run with exit code rc (the reason already said);
+ * a node lost or silent (rc 9 or 8) has its connection closed. */
 void bs_job_group_drop(bs_job_group *g, int i, int rc);
 /* Whether node i is still in the run. */
 int bs_job_group_in(const bs_job_group *g, int i);
