@@ -39,6 +39,11 @@ ERL_ROOT=$(erl -noshell -eval 'io:format("~s", [code:root_dir()]), halt().') || 
 ERL_CALL=$(ls "$ERL_ROOT"/lib/erl_interface-*/bin/erl_call 2>/dev/null | head -1)
 [ -x "$ERL_CALL" ] || { say "erl_call not found (apt-get install erlang-dev)"; exit 2; }
 
+# --timings: the attach, spread and after-stop figures (a tool older than
+# it gets wall, RSS and nodes only).
+TIMINGS=()
+"$CLI" record --help 2>/dev/null | grep -q -- --timings && TIMINGS=(--timings)
+
 rm -rf "$BUILD"
 mkdir -p "$BUILD/out"
 erlc -Werror -o "$BUILD" bench/cluster/bench_cluster_wl.erl || exit 2
@@ -88,7 +93,7 @@ for n in $SIZES; do
     say "N=$n: record --all --duration $DURATION"
     t0=$(date +%s%N)
     /usr/bin/time -v -o "$BUILD/out/n$n.time" "$CLI" record "${args[@]}" --all --duration "$DURATION" \
-        --cookie-file "$COOKIE_FILE" --no-progress --timings -o "$BUILD/out/n$n.bspy" -o "$BUILD/out/n$n.html" 2>"$err"
+        --cookie-file "$COOKIE_FILE" --no-progress "${TIMINGS[@]}" -o "$BUILD/out/n$n.bspy" -o "$BUILD/out/n$n.html" 2>"$err"
     rc=$?
     wall=$(( ($(date +%s%N) - t0) / 1000000 ))
     stop_nodes

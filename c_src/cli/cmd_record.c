@@ -402,7 +402,7 @@ static void watch_jobs(const record_args *a, bs_job_group *g, const sigset_t *wa
             break;
         long long left = (long long)duration - elapsed;
         wait_a_little(left < POLL_MS ? left : POLL_MS, waiting_mask);
-        int running = bs_job_group_poll(g);
+        int running = bs_job_group_poll(g, POLL_MS);
         if (show)
             show_progress(g, bs_now_ms() - t0, duration);
         if (running == 0)

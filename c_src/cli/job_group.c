@@ -28,7 +28,8 @@ int bs_job_group_init(bs_job_group *g, bs_job *jobs, bs_remote *nodes, int n)
     g->waiting = calloc((size_t)n, sizeof *g->waiting);
     g->pfd = calloc((size_t)n, sizeof *g->pfd);
     g->pfd_node = calloc((size_t)n, sizeof *g->pfd_node);
-    if (!g->out_code || !g->waiting || !g->pfd || !g->pfd_node) {
+    g->sent_ms = calloc((size_t)n, sizeof *g->sent_ms);
+    if (!g->out_code || !g->waiting || !g->pfd || !g->pfd_node || !g->sent_ms) {
         bs_job_group_free(g);
         return -1;
     }
@@ -37,8 +38,9 @@ int bs_job_group_init(bs_job_group *g, bs_job *jobs, bs_remote *nodes, int n)
 
 void bs_job_group_free(bs_job_group *g)
 {
-    free(g->out_code), free(g->waiting), free(g->pfd), free(g->pfd_node);
+    free(g->out_code), free(g->waiting), free(g->pfd), free(g->pfd_node), free(g->sent_ms);
     g->out_code = g->waiting = g->pfd_node = NULL;
+    g->sent_ms = NULL;
     g->pfd = NULL;
 }
 
@@ -95,31 +97,57 @@ static void read_one(bs_job_group *g, int i, long long left_ms, take_fn take, vo
         bs_job_group_drop(g, i, rc);
 }
 
-/* Reads the replies of every node with waiting set as they come, for at
- * most timeout_ms in all; the nodes that did not answer by then are said
- * and dropped. */
-static void await_all(bs_job_group *g, unsigned timeout_ms, const char *what, take_fn take, void *ctx)
+/* Reads and drops one message from node i, to which nothing is awaited
+ * (a tick, answered; a late poll's answer). */
+static void drain_one(bs_job_group *g, int i)
 {
-    long long deadline = bs_now_ms() + timeout_ms;
+    char err[1024];
+    ei_x_buff reply;
+    int got = 0, index = 0;
+    bs_node_status st = bs_node_receive_reply(&g->nodes[i].node, NULL, 1000, &got, &reply, &index, err, sizeof err);
+    if (st == BS_NODE_LOST)
+        bs_node_close(&g->nodes[i].node); /* said at the detach, if anything is left to do there */
+}
+
+/* Reads the replies of every node with waiting set as they come, for at
+ * most round_ms; a node whose answer is later than timeout_ms after its
+ * request was sent is said and dropped, the others not in yet stay
+ * waiting. */
+static void await_all(bs_job_group *g, unsigned round_ms, unsigned timeout_ms, const char *what, take_fn take,
+                      void *ctx)
+{
+    long long round_end = bs_now_ms() + round_ms;
     for (;;) {
+        long long now = bs_now_ms(), until = round_end;
         int k = 0;
-        for (int i = 0; i < g->n; i++)
-            if (g->waiting[i]) {
+        for (int i = 0; i < g->n; i++) {
+            if (!g->waiting[i])
+                continue;
+            if (now - g->sent_ms[i] >= (long long)timeout_ms) {
+                bs_cli_error("%s: beamspy's job did not answer %s within %u ms", g->nodes[i].node.name, what,
+                             timeout_ms);
+                bs_job_group_drop(g, i, BS_EXIT_TIMEOUT);
+                continue;
+            }
+            if (g->sent_ms[i] + timeout_ms < until)
+                until = g->sent_ms[i] + timeout_ms;
+            g->pfd[k] = (struct pollfd){.fd = g->nodes[i].node.fd, .events = POLLIN};
+            g->pfd_node[k++] = i;
+        }
+        int awaited = k;
+        /* The other connections are read too: a node whose ticks go
+         * unanswered for its net_ticktime drops the connection (and the
+         * detach could then not remove beamspy's code). */
+        for (int i = 0; i < g->n && awaited > 0; i++)
+            if (!g->waiting[i] && g->nodes[i].node.fd >= 0) {
                 g->pfd[k] = (struct pollfd){.fd = g->nodes[i].node.fd, .events = POLLIN};
                 g->pfd_node[k++] = i;
             }
-        if (k == 0)
+        long long left = until - now;
+        if (awaited == 0 || (left <= 0 && now >= round_end))
             return;
-        long long left = deadline - bs_now_ms();
-        if (left <= 0) {
-            for (int i = 0; i < g->n; i++)
-                if (g->waiting[i]) {
-                    bs_cli_error("%s: beamspy's job did not answer %s within %u ms", g->nodes[i].node.name, what,
-                                 timeout_ms);
-                    bs_job_group_drop(g, i, BS_EXIT_TIMEOUT);
-                }
-            return;
-        }
+        if (left < 0)
+            left = 0;
         int ready = poll(g->pfd, (nfds_t)k, left > 1000 ? 1000 : (int)left);
         if (ready < 0 && errno != EINTR) {
             bs_cli_error("poll: %s", strerror(errno));
@@ -128,10 +156,21 @@ static void await_all(bs_job_group *g, unsigned timeout_ms, const char *what, ta
                     bs_job_group_drop(g, i, BS_EXIT_FAILURE);
             return;
         }
-        for (int m = 0; ready > 0 && m < k; m++)
-            if (g->pfd[m].revents)
-                read_one(g, g->pfd_node[m], deadline - bs_now_ms(), take, ctx);
+        for (int m = 0; ready > 0 && m < k; m++) {
+            int i = g->pfd_node[m];
+            if (g->pfd[m].revents && m < awaited && g->waiting[i])
+                read_one(g, i, g->sent_ms[i] + timeout_ms - bs_now_ms(), take, ctx);
+            else if (g->pfd[m].revents && m >= awaited)
+                drain_one(g, i);
+        }
     }
+}
+
+/* Marks node i as awaiting the request just sent. */
+static void sent_now(bs_job_group *g, int i)
+{
+    g->waiting[i] = 1;
+    g->sent_ms[i] = bs_now_ms();
 }
 
 static int take_start(bs_job_group *g, int i, bs_eterm_tree *t, void *ctx)
@@ -156,12 +195,12 @@ int bs_job_group_start(bs_job_group *g, const bs_job_spec *s)
             bs_job_group_drop(g, i, rc);
             continue;
         }
-        g->waiting[i] = 1;
+        sent_now(g, i);
         if (bs_job_start_timeout_ms(&g->jobs[i]) > timeout)
             timeout = bs_job_start_timeout_ms(&g->jobs[i]);
     }
     g->start_sent_ns[1] = now_ns();
-    await_all(g, timeout, "the start", take_start, NULL);
+    await_all(g, timeout, timeout, "the start", take_start, NULL);
     return g->recording;
 }
 
@@ -171,23 +210,25 @@ static int take_poll(bs_job_group *g, int i, bs_eterm_tree *t, void *ctx)
     return bs_job_poll_take(&g->jobs[i], t);
 }
 
-int bs_job_group_poll(bs_job_group *g)
+int bs_job_group_poll(bs_job_group *g, unsigned round_ms)
 {
     unsigned timeout = 0;
     for (int i = 0; i < g->n; i++) {
         bs_job *j = &g->jobs[i];
         if (!bs_job_group_in(g, i) || !j->started || j->done)
             continue;
+        if (g->nodes[i].timeout_ms > timeout)
+            timeout = g->nodes[i].timeout_ms;
+        if (g->waiting[i])
+            continue; /* its last poll is not answered yet */
         int rc = bs_job_poll_send(j);
         if (rc != BS_EXIT_OK) {
             bs_job_group_drop(g, i, rc);
             continue;
         }
-        g->waiting[i] = 1;
-        if (g->nodes[i].timeout_ms > timeout)
-            timeout = g->nodes[i].timeout_ms;
+        sent_now(g, i);
     }
-    await_all(g, timeout, "a poll", take_poll, NULL);
+    await_all(g, round_ms, timeout, "a poll", take_poll, NULL);
     int running = 0;
     for (int i = 0; i < g->n; i++)
         running += bs_job_group_in(g, i) && g->jobs[i].started && !g->jobs[i].done;
@@ -224,15 +265,16 @@ int bs_job_group_finish(bs_job_group *g, unsigned timeout_ms, bs_job_group_fetch
     for (int i = 0; i < g->n; i++) {
         if (!bs_job_group_in(g, i) || !g->jobs[i].started)
             continue;
+        bs_job_forget_request(&g->jobs[i]); /* a late poll's answer: dropped when it comes */
         int rc = bs_job_finish_send(&g->jobs[i]);
         if (rc != BS_EXIT_OK) {
             bs_job_group_drop(g, i, rc);
             continue;
         }
-        g->waiting[i] = 1;
+        sent_now(g, i);
     }
     g->stop_sent_ns[1] = now_ns();
-    await_all(g, timeout_ms, "the stop", take_finish, &f);
+    await_all(g, timeout_ms, timeout_ms, "the stop", take_finish, &f);
     return f.rc;
 }
 

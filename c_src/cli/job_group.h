@@ -22,7 +22,8 @@ typedef struct bs_job_group {
     bs_remote *nodes;
     int n;
     int *out_code;          /* 0 while node i is in the run, else the exit code that took it out */
-    int *waiting;           /* scratch: a reply from node i is awaited */
+    int *waiting;           /* a reply from node i is awaited (a late poll's: across rounds) */
+    long long *sent_ms;     /* when the awaited request was sent to node i */
     struct pollfd *pfd;     /* scratch */
     int *pfd_node;          /* scratch: the node of pfd[k] */
     int attached, recording, fetched; /* nodes at each stage (the progress line) */
@@ -44,8 +45,12 @@ int bs_job_group_in(const bs_job_group *g, int i);
  * answers awaited. Returns the number of nodes recording. */
 int bs_job_group_start(bs_job_group *g, const bs_job_spec *s);
 /* Polls every job still running (which renews their leases); a job that
- * stopped by itself gets done set. Returns the number still running. */
-int bs_job_group_poll(bs_job_group *g);
+ * stopped by itself gets done set. Waits at most round_ms: a node slower
+ * than that keeps its poll outstanding (no new one is sent to it) and is
+ * left out only once its answer is later than the node's timeout, so one
+ * slow node holds up neither the others' polls nor their leases. Returns
+ * the number still running. */
+int bs_job_group_poll(bs_job_group *g, unsigned round_ms);
 /* Stops every started job (all stop requests sent at once) and hands each
  * profile to fetched as it arrives, waiting at most timeout_ms in all.
  * Returns BS_EXIT_OK or the first code fetched returned. */

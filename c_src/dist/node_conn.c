@@ -250,7 +250,7 @@ bs_node_status bs_node_receive_reply(bs_node *n, const ei_x_buff *tag, unsigned 
         snprintf(err, err_size, "lost the connection to %s", n->name);
         return BS_NODE_LOST;
     }
-    if ((msg.msgtype == ERL_SEND || msg.msgtype == ERL_REG_SEND) && tagged_reply(reply, tag, index)) {
+    if (tag && (msg.msgtype == ERL_SEND || msg.msgtype == ERL_REG_SEND) && tagged_reply(reply, tag, index)) {
         *got = 1;
         if (is_rex(tag) && badrpc_text(reply, *index, err, err_size, n->name)) {
             ei_x_free(reply);

@@ -71,7 +71,8 @@ bs_node_status bs_node_request(bs_node *n, const ei_x_buff *to, const ei_x_buff 
  * message, waiting at most timeout_ms for it: *got is 1 when it was the
  * reply (reply and *index as bs_node_call; {badrpc, _} to a call is
  * BS_NODE_FAILED), 0 when nothing came or something else did (a tick, a
- * stray message: dropped). A closed connection is BS_NODE_LOST. */
+ * stray message: dropped; with tag NULL every message is, which keeps an
+ * idle connection's ticks answered). A closed connection is BS_NODE_LOST. */
 bs_node_status bs_node_send_call(bs_node *n, const char *mod, const char *fun, const ei_x_buff *args,
                                  ei_x_buff *tag, char *err, size_t err_size);
 bs_node_status bs_node_send_request(bs_node *n, const ei_x_buff *to, const ei_x_buff *request, ei_x_buff *tag,
