@@ -142,7 +142,9 @@ void bs_job_options_usage(FILE *out)
           "  --strict            exit with code 10 when a limit ended the recording\n"
           "                      early (the outputs are written all the same; without\n"
           "                      --strict the exit code is 0 and stderr says which\n"
-          "                      limit, when, and the option that raises it)\n",
+          "                      limit, when, and the option that raises it); record\n"
+          "                      with several nodes: a node left out is a failure\n"
+          "                      (its own exit code, not 11)\n",
           out);
 }
 
