@@ -34,7 +34,8 @@ enum {
     BS_EXIT_NODE_INCOMPATIBLE = 7,
     BS_EXIT_TIMEOUT = 8,
     BS_EXIT_CONNECTION_LOST = 9,
-    BS_EXIT_STOPPED_EARLY = 10
+    BS_EXIT_STOPPED_EARLY = 10,
+    BS_EXIT_PARTIAL = 11
 };
 
 /* Subcommands: run gets argv[0] == the command's name; usage prints the

@@ -24,9 +24,11 @@ void bs_cli_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
+    flockfile(stderr); /* one line whole, whichever thread says it (attach_all.c) */
     fputs("beamspy: ", stderr);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
+    funlockfile(stderr);
     va_end(ap);
 }
 
@@ -186,7 +188,10 @@ void bs_cli_exit_codes_usage(FILE *out)
           "  8  timeout (the node did not answer in time)\n"
           "  9  the connection to the node was lost (the node went down)\n"
           "  10 record and run with --strict: a limit ended the recording early\n"
-          "     (the outputs are written)\n",
+          "     (the outputs are written)\n"
+          "  11 record with several nodes: some nodes were left out (not attached,\n"
+          "     lost or silent during the run; stderr names them), the others were\n"
+          "     recorded and written (--strict: the exit code of the first node left out)\n",
           out);
 }
 

@@ -25,7 +25,9 @@
 #include "cli.h"
 #include "defaults.h"
 #include "function_arg.h"
+#include "attach_all.h"
 #include "job.h"
+#include "job_group.h"
 #include "remote.h"
 #include "stop_signals.h"
 
@@ -42,7 +44,8 @@ enum {
     OPT_PER_NODE,
     OPT_CHILDREN,
     OPT_PROGRESS,
-    OPT_NO_PROGRESS
+    OPT_NO_PROGRESS,
+    OPT_TIMINGS
 };
 
 typedef struct record_args {
@@ -54,6 +57,7 @@ typedef struct record_args {
     int per_node;
     int progress; /* -1 auto (a terminal), 0 off, 1 on */
     int open; /* --open */
+    int timings; /* --timings: the timings line with one node too */
 } record_args;
 
 void bs_cmd_record_usage(FILE *out)
@@ -94,6 +98,11 @@ void bs_cmd_record_usage(FILE *out)
           "  --lease T           the node stops the recording by itself when it has\n"
           "                      heard nothing from this tool for T (default 5s)\n"
           "  Ctrl-C stops the recording early; the outputs are still written.\n"
+          "  Several nodes are started and stopped together (all requests sent, then\n"
+          "  the answers read as they come); a node that cannot be attached, fails or\n"
+          "  goes away is said and left out, the others written (exit 11; --strict:\n"
+          "  the code of the node lost); the last line says the spread of the start\n"
+          "  and stop requests across the nodes.\n"
           "\n"
           "output:\n"
           "  -o, --output FILE   write FILE (repeatable); the format comes from the\n"
@@ -103,7 +112,11 @@ void bs_cmd_record_usage(FILE *out)
           "                      a root frame per node\n"
           "  --progress, --no-progress\n"
           "                      a progress line on standard error (default: when it\n"
-          "                      is a terminal)\n",
+          "                      is a terminal)\n"
+          "  --timings           the last line on standard error says how long attaching\n"
+          "                      took, the spread of the start and stop requests across\n"
+          "                      the nodes and when the outputs were written (always\n"
+          "                      with several nodes)\n",
           out);
     fputs(BS_CLI_OPEN_USAGE, out);
     bs_cli_shared_options_usage(out, "\"Flame Graph\"");
@@ -143,6 +156,7 @@ static int parse_args(int argc, char **argv, record_args *a)
         {"children", no_argument, NULL, OPT_CHILDREN},
         {"progress", no_argument, NULL, OPT_PROGRESS},
         {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
+        {"timings", no_argument, NULL, OPT_TIMINGS},
         {"help", no_argument, NULL, 'h'},
         BS_RECORDING_LONG_OPTIONS,
         BS_FUNCTION_JOB_LONG_OPTIONS,
@@ -202,6 +216,9 @@ static int parse_args(int argc, char **argv, record_args *a)
             break;
         case OPT_NO_PROGRESS:
             a->progress = 0;
+            break;
+        case OPT_TIMINGS:
+            a->timings = 1;
             break;
         case '?':
         case ':':
@@ -333,25 +350,30 @@ static int write_profile(const record_args *a, const bs_profile *p, const char *
 }
 
 /* One line, rewritten in place: elapsed time, events, memory on the node,
- * the limit closest to tripping. */
-static void show_progress(const bs_job *jobs, int n, long long elapsed, unsigned long long duration)
+ * the limit closest to tripping; with several nodes, how many are
+ * attached, recording and fetched. */
+static void show_progress(const bs_job_group *g, long long elapsed, unsigned long long duration)
 {
     char line[512];
     unsigned long long events = 0, memory = 0, samples = 0;
-    int best_permille = -1;
+    int best_permille = -1, n = g->n;
     const char *best_limit = "";
     for (int i = 0; i < n; i++) {
-        events += jobs[i].progress.events;
-        memory += jobs[i].progress.memory;
-        samples += jobs[i].progress.samples;
-        if (jobs[i].progress.limit_permille > best_permille) {
-            best_permille = jobs[i].progress.limit_permille;
-            best_limit = jobs[i].progress.limit_name;
+        const bs_job *j = &g->jobs[i];
+        events += j->progress.events;
+        memory += j->progress.memory;
+        samples += j->progress.samples;
+        if (j->progress.limit_permille > best_permille) {
+            best_permille = j->progress.limit_permille;
+            best_limit = j->progress.limit_name;
         }
     }
-    int w = snprintf(line, sizeof line, "recording %d node%s: %.1f s of %.1f s", n, n == 1 ? "" : "s",
-                     (double)elapsed / 1000, (double)duration / 1000);
-    if (jobs[0].spec->sample)
+    int w = n == 1 ? snprintf(line, sizeof line, "recording 1 node: %.1f s of %.1f s", (double)elapsed / 1000,
+                              (double)duration / 1000)
+                   : snprintf(line, sizeof line, "%d nodes: %d attached, %d recording, %d fetched: %.1f s of %.1f s",
+                              n, g->attached, g->recording, g->fetched, (double)elapsed / 1000,
+                              (double)duration / 1000);
+    if (g->jobs[0].spec && g->jobs[0].spec->sample)
         w += snprintf(line + w, sizeof line - (size_t)w, ", %llu samples", samples);
     else
         w += snprintf(line + w, sizeof line - (size_t)w, ", %llu events, %.1f MiB on the node%s", events,
@@ -362,35 +384,27 @@ static void show_progress(const bs_job *jobs, int n, long long elapsed, unsigned
     fflush(stderr);
 }
 
-/* Polls until the duration is over, every job is done, a node is lost or
- * a stop signal came. Returns BS_EXIT_OK or the exit code of a lost node
- * (the others are still finished). */
-static int watch_jobs(const record_args *a, bs_job *jobs, int n, const sigset_t *waiting_mask)
+static int show_progress_line(const record_args *a)
+{
+    return a->progress == 1 || (a->progress == -1 && isatty(STDERR_FILENO));
+}
+
+/* Polls until the duration is over, every job is done or a stop signal
+ * came; a node lost meanwhile is said and left out (job_group). */
+static void watch_jobs(const record_args *a, bs_job_group *g, const sigset_t *waiting_mask)
 {
     long long t0 = bs_now_ms();
     unsigned long long duration = a->job.duration_ms;
-    int show = a->progress == 1 || (a->progress == -1 && isatty(STDERR_FILENO));
-    int rc = BS_EXIT_OK;
+    int show = show_progress_line(a);
     for (;;) {
         long long elapsed = bs_now_ms() - t0;
         if (bs_stop_requested() || (unsigned long long)elapsed >= duration)
             break;
         long long left = (long long)duration - elapsed;
         wait_a_little(left < POLL_MS ? left : POLL_MS, waiting_mask);
-        int running = 0;
-        for (int i = 0; i < n; i++) {
-            if (!jobs[i].started || jobs[i].done)
-                continue;
-            int prc = bs_job_poll(&jobs[i]);
-            if (prc != BS_EXIT_OK) {
-                jobs[i].done = 1;
-                jobs[i].lost = 1;
-                rc = prc;
-            }
-            running += !jobs[i].done;
-        }
+        int running = bs_job_group_poll(g, POLL_MS);
         if (show)
-            show_progress(jobs, n, bs_now_ms() - t0, duration);
+            show_progress(g, bs_now_ms() - t0, duration);
         if (running == 0)
             break;
     }
@@ -398,7 +412,84 @@ static int watch_jobs(const record_args *a, bs_job *jobs, int n, const sigset_t 
         fputs("\n", stderr);
     if (bs_stop_requested())
         fputs("beamspy: stopping (Ctrl-C): writing what was recorded\n", stderr);
+}
+
+/* What becomes of each node's profile as it arrives: written (one node,
+ * --per-node) or merged under a root frame named after the node, then
+ * freed at once, so the tool holds the merged profile and one node's. */
+typedef struct arrivals {
+    const record_args *a;
+    bs_job_group *g;
+    bs_profile all;
+    int merged, any, rc;
+} arrivals;
+
+static int arrived(void *ctx, int i, bs_profile *p)
+{
+    arrivals *r = ctx;
+    int rc = BS_EXIT_OK;
+    r->any = 1;
+    if (r->g->n == 1 || r->a->per_node) {
+        rc = write_profile(r->a, p, r->g->n == 1 ? NULL : r->g->nodes[i].node.name);
+    } else if (bs_profile_add_under(&r->all, p, r->g->nodes[i].node.name) < 0) {
+        bs_cli_error("out of memory");
+        rc = BS_EXIT_FAILURE;
+    } else {
+        r->merged++;
+    }
+    bs_profile_free(p);
+    if (rc != BS_EXIT_OK && r->rc == BS_EXIT_OK)
+        r->rc = rc;
     return rc;
+}
+
+/* Why node i was left out, in a few words. */
+static const char *left_out_reason(int code)
+{
+    switch (code) {
+    case BS_EXIT_NODE_NOT_FOUND:
+        return "not found";
+    case BS_EXIT_NODE_REFUSED:
+        return "refused the connection";
+    case BS_EXIT_COOKIE_REJECTED:
+        return "rejected the cookie";
+    case BS_EXIT_NODE_INCOMPATIBLE:
+        return "cannot run beamspy";
+    case BS_EXIT_TIMEOUT:
+        return "did not answer in time";
+    case BS_EXIT_CONNECTION_LOST:
+        return "connection lost";
+    default:
+        return "failed";
+    }
+}
+
+/* Several nodes, some left out: one line naming them; the exit code. */
+static int say_left_out(const record_args *a, const bs_job_group *g, int fetched)
+{
+    int first = 0, lost = 0;
+    for (int i = 0; i < g->n; i++)
+        if (g->out_code[i]) {
+            lost++;
+            if (!first)
+                first = g->out_code[i];
+        }
+    if (lost == 0)
+        return BS_EXIT_OK;
+    if (g->n == 1)
+        return first;
+    char line[2048];
+    size_t w = (size_t)snprintf(line, sizeof line, "beamspy: %d of %d nodes recorded; left out:", fetched, g->n);
+    for (int i = 0, k = 0; i < g->n && w < sizeof line; i++)
+        if (g->out_code[i])
+            w += (size_t)snprintf(line + w, sizeof line - w, "%s %s (%s, exit %d)", k++ ? "," : "",
+                                  g->nodes[i].node.name, left_out_reason(g->out_code[i]), g->out_code[i]);
+    if (w >= sizeof line)
+        memcpy(line + sizeof line - 4, "...", 4);
+    fprintf(stderr, "%s\n", line);
+    if (fetched == 0)
+        return first;
+    return a->job.strict ? first : BS_EXIT_PARTIAL;
 }
 
 static int record(record_args *a)
@@ -406,83 +497,72 @@ static int record(record_args *a)
     int n = a->remote.n_nodes;
     bs_remote *nodes = calloc((size_t)n, sizeof *nodes);
     bs_job *jobs = calloc((size_t)n, sizeof *jobs);
-    bs_profile *profiles = calloc((size_t)n, sizeof *profiles);
-    int *have = calloc((size_t)n, sizeof *have);
-    if (!nodes || !jobs || !profiles || !have) {
-        free(nodes), free(jobs), free(profiles), free(have);
+    bs_job_group g;
+    if (!nodes || !jobs || bs_job_group_init(&g, jobs, nodes, n) < 0) {
+        free(nodes), free(jobs);
         bs_cli_error("out of memory");
         return BS_EXIT_FAILURE;
     }
     bs_stop_signals signals;
     bs_stop_signals_catch(&signals);
 
-    /* Every node attached (and its code delivered) before any recording
-     * starts, so the nodes record the same stretch of time. */
-    int rc = BS_EXIT_OK;
+    /* Every node attached (and its code delivered: several at once, see
+     * attach_all.h) before any recording starts, so the nodes record the
+     * same stretch of time; a node that cannot be attached is left out (one
+     * node: the run ends there). */
     for (int i = 0; i < n; i++)
         nodes[i].node.fd = -1; /* not connected: nothing to detach */
-    for (int i = 0; i < n && rc == BS_EXIT_OK; i++)
-        rc = bs_remote_attach(&a->remote, i, &nodes[i]);
-    if (rc == BS_EXIT_OK)
-        bs_remote_choose_names(&nodes[0], &a->job.elixir);
-    for (int i = 0; i < n && rc == BS_EXIT_OK; i++)
-        rc = bs_job_start(&jobs[i], &nodes[i], &a->job);
-    if (rc == BS_EXIT_OK)
-        rc = watch_jobs(a, jobs, n, &signals.waiting_mask);
-    int any = 0;
+    int first = -1;
+    long long attach_t0 = bs_now_ms();
+    bs_attach_all(&a->remote, nodes, n, g.waiting); /* waiting: scratch until the start */
     for (int i = 0; i < n; i++) {
-        if (jobs[i].started && !jobs[i].lost) {
-            int frc = bs_job_finish(&jobs[i], FINISH_TIMEOUT_MS, &profiles[i]);
-            if (frc == BS_EXIT_OK)
-                have[i] = any = 1;
-            else if (rc == BS_EXIT_OK)
-                rc = frc;
+        int rc = g.waiting[i];
+        g.waiting[i] = 0;
+        if (rc != BS_EXIT_OK) {
+            snprintf(nodes[i].node.name, sizeof nodes[i].node.name, "%s", a->remote.nodes[i]);
+            bs_job_group_drop(&g, i, rc);
+            continue;
         }
+        g.attached++;
+        if (first < 0)
+            first = i;
+    }
+    long long attach_ms = bs_now_ms() - attach_t0;
+    arrivals r = {.a = a, .g = &g, .rc = BS_EXIT_OK};
+    if (bs_profile_init(&r.all) < 0) {
+        bs_cli_error("out of memory");
+        r.rc = BS_EXIT_FAILURE;
+    } else if (first >= 0) {
+        bs_remote_choose_names(&nodes[first], &a->job.elixir);
+        if (bs_job_group_start(&g, &a->job) > 0)
+            watch_jobs(a, &g, &signals.waiting_mask);
+        long long stop_ms = bs_now_ms();
+        bs_job_group_finish(&g, FINISH_TIMEOUT_MS, arrived, &r);
+        if (r.merged > 0 && r.rc == BS_EXIT_OK)
+            r.rc = write_profile(a, &r.all, NULL);
+        if (n > 1 || a->timings)
+            bs_job_group_say_spread(&g, attach_ms, bs_now_ms() - stop_ms);
+    }
+    bs_profile_free(&r.all);
+    for (int i = 0; i < n; i++)
         bs_remote_detach(&nodes[i]);
-    }
-    if (any) {
-        int wrc = BS_EXIT_OK;
-        if (n == 1 || a->per_node) {
-            for (int i = 0; i < n; i++)
-                if (have[i]) {
-                    int r = write_profile(a, &profiles[i], n == 1 ? NULL : nodes[i].node.name);
-                    if (r != BS_EXIT_OK)
-                        wrc = r;
-                }
-        } else {
-            bs_profile all;
-            if (bs_profile_init(&all) < 0) {
-                wrc = BS_EXIT_FAILURE;
-            } else {
-                for (int i = 0; i < n && wrc == BS_EXIT_OK; i++)
-                    if (have[i] && bs_profile_add_under(&all, &profiles[i], nodes[i].node.name) < 0)
-                        wrc = BS_EXIT_FAILURE;
-                if (wrc == BS_EXIT_OK)
-                    wrc = write_profile(a, &all, NULL);
-                else
-                    bs_cli_error("out of memory");
-                bs_profile_free(&all);
-            }
-        }
-        if (rc == BS_EXIT_OK)
-            rc = wrc;
-    }
+    int rc = say_left_out(a, &g, g.fetched);
+    if (r.rc != BS_EXIT_OK)
+        rc = r.rc;
     /* After "wrote FILE": the last lines say the files are not the whole
      * duration asked for, and why. */
     int stopped_early = 0;
     for (int i = 0; i < n; i++)
-        if (have[i] && jobs[i].early_stop.limit[0]) {
+        if (bs_job_group_in(&g, i) && jobs[i].early_stop.limit[0]) {
             bs_early_stop_report(&jobs[i].early_stop, n == 1 ? NULL : nodes[i].node.name);
             stopped_early = 1;
         }
     if (stopped_early && a->job.strict && rc == BS_EXIT_OK)
         rc = BS_EXIT_STOPPED_EARLY;
     for (int i = 0; i < n; i++)
-        if (have[i])
-            bs_profile_free(&profiles[i]);
-    for (int i = 0; i < n; i++)
         bs_job_free(&jobs[i]);
-    free(nodes), free(jobs), free(profiles), free(have);
+    bs_job_group_free(&g);
+    free(nodes), free(jobs);
     bs_stop_signals_restore(&signals);
     return rc;
 }

@@ -15,6 +15,7 @@
 #include "../readers/readers.h"
 #include "function_arg.h"
 #include "cli.h"
+#include "stop_signals.h"
 #include "term_frame.h"
 
 /* A recording is stopped by the node itself this long after the planned
@@ -141,7 +142,9 @@ void bs_job_options_usage(FILE *out)
           "  --strict            exit with code 10 when a limit ended the recording\n"
           "                      early (the outputs are written all the same; without\n"
           "                      --strict the exit code is 0 and stderr says which\n"
-          "                      limit, when, and the option that raises it)\n",
+          "                      limit, when, and the option that raises it); record\n"
+          "                      with several nodes: a node left out is a failure\n"
+          "                      (its own exit code, not 11)\n",
           out);
 }
 
@@ -325,13 +328,86 @@ static void report_error(const bs_job *j, const char *doing, const bs_eterm *rea
     bs_cli_error("%s: %s failed: %s", j->remote->node.name, doing, text);
 }
 
-int bs_job_start(bs_job *j, bs_remote *r, const bs_job_spec *s)
+/* Sends the request or call of the half-done exchange: j->tag set. */
+static int sent(bs_job *j, bs_node_status st, const char *err)
+{
+    if (st != BS_NODE_OK) {
+        bs_cli_error("%s", err);
+        return st == BS_NODE_FAILED ? BS_EXIT_FAILURE : bs_remote_exit_code(st);
+    }
+    j->awaiting = 1;
+    return BS_EXIT_OK;
+}
+
+static int send_request(bs_job *j, const char *what)
+{
+    ei_x_buff request;
+    char err[1024];
+    if (ei_x_new(&request) < 0)
+        return BS_EXIT_FAILURE;
+    if (ei_x_encode_atom(&request, what) < 0) {
+        ei_x_free(&request);
+        return BS_EXIT_FAILURE;
+    }
+    bs_node_status st = bs_node_send_request(&j->remote->node, &j->pid, &request, &j->tag, err, sizeof err);
+    ei_x_free(&request);
+    return sent(j, st, err);
+}
+
+void bs_job_forget_request(bs_job *j)
+{
+    if (j->awaiting && j->tag.buff)
+        ei_x_free(&j->tag);
+    j->awaiting = 0;
+}
+
+int bs_job_take_reply(bs_job *j, ei_x_buff *reply, int index, bs_eterm_tree **out)
+{
+    char err[1024];
+    bs_job_forget_request(j);
+    int rc = bs_eterm_decode(reply->buff, reply->index, &index, out, err, sizeof err);
+    ei_x_free(reply);
+    if (rc < 0) {
+        bs_cli_error("unreadable answer from %s: %s", j->remote->node.name, err);
+        return BS_EXIT_FAILURE;
+    }
+    return BS_EXIT_OK;
+}
+
+int bs_job_await(bs_job *j, unsigned timeout_ms, bs_eterm_tree **out)
+{
+    char err[1024];
+    long long deadline = bs_now_ms() + timeout_ms;
+    *out = NULL;
+    for (;;) {
+        long long left = deadline - bs_now_ms();
+        if (left <= 0) {
+            bs_cli_error("beamspy's job on %s did not answer within %u ms", j->remote->node.name, timeout_ms);
+            bs_job_forget_request(j);
+            return BS_EXIT_TIMEOUT;
+        }
+        ei_x_buff reply;
+        int got = 0, index = 0;
+        bs_node_status st = bs_node_receive_reply(&j->remote->node, &j->tag, (unsigned)left, &got, &reply, &index,
+                                                  err, sizeof err);
+        if (st != BS_NODE_OK) {
+            bs_cli_error("%s", err);
+            bs_job_forget_request(j);
+            return st == BS_NODE_FAILED ? BS_EXIT_FAILURE : bs_remote_exit_code(st);
+        }
+        if (got)
+            return bs_job_take_reply(j, &reply, index, out);
+    }
+}
+
+int bs_job_start_send(bs_job *j, bs_remote *r, const bs_job_spec *s)
 {
     memset(j, 0, sizeof *j);
     j->spec = s;
     j->remote = r;
     j->progress.limit_permille = -1;
     ei_x_buff opts, args;
+    char err[1024];
     if (encode_options(s, &r->delivery, &opts) < 0) {
         bs_cli_error("out of memory");
         return BS_EXIT_FAILURE;
@@ -342,10 +418,18 @@ int bs_job_start(bs_job *j, bs_remote *r, const bs_job_spec *s)
         bs_cli_error("out of memory");
         return BS_EXIT_FAILURE;
     }
-    bs_eterm_tree *t = NULL;
-    rc = bs_remote_call(r, "beamspy_agent", "start", &args, r->timeout_ms + 60000, &t);
-    if (rc != BS_EXIT_OK)
-        return rc;
+    bs_node_status st = bs_node_send_call(&r->node, "beamspy_agent", "start", &args, &j->tag, err, sizeof err);
+    ei_x_free(&args);
+    return sent(j, st, err);
+}
+
+unsigned bs_job_start_timeout_ms(const bs_job *j)
+{
+    return j->remote->timeout_ms + 60000;
+}
+
+int bs_job_start_take(bs_job *j, bs_eterm_tree *t)
+{
     const bs_eterm *root = bs_eterm_root(t);
     const bs_eterm *pid = bs_eterm_tagged(root, "ok");
     if (!pid || bs_eterm_kind_of(pid) != BS_ET_PID) {
@@ -361,7 +445,7 @@ int bs_job_start(bs_job *j, bs_remote *r, const bs_job_spec *s)
     ep.num = p->number;
     ep.serial = p->serial;
     ep.creation = p->creation;
-    rc = ei_x_new(&j->pid) | ei_x_encode_pid(&j->pid, &ep);
+    int rc = ei_x_new(&j->pid) | ei_x_encode_pid(&j->pid, &ep);
     bs_eterm_free(t);
     if (rc) {
         bs_cli_error("out of memory");
@@ -371,23 +455,39 @@ int bs_job_start(bs_job *j, bs_remote *r, const bs_job_spec *s)
     return BS_EXIT_OK;
 }
 
+int bs_job_start(bs_job *j, bs_remote *r, const bs_job_spec *s)
+{
+    bs_eterm_tree *t = NULL;
+    int rc = bs_job_start_send(j, r, s);
+    if (rc == BS_EXIT_OK)
+        rc = bs_job_await(j, bs_job_start_timeout_ms(j), &t);
+    return rc == BS_EXIT_OK ? bs_job_start_take(j, t) : rc;
+}
+
 static unsigned long long map_uint(const bs_eterm *map, const char *key)
 {
     long long v = bs_term_int(map, key);
     return v > 0 ? (unsigned long long)v : 0;
 }
 
+int bs_job_poll_send(bs_job *j)
+{
+    return send_request(j, "poll");
+}
+
 int bs_job_poll(bs_job *j)
 {
-    ei_x_buff request;
-    if (ei_x_new(&request) < 0 || ei_x_encode_atom(&request, "poll") < 0)
-        return BS_EXIT_FAILURE;
+    bs_eterm_tree *t = NULL;
+    int rc = bs_job_poll_send(j);
+    if (rc == BS_EXIT_OK)
+        rc = bs_job_await(j, j->remote->timeout_ms, &t);
+    return rc == BS_EXIT_OK ? bs_job_poll_take(j, t) : rc;
+}
+
+int bs_job_poll_take(bs_job *j, bs_eterm_tree *t)
+{
     bs_eterm_free(j->last_poll);
-    j->last_poll = NULL;
-    int rc = bs_remote_request(j->remote, &j->pid, &request, j->remote->timeout_ms, &j->last_poll);
-    ei_x_free(&request);
-    if (rc != BS_EXIT_OK)
-        return rc;
+    j->last_poll = t;
     const bs_eterm *p = bs_eterm_tagged(bs_eterm_root(j->last_poll), "ok");
     if (!p || bs_eterm_kind_of(p) != BS_ET_MAP) {
         report_error(j, "following the recording", bs_eterm_root(j->last_poll));
@@ -524,17 +624,25 @@ static void say_samples(const bs_job *j, const bs_eterm *result)
                 : "");
 }
 
+int bs_job_finish_send(bs_job *j)
+{
+    return send_request(j, "finish");
+}
+
 int bs_job_finish(bs_job *j, unsigned timeout_ms, bs_profile *out)
 {
-    ei_x_buff request;
-    if (ei_x_new(&request) < 0 || ei_x_encode_atom(&request, "finish") < 0)
-        return BS_EXIT_FAILURE;
     bs_eterm_tree *t = NULL;
-    int rc = bs_remote_request(j->remote, &j->pid, &request, timeout_ms, &t);
-    ei_x_free(&request);
+    int rc = bs_job_finish_send(j);
+    if (rc == BS_EXIT_OK)
+        rc = bs_job_await(j, timeout_ms, &t);
     j->started = 0;
-    if (rc != BS_EXIT_OK)
-        return rc;
+    return rc == BS_EXIT_OK ? bs_job_finish_take(j, t, out) : rc;
+}
+
+int bs_job_finish_take(bs_job *j, bs_eterm_tree *t, bs_profile *out)
+{
+    int rc;
+    j->started = 0;
     const bs_eterm *root = bs_eterm_root(t);
     const bs_eterm *r = bs_eterm_tagged(root, "ok");
     const char *format = r ? bs_eterm_text(bs_eterm_map_get(r, "format")) : NULL;
@@ -611,6 +719,7 @@ void bs_job_stop(bs_job *j)
 
 void bs_job_free(bs_job *j)
 {
+    bs_job_forget_request(j);
     bs_eterm_free(j->last_poll);
     j->last_poll = NULL;
     if (j->pid.buff)

@@ -71,6 +71,8 @@ typedef struct bs_job {
     const bs_job_spec *spec;
     bs_remote *remote;
     ei_x_buff pid;                    /* the job's pid, encoded */
+    ei_x_buff tag;                    /* while awaiting: the tag of the reply awaited */
+    int awaiting;                     /* a request sent, its reply not read yet */
     int started, done, lost;
     bs_job_progress progress;
     bs_eterm_tree *last_poll;         /* the last poll's answer (top reads its report) */
@@ -159,6 +161,25 @@ int bs_job_poll(bs_job *j);
  * node set); j->early_stop says whether a limit ended it early. Not for top
  * jobs: they end with bs_job_stop. */
 int bs_job_finish(bs_job *j, unsigned timeout_ms, bs_profile *out);
+/* The halves of bs_job_start, bs_job_poll and bs_job_finish, for several
+ * jobs driven at once (job_group.h): *_send sends the request (BS_EXIT_OK
+ * or the exit code, said), the reply comes back through bs_job_await or a
+ * group's poll(2) and bs_job_take_reply, and *_take reads it (taking t:
+ * freed or kept) as the whole call would. */
+int bs_job_start_send(bs_job *j, bs_remote *r, const bs_job_spec *s);
+unsigned bs_job_start_timeout_ms(const bs_job *j);
+int bs_job_start_take(bs_job *j, bs_eterm_tree *t);
+int bs_job_poll_send(bs_job *j);
+int bs_job_poll_take(bs_job *j, bs_eterm_tree *t);
+int bs_job_finish_send(bs_job *j);
+int bs_job_finish_take(bs_job *j, bs_eterm_tree *t, bs_profile *out);
+/* Waits up to timeout_ms for the reply to j's request into *out; an exit
+ * code (said, naming the node) when it does not come. */
+int bs_job_await(bs_job *j, unsigned timeout_ms, bs_eterm_tree **out);
+/* Decodes the reply a group read for j (reply freed) into *out. */
+int bs_job_take_reply(bs_job *j, ei_x_buff *reply, int index, bs_eterm_tree **out);
+/* Gives up the request j awaits (its node lost or too slow). */
+void bs_job_forget_request(bs_job *j);
 /* A seq job: arms the pattern that gives calls a token (after every node's
  * job started, so no flow reaches a node that does not collect yet). */
 int bs_job_arm(bs_job *j);

@@ -217,10 +217,55 @@ static int tagged_reply(const ei_x_buff *x, const ei_x_buff *tag, int *index)
     return 1;
 }
 
+/* Whether tag is the atom rex: the reply to a call, which may be {badrpc, _}. */
+static int is_rex(const ei_x_buff *tag)
+{
+    int i = 0;
+    char atom[MAXATOMLEN_UTF8];
+    return ei_decode_atom(tag->buff, &i, atom) == 0 && strcmp(atom, "rex") == 0;
+}
+
+bs_node_status bs_node_receive_reply(bs_node *n, const ei_x_buff *tag, unsigned timeout_ms, int *got,
+                                     ei_x_buff *reply, int *index, char *err, size_t err_size)
+{
+    *got = 0;
+    if (n->fd < 0) {
+        snprintf(err, err_size, "not connected to %s", n->name);
+        return BS_NODE_LOST;
+    }
+    erlang_msg msg;
+    if (ei_x_new(reply) < 0) {
+        snprintf(err, err_size, "out of memory");
+        return BS_NODE_FAILED;
+    }
+    int r = ei_xreceive_msg_tmo(n->fd, &msg, reply, timeout_ms ? timeout_ms : 1);
+    if (r == ERL_TICK) {
+        ei_x_free(reply);
+        return BS_NODE_OK;
+    }
+    if (r == ERL_ERROR) {
+        ei_x_free(reply);
+        if (erl_errno == ETIMEDOUT || erl_errno == EAGAIN)
+            return BS_NODE_OK; /* nothing yet: the caller's deadline decides */
+        snprintf(err, err_size, "lost the connection to %s", n->name);
+        return BS_NODE_LOST;
+    }
+    if (tag && (msg.msgtype == ERL_SEND || msg.msgtype == ERL_REG_SEND) && tagged_reply(reply, tag, index)) {
+        *got = 1;
+        if (is_rex(tag) && badrpc_text(reply, *index, err, err_size, n->name)) {
+            ei_x_free(reply);
+            *got = 0;
+            return BS_NODE_FAILED;
+        }
+        return BS_NODE_OK;
+    }
+    ei_x_free(reply); /* links, exits, strays: dropped */
+    return BS_NODE_OK;
+}
+
 /* Receives until a message {Tag, Reply} arrives (*index at Reply), the
- * deadline passes or the connection breaks. Ticks are answered by ei;
- * other messages (links, exits, strays) are dropped. `what` names the call
- * in the timeout message. */
+ * deadline passes or the connection breaks. `what` names the call in the
+ * timeout message. */
 static bs_node_status await_reply(bs_node *n, const ei_x_buff *tag, unsigned timeout_ms, const char *what,
                                   ei_x_buff *reply, int *index, char *err, size_t err_size)
 {
@@ -231,32 +276,17 @@ static bs_node_status await_reply(bs_node *n, const ei_x_buff *tag, unsigned tim
             snprintf(err, err_size, "%s on %s did not answer within %u ms", what, n->name, timeout_ms);
             return BS_NODE_TIMEOUT;
         }
-        erlang_msg msg;
-        if (ei_x_new(reply) < 0) {
-            snprintf(err, err_size, "out of memory");
-            return BS_NODE_FAILED;
-        }
-        int r = ei_xreceive_msg_tmo(n->fd, &msg, reply, (unsigned)left);
-        if (r == ERL_TICK) {
-            ei_x_free(reply);
-            continue;
-        }
-        if (r == ERL_ERROR) {
-            ei_x_free(reply);
-            if (erl_errno == ETIMEDOUT || erl_errno == EAGAIN)
-                continue; /* the deadline check above decides */
-            snprintf(err, err_size, "lost the connection to %s", n->name);
-            return BS_NODE_LOST;
-        }
-        if ((msg.msgtype == ERL_SEND || msg.msgtype == ERL_REG_SEND) && tagged_reply(reply, tag, index))
-            return BS_NODE_OK;
-        ei_x_free(reply);
+        int got = 0;
+        bs_node_status st = bs_node_receive_reply(n, tag, (unsigned)left, &got, reply, index, err, err_size);
+        if (st != BS_NODE_OK || got)
+            return st;
     }
 }
 
-bs_node_status bs_node_call(bs_node *n, const char *mod, const char *fun, const ei_x_buff *args,
-                            unsigned timeout_ms, ei_x_buff *reply, int *index, char *err, size_t err_size)
+bs_node_status bs_node_send_call(bs_node *n, const char *mod, const char *fun, const ei_x_buff *args,
+                                 ei_x_buff *tag, char *err, size_t err_size)
 {
+    tag->buff = NULL;
     if (n->fd < 0) {
         snprintf(err, err_size, "not connected to %s", n->name);
         return BS_NODE_LOST;
@@ -265,25 +295,33 @@ bs_node_status bs_node_call(bs_node *n, const char *mod, const char *fun, const 
         snprintf(err, err_size, "lost the connection to %s", n->name);
         return BS_NODE_LOST;
     }
-    char what[2 * MAXATOMLEN_UTF8 + 2];
-    snprintf(what, sizeof what, "%s:%s", mod, fun);
-    ei_x_buff rex;
-    if (ei_x_new(&rex) < 0 || ei_x_encode_atom(&rex, "rex") < 0) {
+    if (ei_x_new(tag) < 0 || ei_x_encode_atom(tag, "rex") < 0) {
+        if (tag->buff)
+            ei_x_free(tag);
         snprintf(err, err_size, "out of memory");
         return BS_NODE_FAILED;
     }
-    bs_node_status st = await_reply(n, &rex, timeout_ms, what, reply, index, err, err_size);
+    return BS_NODE_OK;
+}
+
+bs_node_status bs_node_call(bs_node *n, const char *mod, const char *fun, const ei_x_buff *args,
+                            unsigned timeout_ms, ei_x_buff *reply, int *index, char *err, size_t err_size)
+{
+    ei_x_buff rex;
+    bs_node_status st = bs_node_send_call(n, mod, fun, args, &rex, err, err_size);
+    if (st != BS_NODE_OK)
+        return st;
+    char what[2 * MAXATOMLEN_UTF8 + 2];
+    snprintf(what, sizeof what, "%s:%s", mod, fun);
+    st = await_reply(n, &rex, timeout_ms, what, reply, index, err, err_size);
     ei_x_free(&rex);
-    if (st == BS_NODE_OK && badrpc_text(reply, *index, err, err_size, n->name)) {
-        ei_x_free(reply);
-        return BS_NODE_FAILED;
-    }
     return st;
 }
 
-bs_node_status bs_node_request(bs_node *n, const ei_x_buff *to, const ei_x_buff *request, unsigned timeout_ms,
-                               ei_x_buff *reply, int *index, char *err, size_t err_size)
+bs_node_status bs_node_send_request(bs_node *n, const ei_x_buff *to, const ei_x_buff *request, ei_x_buff *tag,
+                                    char *err, size_t err_size)
 {
+    tag->buff = NULL;
     if (n->fd < 0) {
         snprintf(err, err_size, "not connected to %s", n->name);
         return BS_NODE_LOST;
@@ -294,16 +332,20 @@ bs_node_status bs_node_request(bs_node *n, const ei_x_buff *to, const ei_x_buff 
         snprintf(err, err_size, "bad process to call on %s", n->name);
         return BS_NODE_FAILED;
     }
-    ei_x_buff tag, msg;
-    if (ei_x_new(&tag) < 0)
-        return BS_NODE_FAILED;
-    if (ei_x_new_with_version(&msg) < 0) {
-        ei_x_free(&tag);
+    ei_x_buff msg;
+    if (ei_x_new(tag) < 0) {
+        tag->buff = NULL;
+        snprintf(err, err_size, "out of memory");
         return BS_NODE_FAILED;
     }
-    int rc = ei_x_encode_tuple_header(&tag, 2) | ei_x_encode_atom(&tag, "beamspy_cli") |
-             ei_x_encode_ulonglong(&tag, ++n->requests);
-    rc |= ei_x_encode_tuple_header(&msg, 3) | ei_x_append_buf(&msg, tag.buff, tag.index) |
+    if (ei_x_new_with_version(&msg) < 0) {
+        ei_x_free(tag);
+        snprintf(err, err_size, "out of memory");
+        return BS_NODE_FAILED;
+    }
+    int rc = ei_x_encode_tuple_header(tag, 2) | ei_x_encode_atom(tag, "beamspy_cli") |
+             ei_x_encode_ulonglong(tag, ++n->requests);
+    rc |= ei_x_encode_tuple_header(&msg, 3) | ei_x_append_buf(&msg, tag->buff, tag->index) |
           ei_x_encode_pid(&msg, ei_self(&n->ec)) | ei_x_append_buf(&msg, request->buff, request->index);
     bs_node_status st = BS_NODE_OK;
     if (rc) {
@@ -314,8 +356,19 @@ bs_node_status bs_node_request(bs_node *n, const ei_x_buff *to, const ei_x_buff 
         st = BS_NODE_LOST;
     }
     ei_x_free(&msg);
-    if (st == BS_NODE_OK)
-        st = await_reply(n, &tag, timeout_ms, "beamspy's job", reply, index, err, err_size);
+    if (st != BS_NODE_OK)
+        ei_x_free(tag);
+    return st;
+}
+
+bs_node_status bs_node_request(bs_node *n, const ei_x_buff *to, const ei_x_buff *request, unsigned timeout_ms,
+                               ei_x_buff *reply, int *index, char *err, size_t err_size)
+{
+    ei_x_buff tag;
+    bs_node_status st = bs_node_send_request(n, to, request, &tag, err, err_size);
+    if (st != BS_NODE_OK)
+        return st;
+    st = await_reply(n, &tag, timeout_ms, "beamspy's job", reply, index, err, err_size);
     ei_x_free(&tag);
     return st;
 }

@@ -64,6 +64,22 @@ bs_node_status bs_node_call(bs_node *n, const char *mod, const char *fun, const 
 bs_node_status bs_node_request(bs_node *n, const ei_x_buff *to, const ei_x_buff *request, unsigned timeout_ms,
                                ei_x_buff *reply, int *index, char *err, size_t err_size);
 
+/* The two halves of bs_node_call and bs_node_request, for a tool that
+ * waits on several nodes at once (one request outstanding per node): the
+ * send fills *tag with what the reply carries (free it with ei_x_free once
+ * the reply came or the node is given up); bs_node_receive_reply reads one
+ * message, waiting at most timeout_ms for it: *got is 1 when it was the
+ * reply (reply and *index as bs_node_call; {badrpc, _} to a call is
+ * BS_NODE_FAILED), 0 when nothing came or something else did (a tick, a
+ * stray message: dropped; with tag NULL every message is, which keeps an
+ * idle connection's ticks answered). A closed connection is BS_NODE_LOST. */
+bs_node_status bs_node_send_call(bs_node *n, const char *mod, const char *fun, const ei_x_buff *args,
+                                 ei_x_buff *tag, char *err, size_t err_size);
+bs_node_status bs_node_send_request(bs_node *n, const ei_x_buff *to, const ei_x_buff *request, ei_x_buff *tag,
+                                    char *err, size_t err_size);
+bs_node_status bs_node_receive_reply(bs_node *n, const ei_x_buff *tag, unsigned timeout_ms, int *got,
+                                     ei_x_buff *reply, int *index, char *err, size_t err_size);
+
 /* Closes the connection (the node sees nodedown at once). */
 void bs_node_close(bs_node *n);
 

@@ -21,7 +21,8 @@
 # (record_meta_checks.sh), ONLY=many_calls a capture of 100,000 calls
 # (many_calls.sh), ONLY=cpu mode cpu from run and record (cpu_checks.sh),
 # ONLY=unload that the tool removes its code only once no job runs
-# (unload_checks.sh).
+# (unload_checks.sh), ONLY=cluster record over several nodes at once, some
+# lost (cluster_checks.sh).
 set -u
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -188,6 +189,12 @@ fi
 # ONLY=unload: the tool's code removal under other jobs alone.
 if [ "${ONLY:-}" = unload ]; then
     . "$here/unload_checks.sh"
+    finish
+fi
+
+# ONLY=cluster: record over several nodes at once (cluster_checks.sh) alone.
+if [ "${ONLY:-}" = cluster ]; then
+    . "$here/cluster_checks.sh"
     finish
 fi
 
@@ -741,5 +748,6 @@ wait "$rec"
 check "record: nothing left on the node after the limit checks" wait_clean n1 10
 
 . "$here/seq_checks.sh"
+. "$here/cluster_checks.sh"
 
 finish
