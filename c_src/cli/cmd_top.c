@@ -26,6 +26,7 @@
 #include "defaults.h"
 #include "dump_names.h"
 #include "job.h"
+#include "cluster.h"
 #include "remote.h"
 #include "term_frame.h"
 
@@ -168,8 +169,8 @@ static int parse_args(int argc, char **argv, top_args *a)
     }
     if (optind < argc)
         return bs_cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
-    if (a->remote.n_nodes == 0)
-        return bs_cli_usage_error(CMD, "no node: give --node NAME");
+    if (!bs_cluster_any_node(&a->remote))
+        return bs_cli_usage_error(CMD, "no node: give --node NAME or --cluster NODE");
     return -1;
 }
 
@@ -358,7 +359,7 @@ int bs_cmd_top(int argc, char **argv)
     a.job.top = 1;
     a.refresh_ms = BS_DEFAULT_TOP_REFRESH_MS;
     int rc = parse_args(argc, argv, &a);
-    if (rc == -1)
+    if (rc == -1 && (rc = bs_cluster_find(CMD, &a.remote, 1)) == BS_EXIT_OK)
         rc = top(&a);
     return rc;
 }
