@@ -2,8 +2,8 @@
 # run.sh (ONLY=cluster runs only these). Four nodes k1..k4 form a cluster of
 # their own (k1 connects to the others; the seq chain a -> b -> c runs on
 # k1 -> k2 -> k3): found from k1 alone, the set is said on stderr, every node
-# is recorded under its own root, an excluded node is in neither, dump and
-# seq work on the set, a seed that does not exist is an error naming it, and
+# is recorded under its own root, an excluded node is in neither, dump, seq
+# and top (one list across the nodes, the node in each row) work on the set, a seed that does not exist is an error naming it, and
 # nothing of beamspy is left on any node. The recordings sample: tracing
 # every process of four busy nodes on a shared 2-core host is what issue 25's
 # sequential finish cannot yet fetch in time (one node's job did not answer
@@ -86,6 +86,21 @@ check "seq --cluster: exit 0, the chain followed over the 3 nodes it crosses" \
              grep -q 'participant P[0-9]* as $k3 ' '$out/cluster_seq.mmd'"
 check "seq --cluster: the set said on stderr" grep -qF "cluster of 4 nodes from $k1:" "$out/cluster_seq.err"
 check "dump and seq --cluster: nothing left on any node" cluster_all_clean
+
+bs top --cluster "$k1" --once --limit 8 >"$out/cluster_top.txt" 2>"$out/cluster_top.err"
+rc=$?
+check "top --cluster: exit 0, one screen for the 4 nodes" \
+    bash -c "[ $rc -eq 0 ] && grep -q '^beamspy top  4 nodes  ' '$out/cluster_top.txt' && grep -q '^NODE  *PID  *NAME ' '$out/cluster_top.txt'"
+check "top --cluster: each node's busy process, its node in the row" \
+    bash -c "for k in '$k1' '$k2' '$k3' '$k4'; do grep -q \"^\$k  *<[0-9.]*>  *busy  \" '$out/cluster_top.txt' || exit 1; done"
+check "top --cluster: the processes of all nodes in one list, by reductions/s" python3 -c "
+import re, sys
+rows = [l.split() for l in open(sys.argv[1]) if re.match(r'$tag'+r'_k[1-4]@\\S+ +<', l)]
+rates = [float(r[3]) for r in rows]
+sys.exit(0 if len(rows) == 8 and len({r[0] for r in rows}) >= 2 and rates == sorted(rates, reverse=True) else 1)
+" "$out/cluster_top.txt"
+check "top --cluster: hot functions with their node" grep -Eq "^ *[0-9.]+%  ${tag}_k[1-4]@$host  " "$out/cluster_top.txt"
+check "top --cluster: nothing left on any node" cluster_all_clean
 
 "$cli" record --cluster "${tag}_absent" --all -o "$out/x.folded" --cookie-file "$cookie_file" 2>"$out/cluster_absent.err"
 rc=$?
