@@ -22,6 +22,7 @@
 #include "defaults.h"
 #include "dump_names.h"
 #include "dump_waits.h"
+#include "cluster.h"
 #include "remote.h"
 #include "wait_graph.h"
 
@@ -43,7 +44,7 @@ typedef struct dump_args {
 
 void bs_cmd_dump_usage(FILE *out)
 {
-    fputs("usage: beamspy dump --node NAME [--node NAME ...] [--pid PID | --name NAME ...] [--json] [options]\n"
+    fputs("usage: beamspy dump {--node NAME [--node NAME ...] | --cluster NODE} [--pid PID | --name NAME ...] [--json] [options]\n"
           "\n"
           "Prints the current stack of every process of a running node (complete:\n"
           "every frame, recursion included), with its registered name, initial call,\n"
@@ -149,8 +150,8 @@ static int parse_args(int argc, char **argv, dump_args *a)
     }
     if (optind < argc)
         return bs_cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
-    if (a->remote.n_nodes == 0)
-        return bs_cli_usage_error(CMD, "no node: give --node NAME");
+    if (!bs_cluster_any_node(&a->remote))
+        return bs_cli_usage_error(CMD, "no node: give --node NAME or --cluster NODE");
     return -1;
 }
 
@@ -418,7 +419,7 @@ int bs_cmd_dump(int argc, char **argv)
     a.interval_ms = BS_DEFAULT_DUMP_INTERVAL_MS;
     a.elixir = -1;
     int rc = parse_args(argc, argv, &a);
-    if (rc == -1)
+    if (rc == -1 && (rc = bs_cluster_find(CMD, &a.remote, BS_REMOTE_MAX_NODES)) == BS_EXIT_OK)
         rc = dump(&a);
     return rc;
 }

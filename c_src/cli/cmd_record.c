@@ -27,6 +27,7 @@
 #include "function_arg.h"
 #include "attach_all.h"
 #include "job.h"
+#include "cluster.h"
 #include "job_group.h"
 #include "remote.h"
 #include "stop_signals.h"
@@ -62,7 +63,7 @@ typedef struct record_args {
 
 void bs_cmd_record_usage(FILE *out)
 {
-    fputs("usage: beamspy record --node NAME [--node NAME...] TARGET -o FILE [-o FILE...] [options]\n"
+    fputs("usage: beamspy record {--node NAME [--node NAME...] | --cluster NODE} TARGET -o FILE [-o FILE...] [options]\n"
           "\n"
           "Profiles processes of running nodes over Erlang distribution and writes\n"
           "the outputs here. Nothing needs to be installed on the nodes: beamspy\n"
@@ -242,8 +243,8 @@ static int parse_args(int argc, char **argv, record_args *a)
 
 static int check_args(const record_args *a)
 {
-    if (a->remote.n_nodes == 0)
-        return bs_cli_usage_error(CMD, "no node: give --node NAME");
+    if (!bs_cluster_any_node(&a->remote))
+        return bs_cli_usage_error(CMD, "no node: give --node NAME or --cluster NODE");
     if (a->job.target_kind == BS_TARGET_NONE)
         return bs_cli_usage_error(CMD, "nothing to record: give --pid, --name, --all or --function");
     if (a->job.target_kind == BS_TARGET_FUNCTION && a->job.sample)
@@ -575,7 +576,8 @@ int bs_cmd_record(int argc, char **argv)
     bs_job_spec_init(&a.job);
     a.progress = -1;
     int rc = parse_args(argc, argv, &a);
-    if (rc == -1 && (rc = check_args(&a)) == BS_EXIT_OK) {
+    if (rc == -1 && (rc = check_args(&a)) == BS_EXIT_OK &&
+        (rc = bs_cluster_find(CMD, &a.remote, BS_REMOTE_MAX_NODES)) == BS_EXIT_OK) {
         if (a.job.duration_ms == 0)
             a.job.duration_ms = BS_DEFAULT_RECORD_DURATION_MS;
         rc = record(&a);

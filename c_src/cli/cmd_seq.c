@@ -31,6 +31,7 @@
 #include "defaults.h"
 #include "function_arg.h"
 #include "job.h"
+#include "cluster.h"
 #include "remote.h"
 #include "stop_signals.h"
 #include "term_frame.h"
@@ -61,7 +62,7 @@ typedef struct seq_args {
 
 void bs_cmd_seq_usage(FILE *out)
 {
-    fputs("usage: beamspy seq --node NAME [--node NAME...] --function M:F/A -o FILE [-o FILE...] [options]\n"
+    fputs("usage: beamspy seq {--node NAME [--node NAME...] | --cluster NODE} --function M:F/A -o FILE [-o FILE...] [options]\n"
           "\n"
           "Sequence diagrams of the messages that the next calls of a function set off,\n"
           "between processes and nodes (seq_trace). The process that calls M:F/A gets a\n"
@@ -211,8 +212,8 @@ static int parse_args(int argc, char **argv, seq_args *a)
 
 static int check_args(const seq_args *a)
 {
-    if (a->remote.n_nodes == 0)
-        return bs_cli_usage_error(CMD, "no node: give --node NAME");
+    if (!bs_cluster_any_node(&a->remote))
+        return bs_cli_usage_error(CMD, "no node: give --node NAME or --cluster NODE");
     if (a->job.target_kind != BS_TARGET_FUNCTION)
         return bs_cli_usage_error(CMD, "nothing to follow: give --function M:F/A");
     if (a->n_outputs == 0)
@@ -451,7 +452,8 @@ int bs_cmd_seq(int argc, char **argv)
     bs_job_spec_init(&a.job);
     a.job.seq = 1;
     int rc = parse_args(argc, argv, &a);
-    if (rc == -1 && (rc = check_args(&a)) == BS_EXIT_OK) {
+    if (rc == -1 && (rc = check_args(&a)) == BS_EXIT_OK &&
+        (rc = bs_cluster_find(CMD, &a.remote, BS_REMOTE_MAX_NODES)) == BS_EXIT_OK) {
         if (a.job.duration_ms == 0)
             a.job.duration_ms = BS_DEFAULT_RECORD_DURATION_MS; /* as record's */
         if (a.job.calls == 0)

@@ -135,6 +135,16 @@ int bs_remote_option(const char *cmd, int code, const char *arg, bs_remote_opts 
                                   : bs_cli_usage_error(cmd, "at most %d nodes", max_nodes);
         o->nodes[o->n_nodes++] = arg;
         return 0;
+    case BS_OPT_CLUSTER:
+        if (o->n_seeds >= BS_REMOTE_MAX_SEEDS)
+            return bs_cli_usage_error(cmd, "at most %d --cluster", BS_REMOTE_MAX_SEEDS);
+        o->seeds[o->n_seeds++] = arg;
+        return 0;
+    case BS_OPT_EXCLUDE_NODE:
+        if (o->n_excluded >= BS_REMOTE_MAX_EXCLUDED)
+            return bs_cli_usage_error(cmd, "at most %d --exclude-node", BS_REMOTE_MAX_EXCLUDED);
+        o->excluded[o->n_excluded++] = arg;
+        return 0;
     case BS_OPT_COOKIE:
         o->cookie = arg;
         return 0;
@@ -160,6 +170,11 @@ void bs_remote_options_usage(FILE *out, int several_nodes)
                           "                      or a bare name on this host; repeat for several nodes\n"
                         : "  --node NAME         the node: name@host (long names when host has a dot),\n"
                           "                      or a bare name on this host\n",
+ out);
+    fputs("  --cluster NODE      NODE and every node it is connected to (its nodes(visible):\n"
+          "                      hidden nodes such as remote shells are not in it), said\n"
+          "                      on stderr first; a bare name means this host; repeatable\n"
+          "  --exclude-node NAME leave node NAME out (repeatable)\n",
           out);
     fputs("  --cookie COOKIE     the node's cookie (visible in ps: prefer --cookie-file)\n"
           "  --cookie-file FILE  read the cookie from FILE (default ~/.erlang.cookie)\n"

@@ -13,6 +13,9 @@
 #include "../dist/node_conn.h"
 
 #define BS_REMOTE_MAX_NODES 64
+/* --cluster seeds and --exclude-node names given at most. */
+#define BS_REMOTE_MAX_SEEDS BS_REMOTE_MAX_NODES
+#define BS_REMOTE_MAX_EXCLUDED 1024
 
 /* Long-option codes of the connection options (after the shared drawing
  * options of cli.h). */
@@ -22,6 +25,8 @@ enum {
     BS_OPT_COOKIE_FILE,
     BS_OPT_CONNECT_TIMEOUT,
     BS_OPT_KEEP,
+    BS_OPT_CLUSTER,
+    BS_OPT_EXCLUDE_NODE,
     BS_OPT_REMOTE_FIRST_OWN
 };
 
@@ -30,11 +35,18 @@ enum {
     {"cookie", required_argument, NULL, BS_OPT_COOKIE},                     \
     {"cookie-file", required_argument, NULL, BS_OPT_COOKIE_FILE},           \
     {"connect-timeout", required_argument, NULL, BS_OPT_CONNECT_TIMEOUT},   \
-    {"keep", no_argument, NULL, BS_OPT_KEEP}
+    {"keep", no_argument, NULL, BS_OPT_KEEP},                               \
+    {"cluster", required_argument, NULL, BS_OPT_CLUSTER},                   \
+    {"exclude-node", required_argument, NULL, BS_OPT_EXCLUDE_NODE}
 
 typedef struct bs_remote_opts {
-    const char *nodes[BS_REMOTE_MAX_NODES];
+    const char *nodes[BS_REMOTE_MAX_NODES]; /* --node, then what bs_cluster_find found */
     int n_nodes;
+    const char *seeds[BS_REMOTE_MAX_SEEDS]; /* --cluster */
+    int n_seeds;
+    const char *excluded[BS_REMOTE_MAX_EXCLUDED]; /* --exclude-node */
+    int n_excluded;
+    char found[BS_REMOTE_MAX_NODES][BS_NODE_NAME_MAX + 1]; /* the names nodes[] points at after bs_cluster_find */
     const char *cookie;       /* never printed */
     const char *cookie_file;
     unsigned timeout_ms;      /* connecting and each call (BS_DEFAULT_CONNECT_TIMEOUT_MS) */

@@ -123,6 +123,16 @@ static bs_node_status parse_name(bs_node *n, const char *name, char *err, size_t
     return BS_NODE_OK;
 }
 
+bs_node_status bs_node_full_name(const char *name, char *out, size_t out_size, char *err, size_t err_size)
+{
+    bs_node n;
+    memset(&n, 0, sizeof n);
+    bs_node_status st = parse_name(&n, name, err, err_size);
+    if (st == BS_NODE_OK)
+        snprintf(out, out_size, "%s", n.name);
+    return st;
+}
+
 bs_node_status bs_node_connect(bs_node *n, const char *name, const char *cookie, const char *cookie_origin,
                                unsigned timeout_ms, char *err, size_t err_size)
 {

@@ -42,6 +42,11 @@ typedef struct bs_node {
 int bs_cookie_resolve(const char *value, const char *file, char *cookie, size_t cookie_size, char *origin,
                       size_t origin_size, char *err, size_t err_size);
 
+/* name as bs_node_connect completes it ("a" -> "a@thishost", short form)
+ * into out (at least BS_NODE_NAME_MAX + 1 bytes). BS_NODE_OK, or
+ * BS_NODE_FAILED with err set for what is not a node name. */
+bs_node_status bs_node_full_name(const char *name, char *out, size_t out_size, char *err, size_t err_size);
+
 /* Splits "alive@host" (a bare "alive" means this host) and connects as a
  * hidden node named beamspy_<pid>@<host of the same form>. timeout_ms bounds
  * the epmd lookup and the handshake. */

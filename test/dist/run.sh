@@ -22,7 +22,8 @@
 # (many_calls.sh), ONLY=cpu mode cpu from run and record (cpu_checks.sh),
 # ONLY=unload that the tool removes its code only once no job runs
 # (unload_checks.sh), ONLY=cluster record over several nodes at once, some
-# lost (cluster_checks.sh).
+# lost (cluster_checks.sh), ONLY=cluster_find the nodes of --cluster and
+# --exclude-node (cluster_find_checks.sh).
 set -u
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -140,6 +141,12 @@ fi
 # ONLY=idle: only WAIT against RUNNABLE in `run -- elixir' (idle_checks.sh).
 if [ "${ONLY:-}" = idle ]; then
     . "$here/idle_checks.sh"
+    finish
+fi
+
+# ONLY=cluster_find: only --cluster and --exclude-node (cluster_find_checks.sh).
+if [ "${ONLY:-}" = cluster_find ]; then
+    . "$here/cluster_find_checks.sh"
     finish
 fi
 
@@ -270,6 +277,7 @@ check "two nodes: n2 is a root frame" grep -q "^$n2;<[0-9.]*> busy;" "$out/two.f
 bs record --node "$n1" --node "$n2" --name busy --duration 500ms --per-node -o "$out/per.folded" 2>/dev/null
 check "two nodes --per-node: one file each" [ -s "$out/per.$n1.folded" ] && [ -s "$out/per.$n2.folded" ]
 check "two nodes: nothing left on either" bash -c "$(declare -f rpc leftovers nothing_left clean); erl_call='$erl_call' cookie='$cookie' tag='$tag'; clean n1 && clean n2"
+. "$here/cluster_find_checks.sh"
 
 echo "--- connection errors"
 bs record --node "$n1" --name busy -o "$out/x.folded" --cookie wrongcookie 2>"$out/cookie.err"
