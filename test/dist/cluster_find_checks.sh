@@ -1,5 +1,5 @@
 # cluster_find_checks.sh — `--cluster NODE' and `--exclude-node', sourced by
-# run.sh (ONLY=cluster runs only these). Four nodes k1..k4 form a cluster of
+# run.sh (ONLY=cluster_find runs only these). Four nodes k1..k4 form a cluster of
 # their own (k1 connects to the others; the seq chain a -> b -> c runs on
 # k1 -> k2 -> k3): found from k1 alone, the set is said on stderr, every node
 # is recorded under its own root, an excluded node is in neither, dump, seq
