@@ -277,7 +277,10 @@ check "two nodes: n2 is a root frame" grep -q "^$n2;<[0-9.]*> busy;" "$out/two.f
 bs record --node "$n1" --node "$n2" --name busy --duration 500ms --per-node -o "$out/per.folded" 2>/dev/null
 check "two nodes --per-node: one file each" [ -s "$out/per.$n1.folded" ] && [ -s "$out/per.$n2.folded" ]
 check "two nodes: nothing left on either" bash -c "$(declare -f rpc leftovers nothing_left clean); erl_call='$erl_call' cookie='$cookie' tag='$tag'; clean n1 && clean n2"
-. "$here/cluster_find_checks.sh"
+# The cluster checks start nodes of their own (4 to 5 each) and do not
+# depend on the nodes' release beyond what the checks above cover: the
+# layers of the other releases leave them out, to keep make test short.
+[ "${BEAMSPY_OTP_REPEAT:-0}" != 1 ] && . "$here/cluster_find_checks.sh"
 
 echo "--- connection errors"
 bs record --node "$n1" --name busy -o "$out/x.folded" --cookie wrongcookie 2>"$out/cookie.err"
@@ -756,6 +759,6 @@ wait "$rec"
 check "record: nothing left on the node after the limit checks" wait_clean n1 10
 
 . "$here/seq_checks.sh"
-. "$here/cluster_checks.sh"
+[ "${BEAMSPY_OTP_REPEAT:-0}" != 1 ] && . "$here/cluster_checks.sh"
 
 finish
