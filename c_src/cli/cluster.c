@@ -198,10 +198,30 @@ int bs_cluster_any_node(const bs_remote_opts *o)
     return o->n_nodes > 0 || o->n_seeds > 0;
 }
 
+/* --node NAME given more than once, in the same spelling: kept once, and
+ * said (a second connection to one node is refused by it, with a message
+ * about cookies that would mislead). */
+static void drop_repeated_nodes(bs_remote_opts *o)
+{
+    int kept = 0;
+    for (int i = 0; i < o->n_nodes; i++) {
+        int seen = 0;
+        for (int j = 0; j < kept && !seen; j++)
+            seen = strcmp(o->nodes[j], o->nodes[i]) == 0;
+        if (seen)
+            bs_cli_error("warning: --node %s given more than once: taken once", o->nodes[i]);
+        else
+            o->nodes[kept++] = o->nodes[i];
+    }
+    o->n_nodes = kept;
+}
+
 int bs_cluster_find(const char *cmd, bs_remote_opts *o, int max_nodes)
 {
-    if (o->n_seeds == 0 && o->n_excluded == 0)
+    if (o->n_seeds == 0 && o->n_excluded == 0) {
+        drop_repeated_nodes(o);
         return BS_EXIT_OK;
+    }
     name_set all = {0}, seeds = {0}, excluded = {0}, kept = {0}, left = {0};
     int rc = gather(cmd, o, &all, &seeds);
     for (int i = 0; i < o->n_excluded && rc == BS_EXIT_OK; i++)

@@ -238,19 +238,26 @@ static void put_cut(FILE *out, const char *s, int width)
         fprintf(out, "%s\n", s);
 }
 
+/* A new screen: cleared on a terminal; clock gets the local time (HH:MM:SS). */
+static void begin_screen(FILE *out, int on_terminal, char clock[16])
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    clock[0] = '\0';
+    if (localtime_r(&now, &tm))
+        strftime(clock, 16, "%H:%M:%S", &tm);
+    if (on_terminal)
+        fputs("\033[H\033[2J", out);
+}
+
 static void draw(FILE *out, const char *node, const bs_eterm *report, bs_name_style style, int on_terminal,
                  int width)
 {
     char line[4096], mem[32], funcs[2048], name[512], reg[256];
     long long window = bs_term_int(report, "window_ms");
     double per_s = window > 0 ? 1000.0 / (double)window : 1.0;
-    time_t now = time(NULL);
-    struct tm tm;
-    char clock[16] = "";
-    if (localtime_r(&now, &tm))
-        strftime(clock, sizeof clock, "%H:%M:%S", &tm);
-    if (on_terminal)
-        fputs("\033[H\033[2J", out);
+    char clock[16];
+    begin_screen(out, on_terminal, clock);
     /* Every sample taken, and those that found a process running (what the
      * hottest functions are shares of). */
     snprintf(line, sizeof line,
@@ -336,13 +343,8 @@ static void draw_cluster(FILE *out, const bs_remote *nodes, const bs_eterm *cons
                          unsigned limit, bs_name_style style, int on_terminal, int width, top_row *rows)
 {
     char line[4096], mem[32], funcs[2048], name[512], reg[256];
-    time_t now = time(NULL);
-    struct tm tm;
-    char clock[16] = "";
-    if (localtime_r(&now, &tm))
-        strftime(clock, sizeof clock, "%H:%M:%S", &tm);
-    if (on_terminal)
-        fputs("\033[H\033[2J", out);
+    char clock[16];
+    begin_screen(out, on_terminal, clock);
     long long processes = 0, run_queue = 0, taken = 0, running = 0, all_samples = 0, cpu_hz = 0, scheduler = 0;
     double reductions = 0;
     int reported = 0, n_cpu = 0, node_w = 4;

@@ -111,4 +111,8 @@ bs dump --cluster "$k1" --exclude-node "$k1" --exclude-node "$k2" --exclude-node
     >/dev/null 2>"$out/cluster_none.err"
 rc=$?
 check "every node excluded: usage error" bash -c "[ $rc -eq 2 ] && grep -q 'no node left' '$out/cluster_none.err'"
+bs dump --node "$k2" --node "$k2" --limit 1 >"$out/node_twice.txt" 2>"$out/node_twice.err"
+rc=$?
+check "--node given twice: taken once, said, exit 0" \
+    bash -c "[ $rc -eq 0 ] && grep -q -- '--node $k2 given more than once: taken once' '$out/node_twice.err' && ! grep -q cookie '$out/node_twice.err'"
 check "cluster: nothing left on any node at the end" cluster_all_clean
