@@ -92,7 +92,7 @@ ZLIB_LIBS  := -lz
 # (c_src/cpu/libdw_dl.h), never linked: a node without libdw.so.1 still
 # loads the NIF.
 DWARF_SRC  := c_src/cpu/dwarf_unwind.c c_src/cpu/cfi_expr.c c_src/cpu/cfi_rule.c c_src/cpu/fp_walk.c \
-    c_src/cpu/proc_mem.c c_src/cpu/libdw_dl.c
+    c_src/cpu/proc_mem.c c_src/cpu/libdw_dl.c c_src/cpu/loaded_objects.c
 HAVE_LIBDW := $(shell pkg-config --exists libdw 2>/dev/null && echo 1 || { test -f /usr/include/elfutils/libdwfl.h && echo 1; })
 LIBDW_LIBS := -ldl -lpthread
 INCLUDES   += $(if $(HAVE_LIBDW),-DBS_HAVE_LIBDW)
