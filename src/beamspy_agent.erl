@@ -15,7 +15,9 @@
 %%% distribution tick would notice). Either way the job stops recording
 %%% (tracing off everywhere, trace patterns removed) and, when the tool
 %%% delivered beamspy's code for the job, unloads those modules from the
-%%% node.
+%%% node. When the lease runs out the job first sends the tool
+%%% `{beamspy_job_ended, Job, {lease, LeaseMs}}': a tool that is only slow
+%%% learns that its requests will not be answered.
 %%%
 %%% A job writes nothing on the node: a profile is encoded by the NIF into
 %%% a binary in memory (the bytes a `.bspy' file would hold) and sent as it
@@ -413,6 +415,9 @@ loop(#{lease := Lease} = S) ->
         {'DOWN', Mon, process, _, _} when map_get(watch, S) =:= {process, Mon} ->
             abandon(S)
     after Lease ->
+            %% The tool may still be there, only too slow: it is told, so
+            %% that it does not wait for answers that will never come.
+            map_get(tool, S) ! {beamspy_job_ended, self(), {lease, Lease}},
             abandon(S)
     end.
 

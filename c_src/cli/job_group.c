@@ -105,8 +105,12 @@ static void drain_one(bs_job_group *g, int i)
     ei_x_buff reply;
     int got = 0, index = 0;
     bs_node_status st = bs_node_receive_reply(&g->nodes[i].node, NULL, 1000, &got, &reply, &index, err, sizeof err);
-    if (st == BS_NODE_LOST)
+    if (st == BS_NODE_LOST) {
         bs_node_close(&g->nodes[i].node); /* said at the detach, if anything is left to do there */
+    } else if (st == BS_NODE_FAILED && g->jobs[i].started) {
+        bs_cli_error("%s", err); /* the job ended by itself */
+        bs_job_group_drop(g, i, BS_EXIT_FAILURE);
+    }
 }
 
 /* Reads the replies of every node with waiting set as they come, for at

@@ -227,6 +227,28 @@ static int tagged_reply(const ei_x_buff *x, const ei_x_buff *tag, int *index)
     return 1;
 }
 
+/* Whether the message in x is {beamspy_job_ended, JobPid, {lease, Ms}}: a
+ * job of this tool's ended by itself, having heard no poll within its
+ * lease (beamspy_agent). Said in err: no request to it will be answered. */
+static int job_ended(const ei_x_buff *x, const char *node, char *err, size_t err_size)
+{
+    int i = 0, version, arity, inner;
+    char atom[MAXATOMLEN_UTF8];
+    erlang_pid pid;
+    long long lease = 0;
+    if (ei_decode_version(x->buff, &i, &version) < 0 || ei_decode_tuple_header(x->buff, &i, &arity) < 0 ||
+        arity != 3 || ei_decode_atom(x->buff, &i, atom) < 0 || strcmp(atom, "beamspy_job_ended") != 0 ||
+        ei_decode_pid(x->buff, &i, &pid) < 0 || ei_decode_tuple_header(x->buff, &i, &inner) < 0 || inner != 2 ||
+        ei_decode_atom(x->buff, &i, atom) < 0 || strcmp(atom, "lease") != 0 || ei_decode_longlong(x->buff, &i, &lease) < 0)
+        return 0;
+    snprintf(err, err_size,
+             "the job on %s ended by itself: it heard from this tool within none of its leases of %lld ms "
+             "(the tool or the node was too busy to keep up; --lease gives more time), and stopped everything it had "
+             "set there",
+             node, lease);
+    return 1;
+}
+
 /* Whether tag is the atom rex: the reply to a call, which may be {badrpc, _}. */
 static int is_rex(const ei_x_buff *tag)
 {
@@ -268,6 +290,10 @@ bs_node_status bs_node_receive_reply(bs_node *n, const ei_x_buff *tag, unsigned 
             return BS_NODE_FAILED;
         }
         return BS_NODE_OK;
+    }
+    if ((msg.msgtype == ERL_SEND || msg.msgtype == ERL_REG_SEND) && job_ended(reply, n->name, err, err_size)) {
+        ei_x_free(reply);
+        return BS_NODE_FAILED;
     }
     ei_x_free(reply); /* links, exits, strays: dropped */
     return BS_NODE_OK;

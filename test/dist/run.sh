@@ -354,16 +354,26 @@ check "kill -9 of the tool: the node stops tracing and unloads beamspy by itself
 echo "    (after $(($(date +%s) - t0)) s)"
 check "kill -9 of the tool: the node's processes are fine" [ "$(rpc n1 'is_pid(whereis(busy)).')" = "true" ]
 
-"$cli" record --node "$n1" --all --duration 60s --lease 2s -o "$out/stopped.folded" --cookie-file "$cookie_file" 2>/dev/null &
+"$cli" record --node "$n1" --all --duration 60s --lease 2s --progress -o "$out/stopped.folded" \
+    --cookie-file "$cookie_file" 2>"$out/stopped.err" &
 rec=$!
 disown "$rec"
 pids+=("$rec")
-sleep 2
+# stopped once it records (stopped while attaching, the node would drop the
+# connection set-up instead)
+wait_until 60 grep -q "recording 1 node: " "$out/stopped.err"
 kill -STOP "$rec"
 t0=$(date +%s)
 check "silent tool (network gone): the node gives up after the lease" wait_clean n1 10
 echo "    (after $(($(date +%s) - t0)) s)"
-kill -9 "$rec"
+# The job told the tool as it ended: once the tool runs again it says so
+# instead of waiting for answers that will never come.
+kill -CONT "$rec"
+wait_until 60 grep -q "ended by itself" "$out/stopped.err"
+check "slow tool: once it runs again, it is told the job ended by itself on the lease" \
+    grep -q "beamspy: the job on $n1 ended by itself: it heard from this tool within none of its leases of 2000 ms" \
+    "$out/stopped.err"
+kill -9 "$rec" 2>/dev/null
 
 "$cli" record --node "$n1" --all --duration 60s -o "$out/int.folded" -o "$out/int.svg" --cookie-file "$cookie_file" \
     2>"$out/int.err" &
