@@ -68,8 +68,8 @@ check "node killed mid-record, --strict: the others are still written" grep -q "
 # A node with another cookie: the cookie file given for all is rejected by
 # it (started here: the helpers of nodes.sh speak with the tests' cookie).
 g5=$(node_name g5)
-erl -sname "${tag}_c5" -setcookie "other$cookie" -detached -noinput -eval 'ok' || fail setup "node g5 did not start"
-wait_until 30 bash -c "epmd -names | grep -q 'name ${tag}_c5 '"
+erl -sname "${tag}_g5" -setcookie "other$cookie" -detached -noinput -eval 'ok' || fail setup "node g5 did not start"
+wait_until 30 bash -c "epmd -names | grep -q 'name ${tag}_g5 '"
 bs record --node "$g1" --node "$g5" --node "$g2" --all --mode sample --duration 1s -o "$out/refused.folded" \
     2>"$out/refused.err"
 rc=$?
@@ -83,4 +83,4 @@ check "a node rejecting the cookie, --strict: exit 6" [ $? -eq 6 ]
 for c in g1 g2 g3; do
     check "after the cluster runs: nothing of beamspy left on $c" wait_clean "$c" 15
 done
-printf 'erlang:halt().\n' | "$erl_call" -sname "${tag}_c5" -c "other$cookie" -e >/dev/null 2>&1
+printf 'erlang:halt().\n' | "$erl_call" -sname "${tag}_g5" -c "other$cookie" -e >/dev/null 2>&1
