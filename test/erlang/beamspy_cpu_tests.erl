@@ -103,8 +103,15 @@ c_frames() ->
     case re:run(Notes, "C frames unwound with DWARF") of
         {match, _} ->
             ?assert(Under >= 0.55 * All),
-            ?assert(T2B >= 20),
-            ?assert(T2BUnder >= 0.9 * T2B);
+            case frame_named(Nodes, <<"term_to_binary_1 [beam.smp]">>) of
+                true ->
+                    ?assert(T2B >= 20),
+                    ?assert(T2BUnder >= 0.9 * T2B);
+                false ->
+                    %% Debian's OTP 29 beam.smp keeps no static symbols:
+                    %% its C functions are named by address there.
+                    ?debugMsg("SKIP term_to_binary's share: beam.smp names no term_to_binary_1 here")
+            end;
         nomatch ->
             ?assertMatch({match, _}, re:run(Notes, "C frames not unwound: ")),
             ?debugMsg("SKIP the share under bif_loop/2: C frames not unwound here")
@@ -112,6 +119,10 @@ c_frames() ->
     assert_clean().
 
 %% Samples whose path holds every one of Frames.
+%% Whether any node of a tree is the frame named Frame.
+frame_named(Nodes, Frame) ->
+    lists:keymember(Frame, 3, Nodes).
+
 samples_under_all(Nodes, Frames) ->
     M = node_map(Nodes),
     lists:sum([S || {Id, _, _, S, _, _} <- Nodes, S > 0,
@@ -137,12 +148,23 @@ two_workers(A, B) ->
               [samples(TA), InA, samples(TB), InB]),
     ?assert(InA >= 50),
     ?assert(InB >= 50),
-    ?assertEqual(0, samples_under(TA, Beta)),
-    ?assertEqual(0, samples_under(TB, Alpha)),
-    %% Every sample of alpha/1 anywhere is the alpha worker's.
-    AllAlpha = lists:sum([samples_under(N, Alpha) || {_, N} <- maps:get(processes, P)]),
-    ?assertEqual(InA, AllAlpha),
+    assert_told_apart(P, {TA, Alpha, InA}, {TB, Beta, InB}),
     assert_clean().
+
+%% Each worker's function is its own worker's in at least 95% of its
+%% samples anywhere (issue 23's bound), and at most 5% of it shows in the
+%% other worker. Not 100%: a sample taken as a scheduler switches from one
+%% process to the next can name the process already chosen while the frame
+%% pointers still walk the one leaving (1 of 132 seen on OTP 29).
+assert_told_apart(P, {TA, Alpha, InA}, {TB, Beta, InB}) ->
+    AllAlpha = lists:sum([samples_under(N, Alpha) || {_, N} <- maps:get(processes, P)]),
+    AllBeta = lists:sum([samples_under(N, Beta) || {_, N} <- maps:get(processes, P)]),
+    ?debugFmt("alpha/1: ~w of ~w samples in the alpha worker; beta/1: ~w of ~w in the beta worker",
+              [InA, AllAlpha, InB, AllBeta]),
+    ?assert(InA >= 0.95 * AllAlpha),
+    ?assert(InB >= 0.95 * AllBeta),
+    ?assert(samples_under(TA, Beta) =< 0.05 * InB),
+    ?assert(samples_under(TB, Alpha) =< 0.05 * InA).
 
 %% Runs Test(A, B) with the two named workers, and ends them whatever
 %% happens: a failed check must not leave the names taken (the next test's
@@ -294,9 +316,8 @@ whole_vm_untraced(A, B) ->
               [samples(TA), InA, samples(TB), InB]),
     ?assert(InA >= 50),
     ?assert(InB >= 50),
-    %% A function run only by one process: all its samples under it.
-    ?assertEqual(InA, lists:sum([samples_under(N, Alpha) || {_, N} <- maps:get(processes, P)])),
-    ?assertEqual(InB, lists:sum([samples_under(N, Beta) || {_, N} <- maps:get(processes, P)])),
+    %% A function run only by one process: its samples under it.
+    assert_told_apart(P, {TA, Alpha, InA}, {TB, Beta, InB}),
     assert_clean().
 
 %% apply/2 of a call that spawns a child: the caller is traced for its
