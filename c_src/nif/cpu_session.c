@@ -518,19 +518,21 @@ static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t
     }
     c->c_leaf++;
     size_t n;
-    struct fragment_ret tmp, *f;
+    struct fragment_ret tmp, *f = NULL;
+    int under_fragment = 0, framed = 0;
     if (jit) {
         c->reached_jit++;
-        if (in_fragment(c, at.ip) && !is_scheduler_fragment(c, at.ip - 1) &&
-            (f = fragment_ret_of(c, at.ip, &tmp)) != NULL && f->shape.frame) {
-            c->fragment_first++;
-            uint64_t ret = framed_fragment_caller(c, smp, &stack, &at, f);
-            if (ret == 0)
-                c->callers_missed++, f->missed++;
-            n = framed_fragment_chain(c, smp, &stack, &mem, nd, &at, ret);
-            goto check;
-        }
-        if (in_fragment(c, at.ip) && !is_scheduler_fragment(c, at.ip - 1)) {
+        under_fragment = in_fragment(c, at.ip) && !is_scheduler_fragment(c, at.ip - 1);
+        framed = under_fragment && (f = fragment_ret_of(c, at.ip, &tmp)) != NULL && f->shape.frame;
+    }
+    if (framed) {
+        c->fragment_first++;
+        uint64_t ret = framed_fragment_caller(c, smp, &stack, &at, f);
+        if (ret == 0)
+            c->callers_missed++, f->missed++;
+        n = framed_fragment_chain(c, smp, &stack, &mem, nd, &at, ret);
+    } else {
+        if (under_fragment) {
             c->fragment_first++;
             if (bs_erl_caller(at.bp, &stack, &mem, BS_ERL_CALLER_MAX_WORDS, is_erlang_code, c, &caller) ==
                 BS_ERL_CALLER_FOUND) {
@@ -541,10 +543,9 @@ static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t
                 c->callers_refused++;
             }
         }
+        n = bs_callchain_splice(c->dwarf, nd, jit, &at, &stack, &mem, smp->ips, smp->n_ips, c->unwound,
+                                BS_CPU_MAX_CHAIN);
     }
-    n = bs_callchain_splice(c->dwarf, nd, jit, &at, &stack, &mem, smp->ips, smp->n_ips, c->unwound,
-                            BS_CPU_MAX_CHAIN);
-check:
     /* The walk after the first JIT frame reads the Erlang process's stack
      * when the sample is drained, not when it was taken: a frame there that
      * is not JIT code (Erlang function or fragment) means the memory has
