@@ -20,9 +20,23 @@ total_fail=0
 # own, after the output: the test's title (the last "  module: name..."
 # line, up to its "...") is named with it, and below it, indented, what
 # the test printed (its first 3 lines) and EUnit's reason ("**error:..."
-# joined into one line), so that CI's last lines say why, not only which.
+# joined into one line, its middle cut when long), and under a C case's
+# FAIL the lines of its log that say what failed (an assertion, a
+# sanitizer's or valgrind's error), so that CI's last lines say why, not
+# only which.
 failure_lines() {
-    awk 'function flush_reason() { if (reason != "") print "      why: " reason; reason = ""; in_reason = 0 }
+    awk 'function flush_reason() {
+            if (length(reason) > 230) reason = substr(reason, 1, 110) " ... " substr(reason, length(reason) - 110)
+            if (reason != "") print "      why: " reason
+            reason = ""; in_reason = 0
+        }
+        in_log && /^    / {
+            if (logged < 6 && $0 ~ /[Ee]rror|ERROR|FAIL|[Ff]ailure|[Aa]ssert|definitely|possibly|Invalid|uninitialised|Segmentation|Aborted/) {
+                l = $0; gsub(/^ +/, "", l); print "      log: " l; logged++
+            }
+            next
+        }
+        { in_log = 0 }
         in_reason && /^  output:|^ *$|^  [A-Za-z0-9_]+: .*\.\.\./ { flush_reason() }
         in_reason { r = $0; gsub(/^ +/, "", r); reason = reason r; next }
         /^\*\*[a-z]+:/ && want_reason { in_reason = 1; want_reason = 0; reason = $0; next }
@@ -36,6 +50,7 @@ failure_lines() {
             line = $0
             if (line ~ /^[ \t]*\*(failed|timed out)\*[ \t]*$/ && title != "") line = title " " line
             print line
+            if (line ~ /last lines of/) { in_log = 1; logged = 0 }
             if (line ~ /\*(failed|timed out)\*/) {
                 for (i = 1; i <= n && i <= 3; i++) print "      printed: " printed[i]
                 n = 0

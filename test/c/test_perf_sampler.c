@@ -582,16 +582,20 @@ static void test_sampling_with_stack_copies(void **state)
            r->walks_equal, r->walk_frames);
     assert_int_equal(st.malformed, 0);
     assert_true(r->samples >= 30); /* 300 ms at 999 Hz: ~300 on a quiet machine */
-    assert_int_equal(r->with_regs, r->samples);
-    assert_int_equal(st.with_regs, r->samples);
-    assert_int_equal(r->ip_is_leaf, r->samples);
+    /* Every sample of a running thread has its registers and a user chain
+     * that starts at its ip; a sample taken as the thread exits (its memory
+     * map already gone) has neither, and the worker exits while sampled:
+     * at most two such (under valgrind, whose thread exit is long). */
+    assert_int_equal(st.with_regs, r->with_regs);
+    assert_true(r->with_regs + 2 >= r->samples);
+    assert_true(r->ip_is_leaf + 2 >= r->with_regs);
     assert_true(r->max_copy > 0 && r->max_copy <= BS_PERF_STACK_BYTES);
     assert_int_equal(st.stack_bytes_used, r->max_copy);
     if (RUNNING_ON_VALGRIND) {
         /* valgrind runs the thread on a stack of its own */
         printf("SKIP [valgrind] sp in the thread's stack, the walk through the copy (valgrind runs translated code)\n");
     } else {
-        assert_int_equal(r->sp_in_stack, r->samples);
+        assert_true(r->sp_in_stack + 2 >= r->samples);
         /* spin_inner's first two instructions have no frame yet: a rare sample there differs */
         assert_true(r->walks * 2 >= r->samples);
         assert_true(r->walks_equal + 2 >= r->walks);
