@@ -391,6 +391,8 @@ loop(#{lease := Lease} = S) ->
         {Ref, From, poll} ->
             From ! {Ref, {ok, progress(S)}},
             loop(S);
+        {_Ref, _From, renew} -> % the tool awaits a poll's answer: the lease goes on
+            loop(S);
         {Ref, From, arm} when is_map_key(seq, map_get(job, S)) ->
             From ! {Ref, seq_arm(maps:get(job, S))},
             loop(S);

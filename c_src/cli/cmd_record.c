@@ -31,6 +31,7 @@
 #include "job_group.h"
 #include "remote.h"
 #include "stop_signals.h"
+#include "tick_keeper.h"
 
 #define CMD "record"
 #define POLL_MS 250
@@ -493,6 +494,25 @@ static int say_left_out(const record_args *a, const bs_job_group *g, int fetched
     return a->job.strict ? first : BS_EXIT_PARTIAL;
 }
 
+/* A cluster's nodes share one node's timeline: traced over n nodes, each
+ * keeps the first BS_DEFAULT_TIMELINE_CALLS / n calls in time order
+ * unless --timeline says how many. The timeline is what makes a node's
+ * profile large (a busy node fills a million calls, about 16 MB, in a few
+ * seconds), and the merged profile holds every node's: shared, the tool's
+ * memory and the bytes fetched stay those of one node however many nodes
+ * there are, while the flame graphs, tables and call counts stay whole.
+ * Said on stderr. */
+static void share_timeline(bs_job_spec *s, int n)
+{
+    if (n < 2 || s->timeline >= 0 || s->sample || s->cpu || s->top)
+        return;
+    s->timeline = BS_DEFAULT_TIMELINE_CALLS / n;
+    fprintf(stderr,
+            "beamspy: %d nodes: each keeps a timeline of its first %lld calls in time order (one node's %d "
+            "shared; --timeline N for N per node); flame graphs, tables and counts are whole\n",
+            n, s->timeline, BS_DEFAULT_TIMELINE_CALLS);
+}
+
 static int record(record_args *a)
 {
     int n = a->remote.n_nodes;
@@ -535,12 +555,17 @@ static int record(record_args *a)
         r.rc = BS_EXIT_FAILURE;
     } else if (first >= 0) {
         bs_remote_choose_names(&nodes[first], &a->job.elixir);
-        if (bs_job_group_start(&g, &a->job) > 0)
+        share_timeline(&a->job, g.attached);
+        if (bs_job_group_start(&g, &a->job, POLL_MS) > 0)
             watch_jobs(a, &g, &signals.waiting_mask);
         long long stop_ms = bs_now_ms();
         bs_job_group_finish(&g, FINISH_TIMEOUT_MS, arrived, &r);
-        if (r.merged > 0 && r.rc == BS_EXIT_OK)
+        if (r.merged > 0 && r.rc == BS_EXIT_OK) {
+            bs_tick_keeper keeper;
+            bs_tick_keeper_start(&keeper, nodes, n);
             r.rc = write_profile(a, &r.all, NULL);
+            bs_tick_keeper_stop(&keeper);
+        }
         if (n > 1 || a->timings)
             bs_job_group_say_spread(&g, attach_ms, bs_now_ms() - stop_ms);
     }

@@ -130,7 +130,8 @@ void bs_job_options_usage(FILE *out)
           "                      CPU samples taken beside the trace, at --hz; the node\n"
           "                      must run with +JPperf true; no calibration) or raw\n"
           "  --timeline N        trace: calls kept in time order for flame charts,\n"
-          "                      Chrome trace and speedscope (default 1000000; 0: none)\n"
+          "                      Chrome trace and speedscope (default 1000000, shared\n"
+          "                      among the nodes of a cluster; 0: none)\n"
           "  --max-events N      trace: stop after N events (default: no limit)\n"
           "  --max-memory SIZE   trace: memory the recording may use on the node\n"
           "                      (default 256M); what protects the node\n"
@@ -352,6 +353,26 @@ static int send_request(bs_job *j, const char *what)
     bs_node_status st = bs_node_send_request(&j->remote->node, &j->pid, &request, &j->tag, err, sizeof err);
     ei_x_free(&request);
     return sent(j, st, err);
+}
+
+int bs_job_renew_send(bs_job *j)
+{
+    ei_x_buff request, tag;
+    char err[1024];
+    if (ei_x_new(&request) < 0)
+        return BS_EXIT_FAILURE;
+    if (ei_x_encode_atom(&request, "renew") < 0) {
+        ei_x_free(&request);
+        return BS_EXIT_FAILURE;
+    }
+    bs_node_status st = bs_node_send_request(&j->remote->node, &j->pid, &request, &tag, err, sizeof err);
+    ei_x_free(&request);
+    if (st == BS_NODE_OK) {
+        ei_x_free(&tag); /* no reply comes */
+        return BS_EXIT_OK;
+    }
+    bs_cli_error("%s", err);
+    return st == BS_NODE_FAILED ? BS_EXIT_FAILURE : bs_remote_exit_code(st);
 }
 
 void bs_job_forget_request(bs_job *j)

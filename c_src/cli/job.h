@@ -171,6 +171,10 @@ unsigned bs_job_start_timeout_ms(const bs_job *j);
 int bs_job_start_take(bs_job *j, bs_eterm_tree *t);
 int bs_job_poll_send(bs_job *j);
 int bs_job_poll_take(bs_job *j, bs_eterm_tree *t);
+/* Renews the job's lease without a reply (a job whose poll is not answered
+ * yet: a busy node answers late, and its lease must not run out meanwhile).
+ * BS_EXIT_OK or the exit code, said. */
+int bs_job_renew_send(bs_job *j);
 int bs_job_finish_send(bs_job *j);
 int bs_job_finish_take(bs_job *j, bs_eterm_tree *t, bs_profile *out);
 /* Waits up to timeout_ms for the reply to j's request into *out; an exit

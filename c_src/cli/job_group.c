@@ -11,6 +11,11 @@
 #include "cli.h"
 #include "stop_signals.h"
 
+/* How long an unanswered poll is waited for at least (a distribution
+ * tick's time: a node that does not answer for that long is not merely
+ * busy). */
+#define POLL_PATIENCE_MS 60000u
+
 static long long now_ns(void)
 {
     struct timespec ts;
@@ -29,7 +34,9 @@ int bs_job_group_init(bs_job_group *g, bs_job *jobs, bs_remote *nodes, int n)
     g->pfd = calloc((size_t)n, sizeof *g->pfd);
     g->pfd_node = calloc((size_t)n, sizeof *g->pfd_node);
     g->sent_ms = calloc((size_t)n, sizeof *g->sent_ms);
-    if (!g->out_code || !g->waiting || !g->pfd || !g->pfd_node || !g->sent_ms) {
+    g->deadline_ms = calloc((size_t)n, sizeof *g->deadline_ms);
+    g->renewed_ms = calloc((size_t)n, sizeof *g->renewed_ms);
+    if (!g->out_code || !g->waiting || !g->pfd || !g->pfd_node || !g->sent_ms || !g->deadline_ms || !g->renewed_ms) {
         bs_job_group_free(g);
         return -1;
     }
@@ -38,9 +45,10 @@ int bs_job_group_init(bs_job_group *g, bs_job *jobs, bs_remote *nodes, int n)
 
 void bs_job_group_free(bs_job_group *g)
 {
-    free(g->out_code), free(g->waiting), free(g->pfd), free(g->pfd_node), free(g->sent_ms);
+    free(g->out_code), free(g->waiting), free(g->pfd), free(g->pfd_node), free(g->sent_ms), free(g->deadline_ms);
+    free(g->renewed_ms);
     g->out_code = g->waiting = g->pfd_node = NULL;
-    g->sent_ms = NULL;
+    g->sent_ms = g->deadline_ms = g->renewed_ms = NULL;
     g->pfd = NULL;
 }
 
@@ -54,7 +62,7 @@ void bs_job_group_drop(bs_job_group *g, int i, int rc)
     if (g->out_code[i])
         return;
     g->out_code[i] = rc ? rc : BS_EXIT_FAILURE;
-    g->waiting[i] = 0;
+    g->waiting[i] = BS_AWAIT_NOTHING;
     bs_job_forget_request(&g->jobs[i]);
     if (g->jobs[i].started)
         g->recording--;
@@ -71,9 +79,13 @@ void bs_job_group_drop(bs_job_group *g, int i, int rc)
 
 /* What to do with node i's reply: an exit code (BS_EXIT_OK: it stays). */
 typedef int (*take_fn)(bs_job_group *g, int i, bs_eterm_tree *t, void *ctx);
+static int take_start(bs_job_group *g, int i, bs_eterm_tree *t, void *ctx);
+static int take_poll(bs_job_group *g, int i, bs_eterm_tree *t, void *ctx);
+static int take_finish(bs_job_group *g, int i, bs_eterm_tree *t, void *ctx);
 
-/* Reads node i's next message; a reply goes to take. */
-static void read_one(bs_job_group *g, int i, long long left_ms, take_fn take, void *ctx)
+/* Reads node i's next message; a reply goes to the taker of what node i
+ * awaits. */
+static void read_one(bs_job_group *g, int i, long long left_ms, void *ctx)
 {
     char err[1024];
     ei_x_buff reply;
@@ -88,7 +100,10 @@ static void read_one(bs_job_group *g, int i, long long left_ms, take_fn take, vo
     }
     if (!got)
         return;
-    g->waiting[i] = 0;
+    take_fn take = g->waiting[i] == BS_AWAIT_START ? take_start
+                   : g->waiting[i] == BS_AWAIT_POLL ? take_poll
+                                                    : take_finish;
+    g->waiting[i] = BS_AWAIT_NOTHING;
     bs_eterm_tree *t = NULL;
     int rc = bs_job_take_reply(j, &reply, index, &t);
     if (rc == BS_EXIT_OK)
@@ -113,12 +128,16 @@ static void drain_one(bs_job_group *g, int i)
     }
 }
 
-/* Reads the replies of every node with waiting set as they come, for at
- * most round_ms; a node whose answer is later than timeout_ms after its
- * request was sent is said and dropped, the others not in yet stay
- * waiting. */
-static void await_all(bs_job_group *g, unsigned round_ms, unsigned timeout_ms, const char *what, take_fn take,
-                      void *ctx)
+static const char *awaited_name(int what)
+{
+    return what == BS_AWAIT_START ? "the start" : what == BS_AWAIT_POLL ? "a poll" : "the stop";
+}
+
+/* Reads the replies of every node that awaits one as they come, for at
+ * most round_ms (or until none is awaited); a node whose answer is not in
+ * by its deadline is said and dropped, the others not in yet stay
+ * waiting. ctx goes to the finish's taker. */
+static void await_all(bs_job_group *g, unsigned round_ms, void *ctx)
 {
     long long round_end = bs_now_ms() + round_ms;
     for (;;) {
@@ -127,14 +146,14 @@ static void await_all(bs_job_group *g, unsigned round_ms, unsigned timeout_ms, c
         for (int i = 0; i < g->n; i++) {
             if (!g->waiting[i])
                 continue;
-            if (now - g->sent_ms[i] >= (long long)timeout_ms) {
-                bs_cli_error("%s: beamspy's job did not answer %s within %u ms", g->nodes[i].node.name, what,
-                             timeout_ms);
+            if (now >= g->deadline_ms[i]) {
+                bs_cli_error("%s: beamspy's job did not answer %s within %lld ms", g->nodes[i].node.name,
+                             awaited_name(g->waiting[i]), g->deadline_ms[i] - g->sent_ms[i]);
                 bs_job_group_drop(g, i, BS_EXIT_TIMEOUT);
                 continue;
             }
-            if (g->sent_ms[i] + timeout_ms < until)
-                until = g->sent_ms[i] + timeout_ms;
+            if (g->deadline_ms[i] < until)
+                until = g->deadline_ms[i];
             g->pfd[k] = (struct pollfd){.fd = g->nodes[i].node.fd, .events = POLLIN};
             g->pfd_node[k++] = i;
         }
@@ -163,18 +182,61 @@ static void await_all(bs_job_group *g, unsigned round_ms, unsigned timeout_ms, c
         for (int m = 0; ready > 0 && m < k; m++) {
             int i = g->pfd_node[m];
             if (g->pfd[m].revents && m < awaited && g->waiting[i])
-                read_one(g, i, g->sent_ms[i] + timeout_ms - bs_now_ms(), take, ctx);
+                read_one(g, i, g->deadline_ms[i] - bs_now_ms(), ctx);
             else if (g->pfd[m].revents && m >= awaited)
                 drain_one(g, i);
         }
     }
 }
 
-/* Marks node i as awaiting the request just sent. */
-static void sent_now(bs_job_group *g, int i)
+/* Marks node i as awaiting the answer to the request just sent (what),
+ * for at most timeout_ms. */
+static void sent_now(bs_job_group *g, int i, int what, unsigned timeout_ms)
 {
-    g->waiting[i] = 1;
+    g->waiting[i] = what;
     g->sent_ms[i] = bs_now_ms();
+    g->deadline_ms[i] = g->sent_ms[i] + timeout_ms;
+}
+
+/* Sends a poll to every job that is recording and awaits nothing. A job
+ * whose last poll is not answered yet keeps it outstanding and is sent a
+ * renewal of its lease instead, at most one per renew_ms: a node too busy
+ * to answer soon must not lose its job to the lease meanwhile. A poll is
+ * given up after the node's timeout or POLL_PATIENCE_MS, whichever is
+ * longer: a slow answer loses nothing, a node gone is seen by its
+ * connection. */
+static void poll_idle_jobs(bs_job_group *g, unsigned renew_ms)
+{
+    long long now = bs_now_ms();
+    for (int i = 0; i < g->n; i++) {
+        bs_job *j = &g->jobs[i];
+        if (!bs_job_group_in(g, i) || !j->started || j->done)
+            continue;
+        if (g->waiting[i] == BS_AWAIT_POLL && now - g->renewed_ms[i] >= (long long)renew_ms) {
+            int rc = bs_job_renew_send(j);
+            if (rc != BS_EXIT_OK)
+                bs_job_group_drop(g, i, rc);
+            g->renewed_ms[i] = now;
+        }
+        if (g->waiting[i])
+            continue;
+        int rc = bs_job_poll_send(j);
+        if (rc != BS_EXIT_OK) {
+            bs_job_group_drop(g, i, rc);
+            continue;
+        }
+        unsigned patience = g->nodes[i].timeout_ms > POLL_PATIENCE_MS ? g->nodes[i].timeout_ms : POLL_PATIENCE_MS;
+        sent_now(g, i, BS_AWAIT_POLL, patience);
+        g->renewed_ms[i] = g->sent_ms[i];
+    }
+}
+
+static int awaiting(const bs_job_group *g, int what)
+{
+    for (int i = 0; i < g->n; i++)
+        if (g->waiting[i] == what)
+            return 1;
+    return 0;
 }
 
 static int take_start(bs_job_group *g, int i, bs_eterm_tree *t, void *ctx)
@@ -187,9 +249,8 @@ static int take_start(bs_job_group *g, int i, bs_eterm_tree *t, void *ctx)
     return rc;
 }
 
-int bs_job_group_start(bs_job_group *g, const bs_job_spec *s)
+int bs_job_group_start(bs_job_group *g, const bs_job_spec *s, unsigned poll_ms)
 {
-    unsigned timeout = 0;
     g->start_sent_ns[0] = now_ns();
     for (int i = 0; i < g->n; i++) {
         if (!bs_job_group_in(g, i))
@@ -199,12 +260,16 @@ int bs_job_group_start(bs_job_group *g, const bs_job_spec *s)
             bs_job_group_drop(g, i, rc);
             continue;
         }
-        sent_now(g, i);
-        if (bs_job_start_timeout_ms(&g->jobs[i]) > timeout)
-            timeout = bs_job_start_timeout_ms(&g->jobs[i]);
+        sent_now(g, i, BS_AWAIT_START, bs_job_start_timeout_ms(&g->jobs[i]));
     }
     g->start_sent_ns[1] = now_ns();
-    await_all(g, timeout, timeout, "the start", take_start, NULL);
+    /* A node that started early is polled while the others are still
+     * starting: its lease would run out otherwise (a busy node can take
+     * tens of seconds to answer its start). */
+    while (awaiting(g, BS_AWAIT_START)) {
+        await_all(g, poll_ms, NULL);
+        poll_idle_jobs(g, poll_ms);
+    }
     return g->recording;
 }
 
@@ -216,23 +281,8 @@ static int take_poll(bs_job_group *g, int i, bs_eterm_tree *t, void *ctx)
 
 int bs_job_group_poll(bs_job_group *g, unsigned round_ms)
 {
-    unsigned timeout = 0;
-    for (int i = 0; i < g->n; i++) {
-        bs_job *j = &g->jobs[i];
-        if (!bs_job_group_in(g, i) || !j->started || j->done)
-            continue;
-        if (g->nodes[i].timeout_ms > timeout)
-            timeout = g->nodes[i].timeout_ms;
-        if (g->waiting[i])
-            continue; /* its last poll is not answered yet */
-        int rc = bs_job_poll_send(j);
-        if (rc != BS_EXIT_OK) {
-            bs_job_group_drop(g, i, rc);
-            continue;
-        }
-        sent_now(g, i);
-    }
-    await_all(g, round_ms, timeout, "a poll", take_poll, NULL);
+    poll_idle_jobs(g, round_ms);
+    await_all(g, round_ms, NULL);
     int running = 0;
     for (int i = 0; i < g->n; i++)
         running += bs_job_group_in(g, i) && g->jobs[i].started && !g->jobs[i].done;
@@ -275,10 +325,10 @@ int bs_job_group_finish(bs_job_group *g, unsigned timeout_ms, bs_job_group_fetch
             bs_job_group_drop(g, i, rc);
             continue;
         }
-        sent_now(g, i);
+        sent_now(g, i, BS_AWAIT_FINISH, timeout_ms);
     }
     g->stop_sent_ns[1] = now_ns();
-    await_all(g, timeout_ms, timeout_ms, "the stop", take_finish, &f);
+    await_all(g, timeout_ms, &f);
     return f.rc;
 }
 

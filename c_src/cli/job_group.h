@@ -17,13 +17,18 @@
  * must free it with bs_profile_free). Returns BS_EXIT_OK or an exit code. */
 typedef int (*bs_job_group_fetched)(void *ctx, int i, bs_profile *p);
 
+/* What a node's next reply answers. */
+enum { BS_AWAIT_NOTHING, BS_AWAIT_START, BS_AWAIT_POLL, BS_AWAIT_FINISH };
+
 typedef struct bs_job_group {
     bs_job *jobs;
     bs_remote *nodes;
     int n;
     int *out_code;          /* 0 while node i is in the run, else the exit code that took it out */
-    int *waiting;           /* a reply from node i is awaited (a late poll's: across rounds) */
+    int *waiting;           /* what node i's next reply answers (BS_AWAIT_*; a late poll's: across rounds) */
     long long *sent_ms;     /* when the awaited request was sent to node i */
+    long long *deadline_ms; /* when node i is dropped if its answer is not in */
+    long long *renewed_ms;  /* when node i's lease was last renewed (a poll or a renewal sent) */
     struct pollfd *pfd;     /* scratch */
     int *pfd_node;          /* scratch: the node of pfd[k] */
     int attached, recording, fetched; /* nodes at each stage (the progress line) */
@@ -42,14 +47,17 @@ void bs_job_group_drop(bs_job_group *g, int i, int rc);
 int bs_job_group_in(const bs_job_group *g, int i);
 
 /* Starts the job on every node in the run: all requests sent, then all
- * answers awaited. Returns the number of nodes recording. */
-int bs_job_group_start(bs_job_group *g, const bs_job_spec *s);
+ * answers awaited; the nodes already recording are polled every poll_ms
+ * meanwhile (which renews their leases). Returns the number of nodes
+ * recording. */
+int bs_job_group_start(bs_job_group *g, const bs_job_spec *s, unsigned poll_ms);
 /* Polls every job still running (which renews their leases); a job that
  * stopped by itself gets done set. Waits at most round_ms: a node slower
- * than that keeps its poll outstanding (no new one is sent to it) and is
- * left out only once its answer is later than the node's timeout, so one
- * slow node holds up neither the others' polls nor their leases. Returns
- * the number still running. */
+ * than that keeps its poll outstanding (no new one is sent to it, its
+ * lease is renewed every round_ms without a reply) and is left out only
+ * once its answer is a minute late (or later than the node's timeout), so
+ * one slow node holds up neither the others' polls nor their leases.
+ * Returns the number still running. */
 int bs_job_group_poll(bs_job_group *g, unsigned round_ms);
 /* Stops every started job (all stop requests sent at once) and hands each
  * profile to fetched as it arrives, waiting at most timeout_ms in all.

@@ -60,7 +60,8 @@ struct bs_cpu {
     unsigned hz;
     int all;                      /* every process is traced: keep the samples no one holds */
     int by_regs;                  /* a sample's process from its registers (r13), not from thread_slices */
-    bs_perf_sampler *sampler;
+    bs_perf_sampler *sampler;   /* closed (NULL) by bs_cpu_stop: the perf events go with the stop */
+    bs_perf_stats sampler_stats; /* the sampler's figures, copied at the stop for the notes */
     bs_symbols symbols;
     bs_thread_slices slices;
     bs_vm_thread threads[MAX_THREADS];
@@ -989,6 +990,12 @@ void bs_cpu_stop(bs_cpu *c)
     uint64_t last = cpu_clock_ns(CLOCK_THREAD_CPUTIME_ID);
     (void)bs_perf_sampler_drain(c->sampler, on_sample, c); /* what came in since */
     c->drain_cpu_ns += cpu_clock_ns(CLOCK_THREAD_CPUTIME_ID) - last;
+    /* The perf events and their rings are closed now, not when the session's
+     * resource is garbage collected (which can be long after a session's
+     * owner was killed): its figures stay for the notes. */
+    bs_perf_sampler_stats(c->sampler, &c->sampler_stats);
+    bs_perf_sampler_close(c->sampler);
+    c->sampler = NULL;
     uint64_t now = cpu_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
     c->vm_cpu_ns = now > c->vm_cpu_start_ns ? now - c->vm_cpu_start_ns : 0;
 }
@@ -1081,8 +1088,7 @@ int bs_cpu_export(bs_cpu *c, bs_profile *out, bs_key_namer namer, void *ctx)
             bs_profile_add_proc(out, &c->extra[i], extra_labels[i], namer, ctx) < 0)
             return -1;
     out->unit = BS_UNIT_COUNT;
-    bs_perf_stats st;
-    bs_perf_sampler_stats(c->sampler, &st);
+    bs_perf_stats st = c->sampler_stats; /* after bs_cpu_stop */
     char note[1536], join[384];
     if (c->by_regs)
         snprintf(join, sizeof join,
@@ -1191,8 +1197,7 @@ int bs_cpu_traced_export(bs_cpu *c, bs_profile *out, const uint64_t *pids, uint3
         if (pids[ti] && bs_sampled_times_apply(&out->trees[ti], keep, list, n, ns_per_sample, &sc, &st) < 0)
             goto done;
     }
-    bs_perf_stats ps;
-    bs_perf_sampler_stats(c->sampler, &ps);
+    bs_perf_stats ps = c->sampler_stats; /* after bs_cpu_stop */
     uint64_t program = c->traced_samples - c->tracer_samples;
     char note[768];
     snprintf(note, sizeof note,
