@@ -6,7 +6,10 @@
 # `record --all --duration 3s` over all of them writes one .bspy and one
 # HTML page. Per N it prints:
 #   after stop   wall time from the end of --duration (the stop requests)
-#                to the outputs written, from the tool's last line
+#                to the outputs written, from the tool's last line, and
+#                that divided by N (the nodes share this host's cores: each
+#                builds its profile on them, so the total grows with N; the
+#                time per node is what must stay flat)
 #   attach/node  the tool's attach time (connect, checks, code delivery of
 #                every node) divided by N
 #   start, stop  the spread of the tool's send instants of the start and
@@ -81,9 +84,9 @@ start_nodes() {
 
 field() { sed -n "s/.*$1.*/\\1/p" "$2" | tail -1; }
 
-printf '| N | after stop (s) | attach/node (ms) | start spread (ms) | stop spread (ms) | wall (s) | max RSS (MiB) | nodes written |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n' >"$RESULTS"
-first_after="" first_attach="" first_rss=""
-last_n="" last_after="" last_attach="" last_rss=""
+printf '| N | after stop (s) | after stop/node (s) | attach/node (ms) | start spread (ms) | stop spread (ms) | wall (s) | max RSS (MiB) | nodes written |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n' >"$RESULTS"
+first_after="" first_per="" first_attach="" first_rss=""
+last_n="" last_after="" last_per="" last_attach="" last_rss=""
 for n in $SIZES; do
     say "N=$n: starting $n nodes"
     start_nodes "$n" || { say "N=$n: a node did not start"; stop_nodes; continue; }
@@ -111,17 +114,19 @@ for n in $SIZES; do
         [ -z "$nodes_written" ] && nodes_written=$([ "$written" -gt 0 ] && echo "$n" || echo 0)
     fi
     [ -n "$attach" ] && attach=$((attach / n))
+    per=""
+    [ -n "$after" ] && per=$(awk -v m="$after" -v n="$n" 'BEGIN { printf "%.2f", m / 1000 / n }')
     [ -n "$after" ] && after=$(awk -v m="$after" 'BEGIN { printf "%.2f", m / 1000 }')
     say "N=$n: exit $rc, wall $wall ms, after stop ${after:--} s, attach/node ${attach:--} ms, RSS $rss MiB"
-    printf '| %s | %s | %s | %s | %s | %.1f | %s | %s of %s |\n' "$n" "${after:--}" "${attach:--}" "${start:--}" \
+    printf '| %s | %s | %s | %s | %s | %s | %.1f | %s | %s of %s |\n' "$n" "${after:--}" "${per:--}" "${attach:--}" "${start:--}" \
         "${stop:--}" "$(awk -v w="$wall" 'BEGIN { print w / 1000 }')" "$rss" "$nodes_written" "$n" >>"$RESULTS"
-    if [ -z "$first_rss" ]; then first_after=$after first_attach=$attach first_rss=$rss; fi
-    last_n=$n last_after=$after last_attach=$attach last_rss=$rss
+    if [ -z "$first_rss" ]; then first_after=$after first_per=$per first_attach=$attach first_rss=$rss; fi
+    last_n=$n last_after=$after last_per=$per last_attach=$attach last_rss=$rss
 done
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2fx", a / b }'; }
 {
     echo
-    echo "N=$last_n over N=1: after stop $(ratio "$last_after" "$first_after"), attach per node $(ratio "$last_attach" "$first_attach"), max RSS $(ratio "$last_rss" "$first_rss")"
+    echo "N=$last_n over N=1: after stop $(ratio "$last_after" "$first_after") in all, $(ratio "$last_per" "$first_per") per node; attach per node $(ratio "$last_attach" "$first_attach"); max RSS $(ratio "$last_rss" "$first_rss")"
 } >>"$RESULTS"
 cat "$RESULTS"

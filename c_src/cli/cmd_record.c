@@ -446,8 +446,10 @@ static int arrived(void *ctx, int i, bs_profile *p)
 }
 
 /* Why node i was left out, in a few words. */
-static const char *left_out_reason(int code)
+static const char *left_out_reason(int code, const bs_node *node)
 {
+    if (node->job_ended)
+        return "its job ended by itself, unheard within its lease";
     switch (code) {
     case BS_EXIT_NODE_NOT_FOUND:
         return "not found";
@@ -485,7 +487,7 @@ static int say_left_out(const record_args *a, const bs_job_group *g, int fetched
     for (int i = 0, k = 0; i < g->n && w < sizeof line; i++)
         if (g->out_code[i])
             w += (size_t)snprintf(line + w, sizeof line - w, "%s %s (%s, exit %d)", k++ ? "," : "",
-                                  g->nodes[i].node.name, left_out_reason(g->out_code[i]), g->out_code[i]);
+                                  g->nodes[i].node.name, left_out_reason(g->out_code[i], &g->nodes[i].node), g->out_code[i]);
     if (w >= sizeof line)
         memcpy(line + sizeof line - 4, "...", 4);
     fprintf(stderr, "%s\n", line);

@@ -292,6 +292,7 @@ bs_node_status bs_node_receive_reply(bs_node *n, const ei_x_buff *tag, unsigned 
         return BS_NODE_OK;
     }
     if ((msg.msgtype == ERL_SEND || msg.msgtype == ERL_REG_SEND) && job_ended(reply, n->name, err, err_size)) {
+        n->job_ended = 1;
         ei_x_free(reply);
         return BS_NODE_FAILED;
     }

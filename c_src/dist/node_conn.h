@@ -34,6 +34,7 @@ typedef struct bs_node {
     char host[BS_NODE_NAME_MAX + 1];
     int long_names;                    /* chosen from the name's form: a '.' in the host */
     unsigned long long requests;       /* tags of bs_node_request */
+    int job_ended;                     /* a job there said it ended by itself (its lease ran out) */
 } bs_node;
 
 /* Where a cookie comes from, in order: an explicit value, a file, or

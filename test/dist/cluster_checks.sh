@@ -4,7 +4,9 @@
 # (kill -9 of its OS process) while the others record: the rest written,
 # the loss said naming it, exit 11 (with --strict: the lost node's own
 # code, 9); a node that rejects the cookie given for all: said and skipped;
-# nothing of beamspy left on any node that survived. Its nodes are g1..g5,
+# nothing of beamspy left on any node that survived; traced, the nodes share
+# one node's timeline; a node slow to start costs no other node its lease.
+# Its nodes are g1..g5 and gs,
 # its own: c2 of the cpu checks has beamspy on its code path.
 
 echo "--- record over a cluster"
@@ -80,7 +82,50 @@ check "a node rejecting the cookie: the others are recorded" bash -c "grep -q '^
 bs record --node "$g1" --node "$g5" --all --mode sample --duration 1s --strict -o "$out/refused_strict.folded" \
     2>/dev/null
 check "a node rejecting the cookie, --strict: exit 6" [ $? -eq 6 ]
+printf 'erlang:halt().\n' | "$erl_call" -sname "${tag}_g5" -c "other$cookie" -e >/dev/null 2>&1
+
+# Traced over several nodes, the nodes share one node's timeline (said),
+# and every node is in the time-ordered output too.
+bs record --node "$g1" --node "$g2" --all --duration 1s -o "$out/shared.folded" -o "$out/shared.trace.json" \
+    2>"$out/shared.err"
+check "trace over 2 nodes: exit 0" [ $? -eq 0 ]
+check "trace over 2 nodes: the shared timeline is said" \
+    grep -q "2 nodes: each keeps a timeline of its first 500000 calls" "$out/shared.err"
+check "trace over 2 nodes: both nodes in the Chrome trace" \
+    bash -c "grep -q '$g1' '$out/shared.trace.json' && grep -q '$g2' '$out/shared.trace.json'"
+bs record --node "$g1" --node "$g2" --all --duration 1s --timeline 1000 -o "$out/own.folded" 2>"$out/own.err"
+check "trace over 2 nodes, --timeline given: nothing shared, nothing said" \
+    bash -c "! grep -q 'each keeps a timeline' '$out/own.err'"
+
+# A node slow to start: gs (one scheduler) runs a watcher at max priority
+# that, once a beamspy job process appears there, spins for 3 s, so that
+# gs answers its start 3 s late. The node that started at once is polled
+# meanwhile, so its lease (1 s) does not run out while gs starts (before,
+# the tool polled no node until every start was answered, and lost it).
+# Both are recorded.
+start_node gs +S 1:1 || fail setup "node gs did not start"
+gs=$(node_name gs)
+rpc gs '
+    Spin = fun S(T) -> case erlang:monotonic_time(millisecond) < T of true -> S(T); false -> ok end end,
+    IsJob = fun(P) -> erlang:process_info(P, initial_call) =:= {initial_call, {beamspy_agent, init, 4}} end,
+    Watch = fun W() ->
+                case lists:any(IsJob, erlang:processes()) of
+                    true -> Spin(erlang:monotonic_time(millisecond) + 3000);
+                    false -> receive after 1 -> W() end
+                end
+            end,
+    spawn(fun() -> process_flag(priority, max), Watch() end), ok.' >/dev/null
+bs record --node "$g1" --node "$gs" --all --duration 2s --lease 1s --timings -o "$out/slow.folded" 2>"$out/slow.err"
+rc=$?
+echo "    slow node: $(grep -o 'the last answered after [0-9]* ms' "$out/slow.err") (the lease: 1000 ms)"
+late=$(sed -n 's/.*the last answered after \([0-9]*\) ms.*/\1/p' "$out/slow.err")
+check "a node slow to start: it answered its start after more than the lease" [ "${late:-0}" -gt 1000 ]
+check "a node slow to start: exit 0" [ $rc -eq 0 ]
+check "a node slow to start: the quick node is recorded" grep -q "^$g1;" "$out/slow.folded"
+check "a node slow to start: the slow node is recorded" grep -q "^$gs;" "$out/slow.folded"
+check "a node slow to start: no lease ran out" bash -c "! grep -q 'ended by itself' '$out/slow.err'"
+stop_node gs
+
 for c in g1 g2 g3; do
     check "after the cluster runs: nothing of beamspy left on $c" wait_clean "$c" 15
 done
-printf 'erlang:halt().\n' | "$erl_call" -sname "${tag}_g5" -c "other$cookie" -e >/dev/null 2>&1
