@@ -12,7 +12,12 @@
 #include "../dist/eterm.h"
 #include "../dist/node_conn.h"
 
-#define BS_REMOTE_MAX_NODES 64
+/* Nodes one command talks to at most. ei (erl_interface) waits on a
+ * connection with select(2), which takes descriptors below FD_SETSIZE
+ * (1024): 512 nodes keep every descriptor of the tool below it with room
+ * to spare. Past that, ei's socket callbacks would have to wait with
+ * poll(2) instead. */
+#define BS_REMOTE_MAX_NODES 512
 /* --cluster seeds and --exclude-node names given at most. */
 #define BS_REMOTE_MAX_SEEDS BS_REMOTE_MAX_NODES
 #define BS_REMOTE_MAX_EXCLUDED 1024
