@@ -24,7 +24,7 @@ void bs_cli_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    flockfile(stderr); /* one line whole, whichever thread says it (attach_all.c) */
+    flockfile(stderr); /* one line whole, whichever thread says it (nodes_at_once.c) */
     fputs("beamspy: ", stderr);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);

@@ -25,7 +25,7 @@
 #include "cli.h"
 #include "defaults.h"
 #include "function_arg.h"
-#include "attach_all.h"
+#include "nodes_at_once.h"
 #include "job.h"
 #include "cluster.h"
 #include "job_group.h"
@@ -530,7 +530,7 @@ static int record(record_args *a)
     bs_stop_signals_catch(&signals);
 
     /* Every node attached (and its code delivered: several at once, see
-     * attach_all.h) before any recording starts, so the nodes record the
+     * nodes_at_once.h) before any recording starts, so the nodes record the
      * same stretch of time; a node that cannot be attached is left out (one
      * node: the run ends there). */
     for (int i = 0; i < n; i++)
@@ -572,8 +572,7 @@ static int record(record_args *a)
             bs_job_group_say_spread(&g, attach_ms, bs_now_ms() - stop_ms);
     }
     bs_profile_free(&r.all);
-    for (int i = 0; i < n; i++)
-        bs_remote_detach(&nodes[i]);
+    bs_detach_all(nodes, n); /* beamspy's code removed from every node, several at once */
     int rc = say_left_out(a, &g, g.fetched);
     if (r.rc != BS_EXIT_OK)
         rc = r.rc;

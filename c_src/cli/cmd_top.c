@@ -31,6 +31,7 @@
 #include "dump_names.h"
 #include "job.h"
 #include "cluster.h"
+#include "nodes_at_once.h"
 #include "remote.h"
 #include "term_frame.h"
 
@@ -546,8 +547,8 @@ static int top(top_args *a)
         if (jobs[i].started)
             bs_job_stop(&jobs[i]);
         bs_job_free(&jobs[i]);
-        bs_remote_detach(&nodes[i]);
     }
+    bs_detach_all(nodes, n);
     free(nodes), free(jobs), free(reports), free(rows);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
