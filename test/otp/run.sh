@@ -10,7 +10,9 @@
 # erlang, elixir, cli and dist layers inside, with an epmd of the chroot on
 # its own port (ERL_EPMD_PORT) so that the host's epmd is left alone. Then
 # the host's bin/beamspy (the host's OTP) must refuse a node of the chroot's
-# release with exit 7, naming both releases. The c, fuzz and browser layers
+# release with exit 7, naming both releases, and a record over a host node
+# and that node must record the host's, name the other as left out (exit
+# 11) and leave nothing on the host's node. The c, fuzz and browser layers
 # are not repeated: they do not depend on the OTP release; inside, the
 # layers see BEAMSPY_OTP_REPEAT=1 and leave out their checks that do not
 # either (the Mix/rebar3 packaging projects, dist's no-files checks), to
@@ -241,7 +243,43 @@ else
     else
         fail "mixed releases: the message does not name both releases"
     fi
-    # The node (like everything else in the chroot) is ended by cleanup.
+    # A cluster of a host node and the chroot's: the node of the other
+    # release is said and left out, the host's is recorded (exit 11), and
+    # nothing of beamspy is left on the host's node.
+    host_node="bsmixh$$"
+    erl_call=$(ls "$(erl -noshell -eval 'io:format("~s", [code:root_dir()]), halt().')"/lib/erl_interface-*/bin/erl_call |
+        head -1)
+    ERL_EPMD_PORT=$port erl -sname "$host_node" -setcookie "$cookie" -detached -noinput \
+        -eval 'spawn(fun F() -> _ = lists:sort([rand:uniform(1000) || _ <- lists:seq(1, 200)]), F() end)'
+    i=0
+    until in_chroot "epmd -names" 2>/dev/null | grep -q "name $host_node "; do
+        i=$((i + 1))
+        [ "$i" -gt 300 ] && break
+        sleep 0.1
+    done
+    ERL_EPMD_PORT=$port "$root/bin/beamspy" record --node "$host_node@$(hostname -s)" \
+        --node "$name@$(hostname -s)" --all --mode sample --duration 1s -o "$dir/work/mixed.folded" \
+        --cookie-file "$cookie_file" 2>"$dir/work/mixed_cluster.err"
+    rc=$?
+    cat "$dir/work/mixed_cluster.err"
+    if [ "$rc" -eq 11 ]; then ok "mixed releases, a cluster: exit 11 (partial)"
+    else fail "mixed releases, a cluster: exit $rc, not 11"; fi
+    if grep -q "left out: $name@$(hostname -s) (cannot run beamspy, exit 7)" "$dir/work/mixed_cluster.err"; then
+        ok "mixed releases, a cluster: the OTP $release node is said and left out"
+    else
+        fail "mixed releases, a cluster: the OTP $release node is not named as left out"
+    fi
+    if grep -q "^$host_node@" "$dir/work/mixed.folded" 2>/dev/null; then
+        ok "mixed releases, a cluster: the OTP $host_rel node is recorded"
+    else
+        fail "mixed releases, a cluster: the OTP $host_rel node is not in the profile"
+    fi
+    left=$(printf '%s\n' '[M || {M, _} <- code:all_loaded(), lists:prefix("beamspy", atom_to_list(M))].' |
+        ERL_EPMD_PORT=$port "$erl_call" -sname "$host_node" -c "$cookie" -e 2>/dev/null)
+    if [ "$left" = "{ok, []}" ]; then ok "mixed releases, a cluster: nothing of beamspy left on the OTP $host_rel node"
+    else fail "mixed releases, a cluster: left on the OTP $host_rel node: $left"; fi
+    printf 'erlang:halt().\n' | ERL_EPMD_PORT=$port "$erl_call" -sname "$host_node" -c "$cookie" -e >/dev/null 2>&1
+    # The chroot's node (like everything else in the chroot) is ended by cleanup.
 fi
 
 finish
