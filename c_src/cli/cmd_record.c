@@ -496,6 +496,20 @@ static int say_left_out(const record_args *a, const bs_job_group *g, int fetched
     return a->job.strict ? first : BS_EXIT_PARTIAL;
 }
 
+/* The merged profile's nodes in the order they were named (they were
+ * merged in the order they answered, which changes from run to run). */
+static void order_nodes(bs_profile *all, const bs_remote *nodes, int n)
+{
+    const char **labels = calloc((size_t)n, sizeof *labels);
+    if (labels) {
+        for (int i = 0; i < n; i++)
+            labels[i] = nodes[i].node.name;
+    }
+    if (!labels || bs_profile_order_roots(all, labels, (size_t)n) < 0)
+        bs_cli_error("warning: out of memory: the nodes are in the order they answered");
+    free(labels);
+}
+
 /* A cluster's nodes share one node's timeline: traced over n nodes, each
  * keeps the first BS_DEFAULT_TIMELINE_CALLS / n calls in time order
  * unless --timeline says how many. The timeline is what makes a node's
@@ -562,6 +576,8 @@ static int record(record_args *a)
             watch_jobs(a, &g, &signals.waiting_mask);
         long long stop_ms = bs_now_ms();
         bs_job_group_finish(&g, FINISH_TIMEOUT_MS, arrived, &r);
+        if (r.merged > 0 && r.rc == BS_EXIT_OK)
+            order_nodes(&r.all, nodes, n);
         if (r.merged > 0 && r.rc == BS_EXIT_OK) {
             bs_tick_keeper keeper;
             bs_tick_keeper_start(&keeper, nodes, n);

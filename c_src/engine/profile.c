@@ -402,6 +402,46 @@ fail:
     return -1;
 }
 
+/* The rank of a tree for bs_profile_order_roots: its root's place in the
+ * list, then its place in the profile (a stable order). */
+typedef struct tree_rank {
+    uint64_t key;
+    bs_ptree tree;
+} tree_rank;
+
+static int by_rank(const void *x, const void *y)
+{
+    uint64_t a = ((const tree_rank *)x)->key, b = ((const tree_rank *)y)->key;
+    return a < b ? -1 : a > b;
+}
+
+int bs_profile_order_roots(bs_profile *p, const char *const *labels, size_t n)
+{
+    if (p->n_trees < 2)
+        return 0;
+    tree_rank *r = malloc((size_t)p->n_trees * sizeof *r);
+    if (!r)
+        return -1;
+    for (uint32_t t = 0; t < p->n_trees; t++) {
+        uint64_t place = n;
+        if (p->trees[t].n_nodes > 0) {
+            const char *root = bs_frame_name(&p->frames, p->trees[t].nodes[0].frame);
+            for (size_t i = 0; i < n; i++)
+                if (labels[i] && strcmp(labels[i], root) == 0) {
+                    place = i;
+                    break;
+                }
+        }
+        r[t].key = place << 32 | t;
+        r[t].tree = p->trees[t];
+    }
+    qsort(r, p->n_trees, sizeof *r, by_rank);
+    for (uint32_t t = 0; t < p->n_trees; t++)
+        p->trees[t] = r[t].tree;
+    free(r);
+    return 0;
+}
+
 int bs_profile_add_under(bs_profile *dst, const bs_profile *src, const char *root_label)
 {
     uint32_t root = intern_str(dst, root_label);
@@ -426,10 +466,24 @@ int bs_profile_add_under(bs_profile *dst, const bs_profile *src, const char *roo
         dst->has_timeline = src->has_timeline;
     }
     /* Each node has its own clock: its spans are placed by wall-clock start
-     * relative to the first node's (never before the profile's start). */
-    int64_t offset_ns = (src->meta.start_unix_us - dst->meta.start_unix_us) * 1000;
-    if (!src->meta.start_unix_us || !dst->meta.start_unix_us || offset_ns < 0)
-        offset_ns = 0;
+     * relative to the earliest node's. Profiles come in the order the nodes
+     * answered, not the order they started: one that started before those
+     * already in moves their spans later and becomes the start. */
+    int64_t offset_ns = 0;
+    if (!first && src->meta.start_unix_us && dst->meta.start_unix_us) {
+        offset_ns = (src->meta.start_unix_us - dst->meta.start_unix_us) * 1000;
+        if (offset_ns < 0) {
+            uint64_t later = (uint64_t)-offset_ns;
+            for (uint32_t t = 0; t < dst->n_trees; t++)
+                for (uint32_t k = 0; k < dst->trees[t].n_spans; k++) {
+                    dst->trees[t].spans[k].start_ns += later;
+                    dst->trees[t].spans[k].end_ns += later;
+                }
+            dst->duration_ns += later;
+            dst->meta.start_unix_us = src->meta.start_unix_us;
+            offset_ns = 0;
+        }
+    }
     for (uint32_t ti = 0; ti < src->n_trees; ti++) {
         const bs_ptree *s = &src->trees[ti];
         /* A synthetic root (no process frame) is replaced by the node frame;

@@ -140,9 +140,16 @@ uint32_t bs_ptree_notes(const bs_ptree *t, uint32_t node, uint64_t start_ns, con
 /* Adds every tree of src to dst under a new root frame root_label (the
  * node a profile was recorded on: `beamspy record` of several nodes). The
  * first profile added gives dst its unit, metadata and clock; the spans of
- * later ones are shifted by the difference of wall-clock starts. Returns 0
+ * all are placed by the difference of wall-clock starts from the earliest
+ * (a profile that started before those already added moves theirs later). Returns 0
  * or -1 (out of memory; dst may hold part of src then). */
 int bs_profile_add_under(bs_profile *dst, const bs_profile *src, const char *root_label);
+/* Orders the trees of a combined profile by their root's place in
+ * labels[0..n) (a tree whose root is none of them goes last), keeping the
+ * order of trees under the same root: the nodes in the order they were
+ * named, whatever order they answered in. 0, or -1 (out of memory; the
+ * order unchanged). */
+int bs_profile_order_roots(bs_profile *p, const char *const *labels, size_t n);
 
 /* Deep copy (frames, trees, spans, metadata). Returns 0 or -1. */
 int bs_profile_clone(const bs_profile *src, bs_profile *dst);

@@ -2,7 +2,8 @@
  * of several nodes combined under one root frame per node, as `beamspy
  * record --node a --node b` writes them. Inputs are folded stacks read with
  * the real reader; the result is checked through the real folded writer,
- * totals, units, truncation and time-ordered spans. */
+ * totals, units, truncation and time-ordered spans, the earliest node's
+ * clock whatever order the nodes came in, the nodes in the order named. */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
@@ -113,12 +114,76 @@ static void test_truncation_and_spans(void **state)
     bs_profile_free(&all);
 }
 
+/* A profile added after another but started before it: the later one
+ * becomes the start, the spans already in move later by the difference. */
+static void test_earlier_node_answers_later(void **state)
+{
+    (void)state;
+    bs_profile a, b, all;
+    read_folded_text("<0.1.0>;m:f/0 10\n", &a);
+    read_folded_text("<0.2.0>;m:g/0 10\n", &b);
+    for (int k = 0; k < 2; k++) {
+        bs_profile *p = k ? &b : &a;
+        p->has_timeline = 1;
+        p->start_ns = k ? 7000 : 1000;
+        p->duration_ns = 1000;
+        p->meta.start_unix_us = k ? 995 : 1000; /* b started 5 us before a */
+        p->trees[0].spans = malloc(sizeof *p->trees[0].spans);
+        assert_non_null(p->trees[0].spans);
+        p->trees[0].spans[0] = (bs_pspan){1, p->start_ns + 100, p->start_ns + 200};
+        p->trees[0].n_spans = 1;
+    }
+    assert_int_equal(bs_profile_init(&all), 0);
+    assert_int_equal(bs_profile_add_under(&all, &a, "a@h"), 0); /* a answered first */
+    assert_int_equal(bs_profile_add_under(&all, &b, "b@h"), 0);
+    assert_int_equal(all.meta.start_unix_us, 995);
+    /* a's span: 100 ns after a's start, 5000 ns after b's. */
+    assert_int_equal(all.trees[0].spans[0].start_ns, 1000 + 5000 + 100);
+    assert_int_equal(all.trees[0].spans[0].end_ns, 1000 + 5000 + 200);
+    /* b's span: 100 ns after the start, now b's. */
+    assert_int_equal(all.trees[1].spans[0].start_ns, 1000 + 100);
+    assert_int_equal(all.duration_ns, 5000 + 1000);
+    bs_profile_free(&a);
+    bs_profile_free(&b);
+    bs_profile_free(&all);
+}
+
+/* The nodes in the order named, whatever order they were added in; the
+ * trees under one node keep their order; a root named by none goes last. */
+static void test_nodes_in_the_order_named(void **state)
+{
+    (void)state;
+    bs_profile a, b, c, all;
+    read_folded_text("<0.1.0>;m:f/0 10\n<0.3.0>;m:h/0 3\n", &a);
+    read_folded_text("<0.2.0>;m:g/0 10\n", &b);
+    read_folded_text("<0.4.0>;m:k/0 1\n", &c);
+    assert_int_equal(bs_profile_init(&all), 0);
+    assert_int_equal(bs_profile_add_under(&all, &c, "stray@h"), 0);
+    assert_int_equal(bs_profile_add_under(&all, &b, "b@h"), 0);
+    assert_int_equal(bs_profile_add_under(&all, &a, "a@h"), 0);
+    const char *named[] = {"a@h", "b@h"};
+    assert_int_equal(bs_profile_order_roots(&all, named, 2), 0);
+    const char *roots[] = {"a@h", "a@h", "b@h", "stray@h"};
+    const char *procs[] = {"<0.1.0>", "<0.3.0>", "<0.2.0>", "<0.4.0>"};
+    assert_int_equal(all.n_trees, 4);
+    for (uint32_t t = 0; t < 4; t++) {
+        assert_string_equal(bs_frame_name(&all.frames, all.trees[t].nodes[0].frame), roots[t]);
+        assert_string_equal(bs_frame_name(&all.frames, all.trees[t].nodes[1].frame), procs[t]);
+    }
+    bs_profile_free(&a);
+    bs_profile_free(&b);
+    bs_profile_free(&c);
+    bs_profile_free(&all);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_nodes_under_their_names),
         cmocka_unit_test(test_stacks_without_a_process_frame),
         cmocka_unit_test(test_truncation_and_spans),
+        cmocka_unit_test(test_earlier_node_answers_later),
+        cmocka_unit_test(test_nodes_in_the_order_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
