@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,7 +161,12 @@ bs_node_status bs_node_connect(bs_node *n, const char *name, const char *cookie,
 
     char self_host[BS_NODE_NAME_MAX + 1], self_alive[64], self_name[BS_NODE_NAME_MAX * 2 + 2];
     own_host(n->long_names, self_host, sizeof self_host);
-    snprintf(self_alive, sizeof self_alive, "beamspy_%ld", (long)getpid());
+    /* A name of its own for each connection: a node refuses a second
+     * connection from a name it still counts as connected, and a
+     * connection just closed (the one --cluster used to find the nodes) can
+     * still count for a moment. */
+    static atomic_uint connections;
+    snprintf(self_alive, sizeof self_alive, "beamspy_%ld_%u", (long)getpid(), atomic_fetch_add(&connections, 1));
     snprintf(self_name, sizeof self_name, "%s@%s", self_alive, self_host);
     struct in_addr any = {0};
     unsigned creation = (unsigned)(time(NULL) ^ (getpid() << 8)) | 1u;
