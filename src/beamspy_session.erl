@@ -575,15 +575,18 @@ switch_on_seeded(Backend, P, Flags, Waiting) ->
             ok % gone meanwhile
     end.
 
-%% On OTP 29 (29.1) a process suspended while it waits in `receive ...
-%% after', whose tracing is switched on by a trace session with an
-%% erl_tracer module and local call patterns, and then resumed, often never
-%% sees its timeout fire (a VM bug: about half of such processes stay
-%% waiting; OTP 25 and 27 are exact, OTP 28 is not tested and treated as
-%% 29). There a waiting process is switched on without suspending it: it
-%% cannot run before a message or its timeout comes.
-suspend_while_switching_on(Waiting) ->
-    list_to_integer(erlang:system_info(otp_release)) < 28 orelse not Waiting.
+%% From OTP 27 (trace sessions) a process suspended while its tracing is
+%% switched on by a session with an erl_tracer module and local call
+%% patterns, and then resumed, can stay stuck: on OTP 29.1 about half of
+%% those waiting in `receive ... after' never saw their timeout fire; on
+%% OTP 27 `beamspy run --when-started ex_unit -- mix test' hung now and
+%% then (3 runs in 20), every process waiting, once with a process
+%% suspended as it waited (ExUnit's formatter then waited for ever on the
+%% terminal's writer). There no process is suspended: if one runs in that
+%% moment, its first events are taken against the stack read just before.
+%% OTP 25, without trace sessions, is exact.
+suspend_while_switching_on(_Waiting) ->
+    list_to_integer(erlang:system_info(otp_release)) < 27.
 
 %% Call patterns. A session that samples CPU traces no call, except those
 %% that halt the VM when it writes the files at halt (until_halt).
