@@ -35,6 +35,22 @@ static char *folded_of(const bs_profile *p)
     return buf;
 }
 
+/* Gives p's first tree a timeline of one span of its leaf, 100 to 200 ns
+ * after p's start: start_ns on p's own clock, start_unix_us its wall-clock
+ * start, duration_ns its length (0: left as read). */
+static void one_span(bs_profile *p, uint64_t start_ns, int64_t start_unix_us, uint64_t duration_ns)
+{
+    p->has_timeline = 1;
+    p->start_ns = start_ns;
+    p->meta.start_unix_us = start_unix_us;
+    if (duration_ns)
+        p->duration_ns = duration_ns;
+    p->trees[0].spans = malloc(sizeof *p->trees[0].spans);
+    assert_non_null(p->trees[0].spans);
+    p->trees[0].spans[0] = (bs_pspan){1, p->start_ns + 100, p->start_ns + 200};
+    p->trees[0].n_spans = 1;
+}
+
 static void test_two_nodes_under_their_names(void **state)
 {
     (void)state;
@@ -85,16 +101,8 @@ static void test_truncation_and_spans(void **state)
     read_folded_text("<0.2.0>;m:g/0 10\n", &b);
     /* Give both a timeline: one span of the leaf each; b started 3 us
      * after a on the wall clock, on a clock of its own. */
-    for (int k = 0; k < 2; k++) {
-        bs_profile *p = k ? &b : &a;
-        p->has_timeline = 1;
-        p->start_ns = k ? 5000000 : 1000;
-        p->meta.start_unix_us = k ? 1003 : 1000;
-        p->trees[0].spans = malloc(sizeof *p->trees[0].spans);
-        assert_non_null(p->trees[0].spans);
-        p->trees[0].spans[0] = (bs_pspan){1, p->start_ns + 100, p->start_ns + 200};
-        p->trees[0].n_spans = 1;
-    }
+    one_span(&a, 1000, 1000, 0);
+    one_span(&b, 5000000, 1003, 0);
     bs_profile_set_truncated(&b, "max_events");
     assert_int_equal(bs_profile_init(&all), 0);
     assert_int_equal(bs_profile_add_under(&all, &a, "a@h"), 0);
@@ -122,17 +130,8 @@ static void test_earlier_node_answers_later(void **state)
     bs_profile a, b, all;
     read_folded_text("<0.1.0>;m:f/0 10\n", &a);
     read_folded_text("<0.2.0>;m:g/0 10\n", &b);
-    for (int k = 0; k < 2; k++) {
-        bs_profile *p = k ? &b : &a;
-        p->has_timeline = 1;
-        p->start_ns = k ? 7000 : 1000;
-        p->duration_ns = 1000;
-        p->meta.start_unix_us = k ? 995 : 1000; /* b started 5 us before a */
-        p->trees[0].spans = malloc(sizeof *p->trees[0].spans);
-        assert_non_null(p->trees[0].spans);
-        p->trees[0].spans[0] = (bs_pspan){1, p->start_ns + 100, p->start_ns + 200};
-        p->trees[0].n_spans = 1;
-    }
+    one_span(&a, 1000, 1000, 1000);
+    one_span(&b, 7000, 995, 1000); /* b started 5 us before a */
     assert_int_equal(bs_profile_init(&all), 0);
     assert_int_equal(bs_profile_add_under(&all, &a, "a@h"), 0); /* a answered first */
     assert_int_equal(bs_profile_add_under(&all, &b, "b@h"), 0);
