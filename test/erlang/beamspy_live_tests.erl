@@ -124,18 +124,18 @@ check_live_profile(#{processes := Ps, truncated := Tr, events := E, dropped := D
                      memory_peak := Mem, duration_ns := Dur}) ->
     ?assert(lists:member(Tr, [false, max_memory, max_processes, max_events, max_duration])),
     [?assert(is_integer(X) andalso X >= 0) || X <- [E, D, Mem, Dur]],
-    Strict = otp_release() < 28,
+    Strict = otp_release() < 27,
     [begin
          [{0, undefined, L, _, _, _} | Rest] = N,
          Seeded = [{Id, P} || {Id, P, F, _, _, 0} <- Rest,
                               not lists:member(F, [<<"WAIT">>, <<"RUNNABLE">>, <<"SLEEP">>, <<"GC">>])],
-         %% From OTP 28 a waiting process is switched on before its stack is
-         %% read and seeded (beamspy_session), so events of its own may come
-         %% first (a message arrives meanwhile): the seeded stack, read after
-         %% them, then runs from the root through frames they called (a
-         %% server's loop called again), and a seeded frame may hang from
-         %% any of them. Before 28 the process is suspended meanwhile and
-         %% the rule is strict.
+         %% From OTP 27 a process is switched on without being suspended
+         %% (beamspy_session), so events of its own may come before its
+         %% stack is read and seeded (a message arrives meanwhile): the
+         %% seeded stack, read after them, then runs from the root through
+         %% frames they called (a server's loop called again), and a seeded
+         %% frame may hang from any of them. On OTP 25 the process is
+         %% suspended meanwhile and the rule is strict.
          case Strict of
              true ->
                  Roots = [Id || {Id, 0, _, _, _, _} <- Rest],
@@ -639,7 +639,7 @@ new_traced_elsewhere_legacy() ->
     assert_live_clean([server()]).
 
 %% A process already waiting in a receive when a live session starts: its
-%% wait is WAIT, not time in its top frame (on OTP 28+ it is switched on
+%% wait is WAIT, not time in its top frame (from OTP 27 it is switched on
 %% without being suspended, so no in/out event tells the engine before it
 %% runs again).
 waiting_process_sleeps_test() ->
