@@ -213,6 +213,16 @@ for l in $layers; do
     failed=$((failed + f))
 done
 
+# wait_registered NAME: until the chroot's epmd knows node NAME (30 s at most).
+wait_registered() {
+    local i=0
+    until in_chroot "epmd -names" 2>/dev/null | grep -q "name $1 "; do
+        i=$((i + 1))
+        [ "$i" -gt 300 ] && break
+        sleep 0.1
+    done
+}
+
 # Mixed releases: the host's tool carries beamspy built for the host's OTP;
 # a node of the chroot's release must be refused with exit 7, and the message
 # must name both releases.
@@ -226,12 +236,7 @@ else
     cookie_file="$dir/work/cookie"
     (umask 077 && printf '%s' "$cookie" >"$cookie_file")
     in_chroot "erl -sname $name -setcookie $cookie -detached -noinput"
-    i=0
-    until in_chroot "epmd -names" 2>/dev/null | grep -q "name $name "; do
-        i=$((i + 1))
-        [ "$i" -gt 300 ] && break
-        sleep 0.1
-    done
+    wait_registered "$name"
     ERL_EPMD_PORT=$port "$root/bin/beamspy" dump --node "$name@$(hostname -s)" \
         --cookie-file "$cookie_file" >"$dir/work/mixed.out" 2>"$dir/work/mixed.err"
     rc=$?
@@ -251,12 +256,7 @@ else
         head -1)
     ERL_EPMD_PORT=$port erl -sname "$host_node" -setcookie "$cookie" -detached -noinput \
         -eval 'spawn(fun F() -> _ = lists:sort([rand:uniform(1000) || _ <- lists:seq(1, 200)]), F() end)'
-    i=0
-    until in_chroot "epmd -names" 2>/dev/null | grep -q "name $host_node "; do
-        i=$((i + 1))
-        [ "$i" -gt 300 ] && break
-        sleep 0.1
-    done
+    wait_registered "$host_node"
     ERL_EPMD_PORT=$port "$root/bin/beamspy" record --node "$host_node@$(hostname -s)" \
         --node "$name@$(hostname -s)" --all --mode sample --duration 1s -o "$dir/work/mixed.folded" \
         --cookie-file "$cookie_file" 2>"$dir/work/mixed_cluster.err"
