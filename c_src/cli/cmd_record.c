@@ -576,9 +576,8 @@ static int record(record_args *a)
             watch_jobs(a, &g, &signals.waiting_mask);
         long long stop_ms = bs_now_ms();
         bs_job_group_finish(&g, FINISH_TIMEOUT_MS, arrived, &r);
-        if (r.merged > 0 && r.rc == BS_EXIT_OK)
-            order_nodes(&r.all, nodes, n);
         if (r.merged > 0 && r.rc == BS_EXIT_OK) {
+            order_nodes(&r.all, nodes, n);
             bs_tick_keeper keeper;
             bs_tick_keeper_start(&keeper, nodes, n);
             r.rc = write_profile(a, &r.all, NULL);

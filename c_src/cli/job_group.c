@@ -214,8 +214,10 @@ static void poll_idle_jobs(bs_job_group *g, unsigned renew_ms)
             continue;
         if (g->waiting[i] == BS_AWAIT_POLL && now - g->renewed_ms[i] >= (long long)renew_ms) {
             int rc = bs_job_renew_send(j);
-            if (rc != BS_EXIT_OK)
-                bs_job_group_drop(g, i, rc);
+            if (rc != BS_EXIT_OK) {
+                bs_job_group_drop(g, i, rc); /* out of the run: no poll either */
+                continue;
+            }
             g->renewed_ms[i] = now;
         }
         if (g->waiting[i])
