@@ -476,13 +476,75 @@ int bs_job_start_take(bs_job *j, bs_eterm_tree *t)
     return BS_EXIT_OK;
 }
 
+/* Whether t is {busy, {unloading, _}} (a job start refused while
+ * beamspy's code is being removed) or {undef, [{beamspy..., _, _, _} | _]}
+ * (a call of beamspy's code once deleted). */
+static int code_gone_term(const bs_eterm *t)
+{
+    const bs_eterm *busy = bs_eterm_tagged(t, "busy");
+    if (busy && bs_eterm_tagged(busy, "unloading"))
+        return 1;
+    const bs_eterm *stack = bs_eterm_tagged(t, "undef");
+    const bs_eterm *top = bs_eterm_kind_of(stack) == BS_ET_LIST ? bs_eterm_item(stack, 0) : NULL;
+    const bs_eterm *mod = bs_eterm_kind_of(top) == BS_ET_TUPLE ? bs_eterm_item(top, 0) : NULL;
+    return bs_eterm_kind_of(mod) == BS_ET_ATOM && strncmp(bs_eterm_text(mod), "beamspy", 7) == 0;
+}
+
+/* Whether a start's answer says beamspy's code went away: one of the
+ * shapes of code_gone_term, wrapped as each job kind wraps its failures
+ * ({error, {job_failed, _}}, {error, {sampler_failed, _}}, {badrpc,
+ * {'EXIT', _}}, ...): the answer's 2-tuples are looked into, breadth
+ * first, at most 64 of them, without recursion. */
+static int code_went_away(const bs_eterm *root)
+{
+    const bs_eterm *queue[64];
+    size_t head = 0, tail = 0;
+    queue[tail++] = root;
+    while (head < tail) {
+        const bs_eterm *t = queue[head++];
+        if (code_gone_term(t))
+            return 1;
+        for (size_t k = 0; k < 2 && bs_eterm_kind_of(t) == BS_ET_TUPLE && bs_eterm_size(t) == 2; k++)
+            if (tail < sizeof queue / sizeof queue[0])
+                queue[tail++] = bs_eterm_item(t, k);
+    }
+    return 0;
+}
+
+int bs_job_start_again(bs_job *j, const bs_eterm_tree *t, int *rc)
+{
+    if (j->starts_again >= BS_JOB_STARTS_AGAIN || !code_went_away(bs_eterm_root(t)))
+        return 0;
+    char err[1024];
+    bs_remote *r = j->remote;
+    bs_cli_error("%s: beamspy's code was being removed there (the job of a tool that went away ended) as this "
+                "tool attached: delivering it again", r->node.name);
+    bs_node_status st = bs_redeliver_code(&r->node, &r->delivery, r->timeout_ms, err, sizeof err);
+    if (st != BS_NODE_OK) {
+        bs_cli_error("%s", err);
+        *rc = st == BS_NODE_FAILED ? BS_EXIT_FAILURE : bs_remote_exit_code(st);
+        return 1;
+    }
+    int again = j->starts_again + 1;
+    *rc = bs_job_start_send(j, r, j->spec);
+    j->starts_again = again;
+    return 1;
+}
+
 int bs_job_start(bs_job *j, bs_remote *r, const bs_job_spec *s)
 {
     bs_eterm_tree *t = NULL;
     int rc = bs_job_start_send(j, r, s);
-    if (rc == BS_EXIT_OK)
+    while (rc == BS_EXIT_OK) {
         rc = bs_job_await(j, bs_job_start_timeout_ms(j), &t);
-    return rc == BS_EXIT_OK ? bs_job_start_take(j, t) : rc;
+        if (rc != BS_EXIT_OK)
+            break;
+        if (!bs_job_start_again(j, t, &rc))
+            return bs_job_start_take(j, t);
+        bs_eterm_free(t);
+        t = NULL;
+    }
+    return rc;
 }
 
 static unsigned long long map_uint(const bs_eterm *map, const char *key)

@@ -74,6 +74,7 @@ typedef struct bs_job {
     ei_x_buff tag;                    /* while awaiting: the tag of the reply awaited */
     int awaiting;                     /* a request sent, its reply not read yet */
     int started, done, lost;
+    int starts_again;                 /* starts sent again after beamspy's code went away */
     bs_job_progress progress;
     bs_eterm_tree *last_poll;         /* the last poll's answer (top reads its report) */
     bs_early_stop early_stop;         /* after finish: a limit that ended it early */
@@ -169,6 +170,14 @@ int bs_job_finish(bs_job *j, unsigned timeout_ms, bs_profile *out);
 int bs_job_start_send(bs_job *j, bs_remote *r, const bs_job_spec *s);
 unsigned bs_job_start_timeout_ms(const bs_job *j);
 int bs_job_start_take(bs_job *j, bs_eterm_tree *t);
+/* Before bs_job_start_take: 1 when the start's answer t says beamspy's
+ * code went away from the node after it was found there (a tool that went
+ * away had left a job, which removed the code as this tool attached): the
+ * code is delivered again once that removal is over, the start is sent
+ * again and *rc says how that went (t is the caller's to free). At most
+ * BS_JOB_STARTS_AGAIN times; 0 otherwise. */
+#define BS_JOB_STARTS_AGAIN 2
+int bs_job_start_again(bs_job *j, const bs_eterm_tree *t, int *rc);
 int bs_job_poll_send(bs_job *j);
 int bs_job_poll_take(bs_job *j, bs_eterm_tree *t);
 /* Renews the job's lease without a reply (a job whose poll is not answered

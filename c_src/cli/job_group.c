@@ -244,7 +244,14 @@ static int awaiting(const bs_job_group *g, int what)
 static int take_start(bs_job_group *g, int i, bs_eterm_tree *t, void *ctx)
 {
     (void)ctx;
-    int rc = bs_job_start_take(&g->jobs[i], t);
+    int rc;
+    if (bs_job_start_again(&g->jobs[i], t, &rc)) {
+        bs_eterm_free(t);
+        if (rc == BS_EXIT_OK)
+            sent_now(g, i, BS_AWAIT_START, bs_job_start_timeout_ms(&g->jobs[i]));
+        return rc;
+    }
+    rc = bs_job_start_take(&g->jobs[i], t);
     if (rc == BS_EXIT_OK)
         g->recording++;
     g->started_ns = now_ns();

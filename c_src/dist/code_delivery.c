@@ -434,6 +434,56 @@ bs_node_status bs_deliver_code(bs_node *n, bs_delivery *d, unsigned tmo, char *e
     return st;
 }
 
+/* Until no unload of beamspy holds the node's lock (the registered name
+ * beamspy_unloading, taken by whoever removes beamspy's code), at most
+ * tmo ms: erlang:whereis/1 every 50 ms. */
+static bs_node_status await_unload(bs_node *n, unsigned tmo, char *err, size_t err_size)
+{
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        ei_x_buff a;
+        call_result c;
+        if (bs_call_args(&a, "a", "beamspy_unloading") < 0)
+            return BS_NODE_FAILED;
+        bs_node_status st = call(n, "erlang", "whereis", &a, tmo, &c, err, err_size);
+        if (st != BS_NODE_OK)
+            return st;
+        int over = decode_is_atom(&c, "undefined");
+        ei_x_free(&c.r);
+        if (over)
+            return BS_NODE_OK;
+        if (elapsed_ms(&t0) > tmo) {
+            snprintf(err, err_size, "beamspy's code was being removed from %s for more than %u ms", n->name, tmo);
+            return BS_NODE_TIMEOUT;
+        }
+        struct timespec pause = {0, 50 * 1000000L};
+        nanosleep(&pause, NULL);
+    }
+}
+
+bs_node_status bs_redeliver_code(bs_node *n, bs_delivery *d, unsigned tmo, char *err, size_t err_size)
+{
+    bs_delivery before = *d;
+    bs_node_status st = await_unload(n, tmo, err, err_size);
+    if (st == BS_NODE_OK)
+        st = bs_deliver_code(n, d, tmo, err, err_size);
+    /* What the first delivery loaded is the tool's to remove as well. */
+    for (unsigned k = 0; k < before.n_loaded; k++) {
+        unsigned m = before.loaded[k], have = 0;
+        while (have < d->n_loaded && d->loaded[have] != m)
+            have++;
+        if (have == d->n_loaded && d->n_loaded < BS_DELIVERY_MAX_MODULES) {
+            d->loaded[d->n_loaded] = m;
+            d->reload[d->n_loaded++] = before.reload[k];
+        } else if (have < d->n_loaded) {
+            d->reload[have] = before.reload[k];
+        }
+    }
+    d->load_ms += before.load_ms;
+    return st;
+}
+
 bs_node_status bs_remove_code(bs_node *n, const bs_delivery *d, unsigned tmo, int *deferred, char *err,
                               size_t err_size)
 {

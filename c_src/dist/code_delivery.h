@@ -33,6 +33,12 @@ typedef struct bs_delivery {
  * loaded; other statuses as bs_node_call. */
 bs_node_status bs_deliver_code(bs_node *n, bs_delivery *d, unsigned timeout_ms, char *err, size_t err_size);
 
+/* Delivers again on a node where beamspy's code went away after
+ * bs_deliver_code found it there (the job of a tool that went away
+ * removed it as this tool attached): waits, at most timeout_ms, for that
+ * removal to be over, then delivers; d keeps what either delivery loaded. */
+bs_node_status bs_redeliver_code(bs_node *n, bs_delivery *d, unsigned timeout_ms, char *err, size_t err_size);
+
 /* Unloads what bs_deliver_code loaded (and reloads the node's own version
  * of a module it replaced), once no beamspy job runs on the node: while one
  * runs (another tool's, or one started there by other means), *deferred is

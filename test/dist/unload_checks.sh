@@ -89,3 +89,39 @@ check "session under a tool's job: stops as it would alone" \
     is_true n1 'case application:get_env(bsd_unload, stopped) of {ok, {ok, _}} -> true; _ -> false end.'
 check "session under a tool's job: once it has stopped the last job out removes beamspy's code" wait_clean n1 15
 check "session under a tool's job: no trace pattern or flag, no old code left" wait_capture_clean n1 20
+
+echo "--- code removed as the tool attaches: delivered again"
+# The job of a tool that went away removes beamspy's code when it ends; a
+# tool attaching meanwhile found the code there (same version: nothing to
+# deliver) and its start then met the removal: refused while it held the
+# node's lock, or undef once the modules were deleted. Deterministic here:
+# beamspy is left on n1 (--keep), then a process takes the unloading lock
+# and keeps it until a job has been refused (it sees check_start called,
+# traced); the tool must wait for the lock, deliver again and record.
+bs record --node "$n1" --all --mode sample --duration 1s --keep -o "$out/keep_first.folded" \
+    >/dev/null 2>"$out/keep_first.err"
+check "code removed as the tool attaches: a first record with --keep leaves beamspy on n1" \
+    is_true n1 'erlang:module_loaded(beamspy_jobs).'
+rpc n1 'application:unset_env(bsd_unload, refused_seen), Parent = self(),
+        H = spawn(fun() ->
+                      1 = erlang:trace_pattern({beamspy_jobs, check_start, 0}, true, [local]),
+                      erlang:trace(new_processes, true, [call]),
+                      true = register(beamspy_unloading, self()),
+                      Parent ! {held, self()},
+                      Seen = receive {trace, _, call, {beamspy_jobs, check_start, []}} -> true
+                             after 120000 -> false end,
+                      erlang:trace(all, false, [call]),
+                      erlang:trace_pattern({beamspy_jobs, check_start, 0}, false, [local]),
+                      application:set_env(bsd_unload, refused_seen, Seen)
+                  end),
+        receive {held, H} -> ok end.' >/dev/null
+bs record --node "$n1" --all --mode sample --duration 1s -o "$out/again.folded" 2>"$out/again.err"
+rc=$?
+check "code removed as the tool attaches: the record succeeds" [ $rc -eq 0 ]
+check "code removed as the tool attaches: a job was refused under the lock first" \
+    is_true n1 'application:get_env(bsd_unload, refused_seen) =:= {ok, true}.'
+check "code removed as the tool attaches: the tool says it delivers again" \
+    grep -q "beamspy's code was being removed there.*delivering it again" "$out/again.err"
+check "code removed as the tool attaches: a profile is written" [ -s "$out/again.folded" ]
+rpc n1 'beamspy_agent:release(beamspy_jobs:loaded_modules()).' >/dev/null
+check "code removed as the tool attaches: nothing left on n1 once released" wait_clean n1 15
