@@ -1159,15 +1159,19 @@ cpu_scope(_, Nif) -> Nif.
 %% Mode cpu traces only scheduling (which process runs on which thread)
 %% where the samples cannot name their process (beamspy_cpu:join/0). Where
 %% they can, a session of every process traces nothing, one of chosen
-%% processes only their spawns (`procs', with set_on_spawn) when their
-%% children or new processes are wanted; the samples come from the kernel.
-%% The `call' flag of until_halt catches halting calls only (beamspy_session).
+%% processes their spawns (`procs', with set_on_spawn) when their children
+%% or new processes are wanted, and their garbage collections: a large one
+%% runs on a dirty scheduler from C, where no sample names its process, and
+%% the NIF takes the collection's start and end there (on dirty threads
+%% only) to name it. The samples come from the kernel. The `call' flag of
+%% until_halt catches halting calls only (beamspy_session).
 trace_flags(#{mode := cpu} = Opts, Targets) ->
     Spawns = maps:get(children, Opts) orelse maps:get(new, Targets, false),
     Halt = [call || maps:get(until_halt, Opts, false)],
     case {beamspy_cpu:join(), Targets} of
         {registers, #{existing := all, new := true}} -> Halt;
-        {registers, _} -> [procs || Spawns] ++ [set_on_spawn || maps:get(children, Opts)] ++ Halt;
+        {registers, _} -> [procs || Spawns] ++ [set_on_spawn || maps:get(children, Opts)] ++ Halt
+                              ++ [garbage_collection];
         {running, _} -> [running, exiting] ++ [set_on_spawn || maps:get(children, Opts)] ++ Halt
     end;
 trace_flags(Opts, _Targets) ->

@@ -12,6 +12,7 @@
 -module(bench_cpu_attribute).
 
 -export([rule/0, perf_frame/2, beamspy_tree/2, shares/1, tvd/2, top/2]).
+-export([leaf_rule/0, perf_leaf/2, beamspy_leaves/1]).
 
 -define(NOT_CPU, [<<"WAIT">>, <<"RUNNABLE">>, <<"SLEEP">>]).
 
@@ -23,6 +24,60 @@ rule() ->
     "workload function that called it; what reaches no such frame is [unattributed] (coverage = "
     "attributed share); WAIT/RUNNABLE/SLEEP (not CPU) are left out; TVD = half the sum over "
     "functions of |p - q| on the attributed shares".
+
+%% @doc The second rule, as printed with the results. It needs no
+%% unwinding: perf's leaf is the sampled instruction's own function, exact
+%% whatever the stack, so it judges the sampling and the naming, where the
+%% first rule also judges each side's unwinding (and perf's own unwinding
+%% reaches a workload frame for only some of its samples).
+-spec leaf_rule() -> string().
+leaf_rule() ->
+    "each sample of a scheduler thread goes to its leaf, the function of the sampled instruction (an "
+    "Erlang function or JIT fragment by the JIT's perf map, a C function by its ELF symbol, an address "
+    "with no symbol as `[file]`); beamspy's frames by their self time; WAIT/RUNNABLE/SLEEP left out".
+
+%% @doc The leaf-rule key of a perf frame: its symbol and file.
+-spec perf_leaf(binary(), binary()) -> binary().
+perf_leaf(<<$$, Sym/binary>>, _Dso) ->
+    case binary:split(Sym, <<"-CodeInfoPrologue">>) of
+        [S, <<>>] -> jit_key(S);
+        _ -> jit_key(Sym)
+    end;
+perf_leaf(<<"[unknown]">>, Dso) ->
+    <<$[, (filename:basename(Dso))/binary, $]>>;
+perf_leaf(Sym, _Dso) ->
+    Sym.
+
+jit_key(<<"global::", _/binary>> = Fragment) -> Fragment;
+jit_key(Sym) ->
+    case binary:split(Sym, <<":">>) of
+        [Mod, Fun] -> unquote(Mod, Fun);
+        _ -> Sym
+    end.
+
+%% @doc A beamspy profile's self times by the leaf rule: #{Key => Ns}.
+-spec beamspy_leaves([{binary(), [beamspy:tree_node()]}]) -> #{binary() => non_neg_integer()}.
+beamspy_leaves(Processes) ->
+    lists:foldl(fun({_, Nodes}, Acc0) ->
+                        lists:foldl(fun({_, _, Frame, Self, _, _}, Acc) when Self > 0 ->
+                                            case lists:member(Frame, ?NOT_CPU) of
+                                                true -> Acc;
+                                                false -> maps:update_with(beamspy_leaf(Frame), fun(N) -> N + Self end,
+                                                                          Self, Acc)
+                                            end;
+                                       (_, Acc) -> Acc
+                                    end, Acc0, Nodes)
+                end, #{}, Processes).
+
+%% beamspy spells a JIT fragment `[JIT] global::name', a C function
+%% `name [file]', an address with no symbol `[file]'.
+beamspy_leaf(<<"[JIT] ", Fragment/binary>>) -> Fragment;
+beamspy_leaf(<<$[, _/binary>> = Frame) -> Frame;
+beamspy_leaf(Frame) ->
+    case binary:split(Frame, <<" [">>) of
+        [Sym, _File] -> Sym;
+        [_] -> jit_key(Frame)
+    end.
 
 %% @doc The key of a perf frame symbol (`$mod:fun/arity' from the JIT's
 %% perf map) when its module is one of Modset's, else false.

@@ -12,7 +12,7 @@
 %%% on stdout (run.sh copies it to bench/build/cpu_fidelity.md).
 -module(bench_cpu_fidelity).
 
--export([main/0, main/1, columns/0]).
+-export([main/0, main/1, columns/0, repeat/3]).
 
 -define(TOP, 10).
 
@@ -60,9 +60,9 @@ main([BuildDir]) ->
     io:format("# CPU-time fidelity: beamspy against perf~n~n"
               "OTP ~s, ~w schedulers, ~s UTC; perf record -F 999 -e cpu-clock:u of the untraced "
               "workload in a fresh VM (`+JPperf true +sbwt none`), `--call-graph dwarf` and `fp`.~n~n"
-              "Attribution rule: ~s.~n",
+              "Attribution rule: ~s.~n~nLeaf rule: ~s.~n",
               [erlang:system_info(otp_release), erlang:system_info(schedulers_online), now_utc(),
-               bench_cpu_attribute:rule()]),
+               bench_cpu_attribute:rule(), bench_cpu_attribute:leaf_rule()]),
     _ = [report(R) || R <- Results],
     summary(Results),
     io:format("~nWall time of the whole bench: ~w s.~n", [(erlang:monotonic_time(millisecond) - T0) div 1000]),
@@ -89,7 +89,8 @@ perf(Mod, CallGraph, BuildDir) ->
     case bench_cpu_perf:record(Mod, CallGraph, BuildDir, Mod:modules()) of
         {ok, #{counts := C, unattributed := U, samples := N} = R} ->
             progress("~s: ~w samples in the window, ~w attributed, ~w ms", [Mod, N, N - U, maps:get(ms, R)]),
-            {ok, R#{shares => bench_cpu_attribute:shares(C), coverage => (N - U) / max(N, 1)}};
+            {ok, R#{shares => bench_cpu_attribute:shares(C), coverage => (N - U) / max(N, 1),
+                    leaf_shares => bench_cpu_attribute:shares(maps:get(leaves, R))}};
         {error, Why} ->
             progress("~s: perf failed: ~p", [Mod, Why]),
             {error, lists:flatten(io_lib:format("~p", [Why]))}
@@ -98,17 +99,34 @@ perf(Mod, CallGraph, BuildDir) ->
 column(Name, Mod, Input, Label, Opts, Modset) ->
     progress("~s: ~s", [Name, Label]),
     T0 = erlang:monotonic_time(millisecond),
-    case beamspy:profile({Mod, run, [Input]}, maps:merge(base_options(), Opts)) of
+    %% mode cpu costs the workload nothing measurable: it runs as often as
+    %% in perf's VM (as many samples, the same heap's life); a traced run
+    %% is slow, and its shares are those of one run.
+    MFA = case maps:get(mode, Opts, trace) of
+              cpu -> {?MODULE, repeat, [Mod, Input, Mod:perf_runs()]};
+              _ -> {Mod, run, [Input]}
+          end,
+    case beamspy:profile(MFA, maps:merge(base_options(), Opts)) of
         {ok, #{profile := #{processes := Procs} = Profile}} ->
             Ms = erlang:monotonic_time(millisecond) - T0,
             {Ns, Unattr} = bench_cpu_attribute:beamspy_tree(Procs, Modset),
             Total = Unattr + lists:sum(maps:values(Ns)),
             progress("~s: ~s: ~w ms, ~w events", [Name, Label, Ms, maps:get(events, Profile)]),
-            {ok, #{shares => bench_cpu_attribute:shares(Ns), coverage => (Total - Unattr) / max(Total, 1),
+            Leaves = case maps:get(mode, Opts, trace) of
+                         cpu -> #{leaf_shares => bench_cpu_attribute:shares(bench_cpu_attribute:beamspy_leaves(Procs))};
+                         _ -> #{} % a traced tree's frames are Erlang functions: no leaf to compare
+                     end,
+            {ok, Leaves#{shares => bench_cpu_attribute:shares(Ns), coverage => (Total - Unattr) / max(Total, 1),
                    cpu_ms => Total div 1000000, ms => Ms, truncated => maps:get(truncated, Profile)}};
         {error, Why} ->
             {error, lists:flatten(beamspy:format_error(Why))}
     end.
+
+%% @doc Runs Mod's workload N times, as bench_cpu_child does under perf.
+-spec repeat(module(), term(), pos_integer()) -> ok.
+repeat(Mod, Input, N) ->
+    _ = [Mod:run(Input) || _ <- lists:seq(1, N)],
+    ok.
 
 %%% Report ----------------------------------------------------------------
 
@@ -126,7 +144,37 @@ report(#{name := Name, desc := Desc, perf := Perf, columns := Cols}) ->
     io:format("~nTop ~w functions of each side (share of the attributed time, %):~n~n| function |~s~n|---|~s~n",
               [?TOP, [[" ", L, " |"] || {L, _} <- Sides], [["---:|"] || _ <- Sides]]),
     _ = [io:format("| `~ts` |~s~n", [K, [[" ", cell(K, R), " |"] || {_, R} <- Sides]]) || {_, K} <- Sorted],
+    leaf_report(Perf, Cols).
+
+%% The leaf rule's table: perf's leaves of both runs together (a leaf needs
+%% no unwinding: both call graphs give the same one), mode cpu's.
+leaf_report(Perf, Cols) ->
+    Ref = perf_leaves(Perf),
+    Sides = [{"perf (both runs)", Ref} | [{L, R} || {L, {ok, #{leaf_shares := _}} = R} <- Cols]],
+    Ok = [{L, S} || {L, {ok, #{leaf_shares := S}}} <- Sides],
+    Rows = lists:usort(lists:append([[K || {K, _} <- bench_cpu_attribute:top(S, ?TOP)] || {_, S} <- Ok])),
+    Truth = case Ok of [{_, T} | _] -> T; [] -> #{} end,
+    Sorted = lists:reverse(lists:sort([{maps:get(K, Truth, 0.0), K} || K <- Rows])),
+    io:format("~nLeaf rule, top ~w leaves of each side (share of the scheduler threads' samples, %):~n~n"
+              "| leaf |~s~n|---|~s~n", [?TOP, [[" ", L, " |"] || {L, _} <- Sides], [["---:|"] || _ <- Sides]]),
+    _ = [io:format("| `~ts` |~s~n", [K, [[" ", leaf_cell(K, R), " |"] || {_, R} <- Sides]]) || {_, K} <- Sorted],
     ok.
+
+perf_leaves(Perf) ->
+    case [L || {_, {ok, #{leaves := L}}} <- Perf] of
+        [] -> {error, "no perf run"};
+        Ls -> {ok, #{leaf_shares => bench_cpu_attribute:shares(
+                                      lists:foldl(fun(L, Acc) -> maps:merge_with(fun(_, A, B) -> A + B end, L, Acc) end,
+                                                  #{}, Ls)),
+                     samples => lists:sum([lists:sum(maps:values(L)) || L <- Ls])}}
+    end.
+
+leaf_cell(K, {ok, #{leaf_shares := S}}) ->
+    case maps:find(K, S) of
+        {ok, V} -> io_lib:format("~.1f", [100 * V]);
+        error -> "-"
+    end;
+leaf_cell(_, _) -> "n/a".
 
 perf_line({ok, #{samples := N, unattributed := U, unattributed_gc := Gc, coverage := Cov, ms := Ms,
                  command := Cmd}}) ->
@@ -151,7 +199,21 @@ summary(Results) ->
               "and the coverage (attributed share) of each side.~n~n"
               "| workload | column | TVD to perf dwarf | TVD to perf fp | coverage |~n|---|---|---:|---:|---:|~n"),
     _ = [summary_rows(R) || R <- Results],
+    io:format("~nLeaf rule: TVD of mode cpu's leaf shares to perf's (both perf runs' scheduler-thread samples "
+              "together).~n~n| workload | column | perf leaf samples | TVD to perf leaves |~n|---|---|---:|---:|~n"),
+    _ = [leaf_summary_rows(R) || R <- Results],
     ok.
+
+leaf_summary_rows(#{name := Name, perf := Perf, columns := Cols}) ->
+    case perf_leaves(Perf) of
+        {ok, #{leaf_shares := Ref, samples := N}} ->
+            _ = [io:format("| ~s | ~s | ~w | ~.3f |~n", [Name, L, N, bench_cpu_attribute:tvd(S, Ref)])
+                 || {L, {ok, #{leaf_shares := S}}} <- Cols],
+            ok;
+        {error, Why} ->
+            io:format("| ~s | all | n/a (~ts) | |~n", [Name, Why])
+    end;
+leaf_summary_rows(_) -> ok.
 
 summary_rows(#{name := Name, error := Why}) ->
     io:format("| ~s | all | n/a (~ts) | | |~n", [Name, Why]);

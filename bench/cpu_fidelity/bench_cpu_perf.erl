@@ -48,7 +48,7 @@ paranoid() ->
 %% the wall time.
 -spec record(module(), dwarf | fp, file:filename(), [module()]) ->
           {ok, #{counts := #{binary() => pos_integer()}, unattributed := non_neg_integer(),
-                 unattributed_gc := non_neg_integer(),
+                 unattributed_gc := non_neg_integer(), leaves := #{binary() => pos_integer()},
                  samples := non_neg_integer(), command := string(), ms := non_neg_integer()}}
           | {error, term()}.
 record(Mod, CallGraph, BuildDir, WorkloadMods) ->
@@ -68,8 +68,8 @@ record(Mod, CallGraph, BuildDir, WorkloadMods) ->
     Result = case {Status, file:consult(Win)} of
                  {0, {ok, [{Pid, Start, End}]}} ->
                      Modset = maps:from_keys([atom_to_binary(M) || M <- WorkloadMods], true),
-                     {Counts, Unattr, Gc} = script(Perf, Data, Pid, Start, End, Modset),
-                     {ok, #{counts => Counts, unattributed => Unattr, unattributed_gc => Gc,
+                     {Counts, Unattr, Gc, Leaves} = script(Perf, Data, Pid, Start, End, Modset),
+                     {ok, #{counts => Counts, unattributed => Unattr, unattributed_gc => Gc, leaves => Leaves,
                             samples => Unattr + lists:sum(maps:values(Counts)),
                             command => Command, ms => Ms}};
                  {_, Consult} ->
@@ -78,14 +78,20 @@ record(Mod, CallGraph, BuildDir, WorkloadMods) ->
     _ = [file:delete(F) || F <- [Data, Win]],
     Result.
 
-%% Reads `perf script' line by line: a header `PID/TID TIME:' then one
-%% line per frame, innermost first (`ADDR SYMBOL'), then a blank line.
+%% Reads `perf script' line by line: a header `COMM PID/TID TIME:' then
+%% one line per frame, innermost first (`ADDR SYMBOL (DSO)'), then a blank
+%% line. Every sample of the VM's process in the window counts for the
+%% caller rule; for the leaf rule, those of its scheduler threads (COMM
+%% `N_scheduler', `N_dirty_cpu_sch', `N_dirty_io_sche': where Erlang
+%% processes run, all that beamspy samples).
 script(Perf, Data, Pid, Start, End, Modset) ->
     Port = open_port({spawn_executable, Perf},
-                     [{args, ["script", "--no-inline", "--ns", "-F", "pid,tid,time,ip,sym", "-i", Data]},
+                     [{args, ["script", "--no-inline", "--no-demangle", "--ns", "-F", "comm,pid,tid,time,ip,sym,dso",
+                              "-i", Data]},
                       {line, 4096}, binary, exit_status, eof]),
     St = #{port => Port, pid => Pid, start => Start, 'end' => End, modset => Modset,
-           counts => #{}, unattributed => 0, gc => 0, cur => skip, found => false, in_gc => false},
+           counts => #{}, unattributed => 0, gc => 0, cur => skip, found => false, in_gc => false,
+           leaves => #{}, leaf => false},
     loop(St).
 
 loop(#{port := Port} = St) ->
@@ -96,41 +102,59 @@ loop(#{port := Port} = St) ->
             St1 = finish(St),
             receive {Port, {exit_status, _}} -> ok after 5000 -> ok end,
             port_close(Port),
-            {maps:get(counts, St1), maps:get(unattributed, St1), maps:get(gc, St1)}
+            {maps:get(counts, St1), maps:get(unattributed, St1), maps:get(gc, St1), maps:get(leaves, St1)}
     end.
 
 line(<<>>, St) -> finish(St);
 line(<<$\t, _/binary>> = Line, St) ->
     case St of
         #{cur := skip} -> St;
-        #{found := false, modset := Modset} ->
-            Sym = frame_symbol(Line),
-            case bench_cpu_attribute:perf_frame(Sym, Modset) of
-                false -> St#{in_gc := maps:get(in_gc, St) orelse is_gc(Sym)};
-                Key -> St#{found := Key}
-            end;
+        #{leaf := true, leaves := Leaves} ->
+            {Sym, Dso} = frame_symbol(Line),
+            Key = bench_cpu_attribute:perf_leaf(Sym, Dso),
+            caller_frame(Sym, St#{leaf := false, leaves := maps:update_with(Key, fun(N) -> N + 1 end, 1, Leaves)});
+        #{found := false} ->
+            {Sym, _} = frame_symbol(Line),
+            caller_frame(Sym, St);
         _ -> St
     end;
 line(Header, #{pid := Pid, start := Start, 'end' := End} = St0) ->
     St = finish(St0),
-    [PidTid, Time | _] = string:lexemes(Header, " :"),
+    [Comm, PidTid, Time | _] = string:lexemes(Header, " :"),
     [P | _] = binary:split(PidTid, <<"/">>),
     [Sec, Frac] = binary:split(Time, <<".">>),
     Ns = binary_to_integer(Sec) * 1000000000 + binary_to_integer(Frac),
     case binary_to_integer(P) =:= Pid andalso Ns >= Start andalso Ns =< End of
-        true -> St#{cur := sample, found := false, in_gc := false};
+        true -> St#{cur := sample, found := false, in_gc := false, leaf := is_scheduler(Comm)};
         false -> St#{cur := skip}
     end.
+
+caller_frame(Sym, #{found := false, modset := Modset} = St) ->
+    case bench_cpu_attribute:perf_frame(Sym, Modset) of
+        false -> St#{in_gc := maps:get(in_gc, St) orelse is_gc(Sym)};
+        Key -> St#{found := Key}
+    end;
+caller_frame(_, St) -> St.
+
+is_scheduler(Comm) ->
+    lists:any(fun(Suffix) -> binary:longest_common_suffix([Comm, Suffix]) =:= byte_size(Suffix) end,
+              [<<"_scheduler">>, <<"_dirty_cpu_sch">>, <<"_dirty_io_sche">>]).
 
 %% The VM's garbage collector (a dirty scheduler's collection of a large
 %% heap has no Erlang frame at all).
 is_gc(Sym) ->
     binary:match(Sym, [<<"garbage_collect">>, <<"erts_gc_">>]) =/= nomatch.
 
+%% {Symbol, Dso} of a frame line `ADDR SYMBOL (DSO)'.
 frame_symbol(Line) ->
     case string:lexemes(Line, " \t") of
-        [_Addr | Sym] -> iolist_to_binary(lists:join(" ", Sym));
-        _ -> <<>>
+        [_Addr | Rest] when Rest =/= [] ->
+            {Sym, Dso} = case lists:last(Rest) of
+                             <<$(, _/binary>> = D -> {lists:droplast(Rest), string:trim(D, both, "()")};
+                             _ -> {Rest, <<>>}
+                         end,
+            {iolist_to_binary(lists:join(" ", Sym)), Dso};
+        _ -> {<<>>, <<>>}
     end.
 
 finish(#{cur := skip} = St) -> St;

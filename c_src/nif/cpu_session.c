@@ -116,7 +116,7 @@ struct bs_cpu {
     } frag[BS_CPU_FRAGMENT_RETS];
     unsigned n_frag;
     /* The join by registers (by_regs): what became of the samples. */
-    uint64_t regs_process, regs_late, regs_scheduler, regs_dirty, regs_no_jit, regs_no_r13, regs_bad_read, regs_not_pid;
+    uint64_t regs_process, regs_late, regs_scheduler, regs_dirty, regs_dirty_gc, regs_no_jit, regs_no_r13, regs_bad_read, regs_not_pid;
     uint64_t dwarf[DWARF_MAX_FRAMES + 1];
     uint64_t unwound[BS_CPU_MAX_CHAIN];
 };
@@ -652,6 +652,16 @@ static uint64_t pid_at(bs_cpu *c, uint64_t r13)
     return id;
 }
 
+/* The process whose garbage collection a dirty scheduler's sample was
+ * taken in, from the collections' start and end that the tracer logged on
+ * that thread (bs_cpu_dirty_gc); 0 when none ran then. */
+static uint64_t dirty_gc_at(bs_cpu *c, const bs_cpu_sample *smp)
+{
+    bs_thread_log *log = bs_thread_slices_log(&c->slices, smp->tid);
+    uint64_t pid = 0;
+    return log && bs_thread_log_at(&c->slices, log, smp->time_ns, &pid) ? pid : 0;
+}
+
 /* The tree of a sample by its registers: the process whose Process * r13
  * held at the sample's innermost JIT frame (the leaf's own r13, or as the
  * CFI of the C frames under it restored it); the scheduler's tree when
@@ -665,7 +675,9 @@ static bs_call_tree *tree_by_regs(bs_cpu *c, const bs_cpu_sample *smp, jit_frame
     enum extra_tree extra = thread_extra(c, smp->tid);
     uint64_t pid = 0;
     if (!jf->found) {
-        if (extra != EXTRA_SCHEDULER) {
+        if (extra != EXTRA_SCHEDULER && (pid = dirty_gc_at(c, smp))) {
+            c->regs_dirty_gc++; /* a chosen process's collection on a dirty scheduler */
+        } else if (extra != EXTRA_SCHEDULER) {
             c->regs_dirty++;
             *scheduler_own = 1; /* a dirty scheduler in C: its own loop or a process's dirty work */
         } else
@@ -977,6 +989,13 @@ void bs_cpu_switch(bs_cpu *c, uint64_t pid, uint64_t t)
         bs_thread_log_switch(log, t, pid);
 }
 
+void bs_cpu_dirty_gc(bs_cpu *c, uint64_t pid, uint64_t t)
+{
+    bs_thread_log *log = bs_thread_slices_log(&c->slices, bs_current_tid());
+    if (log)
+        bs_thread_log_switch(log, t, pid);
+}
+
 void bs_cpu_stop(bs_cpu *c)
 {
     if (c->stopped)
@@ -1092,10 +1111,11 @@ int bs_cpu_export(bs_cpu *c, bs_profile *out, bs_key_namer namer, void *ctx)
     char note[1536], join[384];
     if (c->by_regs)
         snprintf(join, sizeof join,
-                 "process of each sample read from r13 (no scheduling traced): %llu of processes, %llu the "
-                 "schedulers' loop, %llu dirty with no JIT frame, %llu reached no JIT frame, %llu whose r13 was not "
-                 "a live process's",
-                 (unsigned long long)c->regs_process, (unsigned long long)c->regs_scheduler,
+                 "process of each sample read from r13 (no scheduling traced): %llu of processes (%llu in their "
+                 "garbage collection on a dirty scheduler), %llu the schedulers' loop, %llu dirty with no JIT frame, "
+                 "%llu reached no JIT frame, %llu whose r13 was not a live process's",
+                 (unsigned long long)c->regs_process, (unsigned long long)c->regs_dirty_gc,
+                 (unsigned long long)c->regs_scheduler,
                  (unsigned long long)c->regs_dirty, (unsigned long long)c->regs_no_jit,
                  (unsigned long long)(c->regs_no_r13 + c->regs_bad_read + c->regs_not_pid + c->regs_late));
     else

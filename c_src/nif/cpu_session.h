@@ -91,6 +91,10 @@ int bs_cpu_by_registers(const bs_cpu *c);
 /* From the tracer's callback, on the scheduler thread: from t on this
  * thread runs pid (0: none, after an `out'). Nothing when by registers. */
 void bs_cpu_switch(bs_cpu *c, uint64_t pid, uint64_t t);
+/* Joined by registers: the calling thread (a dirty scheduler) starts a
+ * garbage collection of the process pid, or ends it (pid 0), at t: its
+ * samples there name no process otherwise (no JIT frame). */
+void bs_cpu_dirty_gc(bs_cpu *c, uint64_t pid, uint64_t t);
 
 /* Stops sampling, joins the drain thread and drains what is left; the trees
  * are final afterwards. Idempotent. */

@@ -33,6 +33,11 @@ static bs_session *session_of(ErlNifEnv *env, const bs_priv *priv, ERL_NIF_TERM 
     return NULL;
 }
 
+static int is_gc(const bs_atoms *a, ERL_NIF_TERM tag)
+{
+    return tag == a->gc_minor_start || tag == a->gc_major_start || tag == a->gc_minor_end || tag == a->gc_major_end;
+}
+
 ERL_NIF_TERM bs_nif_enabled(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
     (void)argc;
@@ -51,6 +56,14 @@ ERL_NIF_TERM bs_nif_enabled(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
             return a->trace;
         /* A stopped session asks the VM to drop the tracer from the tracee. */
         return argv[0] == a->trace_status ? a->remove : a->discard;
+    }
+    /* Mode cpu joined by registers traces garbage collections for those
+     * that run on a dirty scheduler (cpu_session.c): a collection on a
+     * normal scheduler costs no more than this answer. */
+    if (s->cpu && !s->cpu_times && is_gc(a, argv[0]) && bs_cpu_by_registers(s->cpu)) {
+        int type = enif_thread_type();
+        return type == ERL_NIF_THR_DIRTY_CPU_SCHEDULER || type == ERL_NIF_THR_DIRTY_IO_SCHEDULER ? a->trace
+                                                                                                 : a->discard;
     }
     /* Capture mode cannot answer `remove` for a process between captures:
      * the VM asks trace_status the moment a meta match spec switches tracing
@@ -236,6 +249,10 @@ ERL_NIF_TERM bs_nif_trace(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
             ErlNifPid child;
             if (argv[0] == a->spawn && enif_get_local_pid(env, argv[3], &child))
                 (void)bs_session_proc(env, s, (uint64_t)enif_make_pid(env, &child), t);
+            else if (argv[0] == a->gc_minor_start || argv[0] == a->gc_major_start)
+                bs_cpu_dirty_gc(s->cpu, r->pid, t); /* on a dirty scheduler: enabled/3 let no other through */
+            else if (argv[0] == a->gc_minor_end || argv[0] == a->gc_major_end)
+                bs_cpu_dirty_gc(s->cpu, 0, t);
         } else if (s->cpu && !s->cpu_times)
             cpu_switch(a, s, r, argv[0], t);
         else if (is_meta)

@@ -29,6 +29,7 @@ cpu_test_() ->
       {"a session of chosen processes traces no scheduling, keeps them and their children only",
        {timeout, 120, fun chosen_no_running/0}},
       {"a gen_server's samples are in its 10 us handlers", {timeout, 120, fun server_handlers/0}},
+      {"a large collection on a dirty scheduler is charged to its process", {timeout, 120, fun dirty_gc/0}},
       {"the default rate, said in the notes", {timeout, 120, fun default_rate/0}},
       {"bad mode and rate options are refused before anything runs", fun bad_options/0},
       {"a VM without +JPperf true is refused, naming the flag", {timeout, 120, fun no_perf_flag/0}},
@@ -321,7 +322,7 @@ whole_vm_untraced(A, B) ->
     assert_clean().
 
 %% apply/2 of a call that spawns a child: the caller is traced for its
-%% spawns only (`procs', set_on_spawn), never `running'; the child's samples
+%% spawns (`procs', set_on_spawn) and collections, never `running'; the child's samples
 %% are under the child, and a busy process outside the call is left out.
 chosen_no_running() ->
     B = spawn(bs_cpu_wl, worker, [bs_cpu_beta]),
@@ -343,8 +344,8 @@ chosen_no_running() ->
     [?assertNot(lists:member(running, F)) || F <- Flags ++ ChildFlags],
     case beamspy_cpu:join() of
         registers ->
-            ?assertEqual([[procs, set_on_spawn]], [lists:sort(F) || F <- Flags]),
-            ?assertEqual([[procs, set_on_spawn]], [lists:sort(F) || F <- ChildFlags]);
+            ?assertEqual([[garbage_collection, procs, set_on_spawn]], [lists:sort(F) || F <- Flags]),
+            ?assertEqual([[garbage_collection, procs, set_on_spawn]], [lists:sort(F) || F <- ChildFlags]);
         running ->
             ok
     end,
@@ -355,6 +356,27 @@ chosen_no_running() ->
     %% The process outside the call is not in the profile.
     ?assertEqual(0, lists:sum([samples_under(N, <<"bs_cpu_wl:beta/1">>) || {_, N} <- maps:get(processes, P)])),
     exit(B, kill),
+    assert_clean().
+
+%% A process whose heap is large has it collected on a dirty CPU
+%% scheduler, from C: no JIT frame, so no r13 names the process. The
+%% collection's start and end, traced on that thread, do: its samples are
+%% the process's (before, a session of chosen processes left them out).
+dirty_gc() ->
+    {ok, #{profile := #{notes := Notes} = P}} =
+        beamspy:profile({bs_cpu_wl, big_heaps, [40]}, #{mode => cpu, cpu_hz => 999}),
+    ?debugFmt("notes: ~ts", [Notes]),
+    case beamspy_cpu:join() of
+        registers ->
+            {match, [N]} = re:run(Notes, "\\((\\d+) in their garbage collection on a dirty scheduler\\)",
+                                  [{capture, all_but_first, list}]),
+            Own = own_tree(P),
+            ?debugFmt("~s samples in dirty collections; the process has ~w", [N, samples(Own)]),
+            ?assert(list_to_integer(N) >= 10),
+            ?assert(samples(Own) >= list_to_integer(N));
+        running ->
+            ok
+    end,
     assert_clean().
 
 %% A gen_server with ~10 us handlers, profiled alone: at least 80% of its

@@ -5,7 +5,7 @@
 %%% code (BIFs and their garbage collections).
 -module(bs_cpu_wl).
 
--export([burn/1, deep/1, bifs/1, alpha/1, beta/1, worker/1, fib/1]).
+-export([burn/1, deep/1, bifs/1, alpha/1, beta/1, worker/1, fib/1, big_heaps/1]).
 
 %% Runs fib(20) repeatedly until the VM has used Ms more milliseconds of
 %% CPU (statistics(runtime): every scheduler; the test VM runs little
@@ -85,3 +85,12 @@ spin(F, Until) ->
         {Now, _} when Now >= Until -> ok;
         _ -> spin(F, Until)
     end.
+
+%% N rounds of a 400,000-element list and a copy of it, both live: a heap
+%% of over a million words, collected on a dirty CPU scheduler.
+-spec big_heaps(non_neg_integer()) -> ok.
+big_heaps(0) -> ok;
+big_heaps(N) ->
+    L = lists:seq(1, 400000),
+    _ = [X * 2 || X <- L],
+    big_heaps(N - 1).
