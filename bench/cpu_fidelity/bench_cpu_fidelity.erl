@@ -26,6 +26,9 @@ columns() ->
      %% 999 Hz: beamspy records one run of a workload, perf several (a
      %% fidelity bench wants samples, not the default rate's low cost).
      {"beamspy mode => cpu", #{mode => cpu, cpu_hz => 999}},
+     %% The same, as a session of the whole VM (beamspy:start(all, ...)):
+     %% every scheduler thread's samples, as perf's; the leaf rule's column.
+     {"beamspy mode => cpu, whole VM", #{mode => cpu, cpu_hz => 999, whole_vm => true}},
      %% Traced calls, self times from the samples taken beside the trace:
      %% tracing makes the program's own CPU a few % of the recording's, so
      %% the rate sets how many samples it gets: at the default rate and at
@@ -106,7 +109,7 @@ column(Name, Mod, Input, Label, Opts, Modset) ->
               cpu -> {?MODULE, repeat, [Mod, Input, Mod:perf_runs()]};
               _ -> {Mod, run, [Input]}
           end,
-    case beamspy:profile(MFA, maps:merge(base_options(), Opts)) of
+    case record(MFA, maps:merge(base_options(), Opts)) of
         {ok, #{profile := #{processes := Procs} = Profile}} ->
             Ms = erlang:monotonic_time(millisecond) - T0,
             {Ns, Unattr} = bench_cpu_attribute:beamspy_tree(Procs, Modset),
@@ -121,6 +124,18 @@ column(Name, Mod, Input, Label, Opts, Modset) ->
         {error, Why} ->
             {error, lists:flatten(beamspy:format_error(Why))}
     end.
+
+record(MFA, #{whole_vm := true} = Opts) ->
+    case beamspy:start(all, maps:remove(whole_vm, Opts)) of
+        {ok, S} ->
+            {M, F, A} = MFA,
+            _ = apply(M, F, A),
+            beamspy:stop(S, #{profile => true});
+        {error, _} = Error ->
+            Error
+    end;
+record(MFA, Opts) ->
+    beamspy:profile(MFA, Opts).
 
 %% @doc Runs Mod's workload N times, as bench_cpu_child does under perf.
 -spec repeat(module(), term(), pos_integer()) -> ok.

@@ -63,3 +63,25 @@ uint64_t bs_fragment_site_call(const unsigned char *code, size_t len, uint64_t s
     }
     return 0;
 }
+
+int64_t bs_fragment_ra_store(const unsigned char *code, size_t len)
+{
+    static const unsigned char load_ra[] = {0x48, 0x8b, 0x44, 0x24, 0x08}; /* mov 0x8(%rsp),%rax */
+    if (len < 4 || code[0] != 0x55 || code[1] != 0x48 || code[2] != 0x89 || code[3] != 0xe5)
+        return -1;
+    for (size_t i = 4; i + sizeof load_ra + 4 <= len; i++) {
+        if (memcmp(code + i, load_ra, sizeof load_ra) != 0)
+            continue;
+        const unsigned char *st = code + i + sizeof load_ra; /* REX.WB 89 /0 with rm r13 */
+        if (st[0] != 0x49 || st[1] != 0x89)
+            return -1;
+        if (st[2] == 0x45)
+            return (int8_t)st[3];
+        if (st[2] == 0x85 && i + sizeof load_ra + 7 <= len) {
+            int32_t d = disp32(st + 3);
+            return d;
+        }
+        return -1;
+    }
+    return -1;
+}

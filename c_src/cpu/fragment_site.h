@@ -47,4 +47,12 @@ void bs_fragment_shape_of(const unsigned char *code, size_t len, size_t ret_off,
  * len bytes code taken at address site, or 0 when there is none. */
 uint64_t bs_fragment_site_call(const unsigned char *code, size_t len, uint64_t site, uint64_t target);
 
+/* Where a fragment with a frame stores its caller's return address in the
+ * running process's struct (r13, BEAMAsm's c_p), from len bytes of its code:
+ * `mov 0x8(%rsp), %rax' right after its frame is set up (the return address
+ * above the saved rbp), then `mov %rax, d(%r13)' (global::garbage_collect
+ * does so, into c_p->i, on OTP 25, 27 and 29: d = 0x100, 0xf8). d, or -1
+ * when the code does neither. */
+int64_t bs_fragment_ra_store(const unsigned char *code, size_t len);
+
 #endif

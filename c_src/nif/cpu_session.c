@@ -14,6 +14,7 @@
 #include "../cpu/hot_counts.h"
 #include "../cpu/erl_caller.h"
 #include "../cpu/fragment_site.h"
+#include "../cpu/process_ptrs.h"
 #include "../cpu/perf_sampler.h"
 #include "../cpu/sample_chains.h"
 #include "../cpu/sched_work.h"
@@ -109,6 +110,17 @@ struct bs_cpu {
      * found from the call site saved in the stack copy, from the kernel's
      * frame-pointer walk, or not found (by fragment: frag[i].missed). */
     uint64_t callers_site, callers_kernel, callers_missed;
+    /* Callers of global::garbage_collect from the collection's start: the
+     * tracer's enabled/3, on the scheduler thread as a chosen process's
+     * collection starts (stack still in place), reads the return address the
+     * fragment stored in the process (c_p->i, at ra_store_off) through the
+     * Process * the drain learnt (ptrs) and logs it on that thread's log of
+     * slices (unused there otherwise when joined by registers); a sample
+     * under the fragment between the collection's start and end takes it. */
+    bs_process_ptrs ptrs;
+    _Atomic int64_t ra_store_off; /* -1 until decoded from the fragment's code */
+    uint64_t gc_fragment;         /* its start, once seen (drain thread) */
+    uint64_t callers_gc;
     struct fragment_ret {
         uint64_t ret, start;   /* a return address into a fragment (its call into C), the fragment's start */
         bs_fragment_shape shape;
@@ -376,7 +388,29 @@ static struct fragment_ret *fragment_ret_of(bs_cpu *c, uint64_t ret, struct frag
     struct fragment_ret *f = c->n_frag < BS_CPU_FRAGMENT_RETS ? &c->frag[c->n_frag++] : tmp;
     f->ret = ret, f->start = sym.start, f->missed = 0;
     bs_fragment_shape_of(code, len, (size_t)(ret - sym.start), &f->shape);
+    if (!c->gc_fragment && sym.name && strcmp(sym.name, "global::garbage_collect") == 0) {
+        int64_t off = bs_fragment_ra_store(code, len);
+        c->gc_fragment = sym.start;
+        if (off > 0 && off < 4096 && off % 8 == 0)
+            atomic_store_explicit(&c->ra_store_off, off, memory_order_release);
+    }
     return f;
+}
+
+/* The return address into the Erlang function that called the collection
+ * the sample was taken in (its thread's log at the sample's time, written by
+ * bs_cpu_gc_start), only when the code before it calls the collecting
+ * fragment at gc: 0 otherwise. */
+static uint64_t collection_caller(bs_cpu *c, const bs_cpu_sample *smp, uint64_t gc)
+{
+    bs_thread_log *log = bs_thread_slices_log(&c->slices, smp->tid);
+    uint64_t ra = 0;
+    unsigned char call[5];
+    if (!log || !bs_thread_log_at(&c->slices, log, smp->time_ns, &ra) || ra < sizeof call ||
+        !bs_proc_mem_read(&c->mem, ra - sizeof call, call, sizeof call) ||
+        bs_fragment_site_call(call, sizeof call, ra - sizeof call, gc) != ra || !is_erlang_code(c, ra))
+        return 0;
+    return ra;
 }
 
 /* The caller's return address of a sample whose first JIT frame (at) is a
@@ -400,6 +434,10 @@ static uint64_t framed_fragment_caller(bs_cpu *c, const bs_cpu_sample *smp, cons
     if (smp->bp == at->bp && smp->n_ips >= 2 && is_erlang_code(c, smp->ips[1])) {
         c->callers_kernel++;
         return smp->ips[1];
+    }
+    if (f->start == c->gc_fragment && (ret = collection_caller(c, smp, f->start))) {
+        c->callers_gc++;
+        return ret;
     }
     return 0;
 }
@@ -703,6 +741,10 @@ static bs_call_tree *tree_by_regs(bs_cpu *c, const bs_cpu_sample *smp, jit_frame
             r = bs_session_proc_try(s, pid, bs_now_ns(), &c->stopping);
         if (r) {
             c->regs_process++;
+            /* A JIT leaf's own r13 is exactly the process's struct (not the
+             * scheduler's loop: left above). */
+            if (jf->found && jf->index == 0 && jf->r13 == smp->r13)
+                bs_process_ptrs_learn(&c->ptrs, pid, smp->r13);
             return &r->proc.tree;
         }
         if (c->all) {
@@ -905,8 +947,10 @@ bs_cpu *bs_cpu_open(ErlNifEnv *env, bs_session *s, unsigned hz, int all, int by_
         free(tids);
         goto fail_frames;
     }
-    if (bs_thread_slices_init(&c->slices, tids, c->n_threads) < 0) {
+    atomic_init(&c->ra_store_off, -1);
+    if (bs_thread_slices_init(&c->slices, tids, c->n_threads) < 0 || bs_process_ptrs_init(&c->ptrs) < 0) {
         free(tids);
+        bs_thread_slices_free(&c->slices);
         snprintf(why, cap, "out of memory");
         goto fail_symbols;
     }
@@ -960,6 +1004,7 @@ fail_sampler:
 fail_slices:
     bs_dwarf_unwinder_close(c->unwinder);
     bs_thread_slices_free(&c->slices);
+    bs_process_ptrs_free(&c->ptrs);
 fail_symbols:
     bs_symbols_free(&c->symbols);
 fail_frames:
@@ -996,6 +1041,33 @@ void bs_cpu_dirty_gc(bs_cpu *c, uint64_t pid, uint64_t t)
         bs_thread_log_switch(log, t, pid);
 }
 
+void bs_cpu_gc_start(bs_cpu *c, uint64_t pid, uint64_t t)
+{
+    int64_t off = atomic_load_explicit(&c->ra_store_off, memory_order_acquire);
+    uint64_t ptr = off > 0 ? bs_process_ptrs_find(&c->ptrs, pid) : 0;
+    bs_thread_log *log = ptr ? bs_thread_slices_log(&c->slices, bs_current_tid()) : NULL;
+    if (!log)
+        return;
+    /* The process is collecting on this very thread: its struct is in place
+     * (learnt from its own r13), its first word its pid. */
+    const unsigned char *p = (const unsigned char *)(uintptr_t)ptr;
+    uint64_t id, ra;
+    memcpy(&id, p, sizeof id);
+    if (id != pid)
+        return;
+    memcpy(&ra, p + off, sizeof ra);
+    bs_thread_log_switch(log, t, ra);
+}
+
+void bs_cpu_gc_end(bs_cpu *c, uint64_t t)
+{
+    if (atomic_load_explicit(&c->ra_store_off, memory_order_relaxed) <= 0)
+        return;
+    bs_thread_log *log = bs_thread_slices_log(&c->slices, bs_current_tid());
+    if (log)
+        bs_thread_log_switch(log, t, 0);
+}
+
 void bs_cpu_stop(bs_cpu *c)
 {
     if (c->stopped)
@@ -1027,6 +1099,7 @@ void bs_cpu_close(bs_cpu *c)
     bs_perf_sampler_close(c->sampler);
     bs_dwarf_unwinder_close(c->unwinder);
     bs_thread_slices_free(&c->slices);
+    bs_process_ptrs_free(&c->ptrs);
     bs_symbols_free(&c->symbols);
     bs_hot_counts_free(&c->hot);
     enif_mutex_destroy(c->hot_lock);
@@ -1146,11 +1219,12 @@ int bs_cpu_export(bs_cpu *c, bs_profile *out, bs_key_namer namer, void *ctx)
         snprintf(note, sizeof note,
                  "C frames unwound with DWARF (%u-byte stack copies): %llu of %llu samples with a C leaf reached "
                  "JIT code; %llu of %llu samples in shared JIT fragments reached their Erlang caller (%llu by the "
-                 "call site saved), %llu not: it was only on the Erlang stack, changed before the drain%s; %llu "
-                 "walks cut where it had changed; %llu samples hold an Erlang frame",
+                 "call site saved, %llu by the collection's start), %llu not: it was only on the Erlang stack, "
+                 "changed before the drain%s; %llu walks cut where it had changed; %llu samples hold an Erlang frame",
                  BS_PERF_STACK_BYTES, (unsigned long long)c->reached_jit, (unsigned long long)c->c_leaf,
-                 (unsigned long long)(c->callers_site + c->callers_kernel + c->callers_found),
+                 (unsigned long long)(c->callers_site + c->callers_kernel + c->callers_found + c->callers_gc),
                  (unsigned long long)(c->fragment_first + c->jit_leaf_fragment), (unsigned long long)c->callers_site,
+                 (unsigned long long)c->callers_gc,
                  (unsigned long long)(c->callers_missed + c->callers_refused), most_missed(c, join, sizeof join),
                  (unsigned long long)c->walks_cut, (unsigned long long)c->erlang_any);
     else

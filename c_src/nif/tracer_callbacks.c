@@ -62,8 +62,15 @@ ERL_NIF_TERM bs_nif_enabled(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
      * normal scheduler costs no more than this answer. */
     if (s->cpu && !s->cpu_times && is_gc(a, argv[0]) && bs_cpu_by_registers(s->cpu)) {
         int type = enif_thread_type();
-        return type == ERL_NIF_THR_DIRTY_CPU_SCHEDULER || type == ERL_NIF_THR_DIRTY_IO_SCHEDULER ? a->trace
-                                                                                                 : a->discard;
+        if (type == ERL_NIF_THR_DIRTY_CPU_SCHEDULER || type == ERL_NIF_THR_DIRTY_IO_SCHEDULER)
+            return a->trace;
+        /* On a normal scheduler the collection's Erlang caller is taken
+         * here, before any term is built, and nothing is traced. */
+        if (argv[0] == a->gc_minor_start || argv[0] == a->gc_major_start)
+            bs_cpu_gc_start(s->cpu, (uint64_t)argv[2], bs_now_ns());
+        else
+            bs_cpu_gc_end(s->cpu, bs_now_ns());
+        return a->discard;
     }
     /* Capture mode cannot answer `remove` for a process between captures:
      * the VM asks trace_status the moment a meta match spec switches tracing

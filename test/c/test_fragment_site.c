@@ -52,6 +52,14 @@ static const unsigned char gc_25[] = {
     0x8d, 0x63, 0x80, 0x4c, 0x89, 0xef, 0x48, 0x89, 0xda, 0x4d, 0x89, 0xf0, 0xff, 0x15, 0x53, 0x12, 0x00,
     0x00};
 
+/* global::garbage_collect, OTP 27 (Debian trixie; sid's OTP 29 has the
+ * same bytes up to its call): the return address into c_p->i at 0xf8. */
+static const unsigned char gc_27[] = {
+    0x55, 0x48, 0x89, 0xe5, 0x4c, 0x29, 0xfa, 0x48, 0xc1, 0xea, 0x03, 0x48, 0x8d, 0x72, 0xf8, 0x48, 0x8b, 0x44,
+    0x24, 0x08, 0x49, 0x89, 0x85, 0xf8, 0x00, 0x00, 0x00, 0xc4, 0xe1, 0xf9, 0x6e, 0xcc, 0xc4, 0xe3, 0xf1, 0x22,
+    0xc5, 0x01, 0xc4, 0xc1, 0x7a, 0x7f, 0x45, 0x58, 0x4d, 0x89, 0x7d, 0x50, 0x48, 0x8d, 0x63, 0xc0, 0xc5, 0xf8,
+    0x77, 0x4c, 0x89, 0xef, 0x48, 0x89, 0xda, 0x45, 0x89, 0xf0, 0xff, 0x15, 0xc2, 0x15, 0x00, 0x00};
+
 /* A call site in bs_cpu_wl:bif_loop/2 (OTP 25) at SITE:
  * movabs $exp,%rcx; movabs $bif,%rax; lea -0x1b(%rip),%rdx (SITE itself);
  * nopl; rex call call_light_bif_shared (at LIGHT_BIF). */
@@ -112,12 +120,34 @@ static void test_site_call(void **state)
     assert_int_equal(bs_fragment_site_call(site_25, 0, SITE, LIGHT_BIF), 0);
 }
 
+/* Where the collecting fragment stores its caller's return address in the
+ * process (c_p->i): decoded from its code, on each release's bytes. */
+static void test_ra_store(void **state)
+{
+    (void)state;
+    assert_int_equal(bs_fragment_ra_store(gc_25, sizeof gc_25), 0x100);
+    assert_int_equal(bs_fragment_ra_store(gc_27, sizeof gc_27), 0xf8);
+    /* A disp8 store (mov %rax, 0x40(%r13)). */
+    unsigned char short_store[] = {0x55, 0x48, 0x89, 0xe5, 0x48, 0x8b, 0x44, 0x24, 0x08, 0x49, 0x89, 0x45, 0x40};
+    assert_int_equal(bs_fragment_ra_store(short_store, sizeof short_store), 0x40);
+    /* Fragments that store no return address, or not into r13. */
+    assert_int_equal(bs_fragment_ra_store(light_bif_25, sizeof light_bif_25), -1);
+    assert_int_equal(bs_fragment_ra_store(length_25, sizeof length_25), -1);
+    short_store[10] = 0x8b; /* mov 0x40(%r13), %rax: a load */
+    assert_int_equal(bs_fragment_ra_store(short_store, sizeof short_store), -1);
+    /* No frame first, or cut before the store's displacement. */
+    assert_int_equal(bs_fragment_ra_store(gc_25 + 4, sizeof gc_25 - 4), -1);
+    assert_int_equal(bs_fragment_ra_store(gc_25, 25), -1);
+    assert_int_equal(bs_fragment_ra_store(gc_25, 0), -1);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_light_bif_shapes),
         cmocka_unit_test(test_no_site),
         cmocka_unit_test(test_site_call),
+        cmocka_unit_test(test_ra_store),
     };
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);

@@ -84,12 +84,16 @@ depth() ->
 %% fragment takes its caller from the call site the fragment saved in the
 %% scheduler's registers, inside the stack copy (fragment_site.h): 69-77% of
 %% the samples were under bif_loop/2 (43-52% when the caller was read from
-%% the process's stack at the drain). Most of the rest are in garbage
-%% collections, whose fragment saves no call site: their caller lay only on
-%% the process's stack, which the collection itself has moved before any
-%% drain can read it. term_to_binary's samples (called from bif_loop/2
-%% through global::call_light_bif_shared) are all under it but where the
-%% site could not be read: 100% measured, 13-24% before.
+%% the process's stack at the drain). Most of the rest were in garbage
+%% collections, whose caller lies only on the process's stack, which the
+%% collection itself moves before any drain can read it: the caller is now
+%% taken as each collection of the process starts (the return address the
+%% fragment stores in the process, read in the tracer's enabled/3): 78-87%
+%% (three runs), bound 65%. What still misses is mostly the frames below a
+%% collection's caller, read at the drain once the stack has changed.
+%% term_to_binary's samples (called from bif_loop/2 through
+%% global::call_light_bif_shared) are all under it but where the site could
+%% not be read: 100% measured, 13-24% before.
 c_frames() ->
     {ok, #{profile := P}} = beamspy:profile({bs_cpu_wl, bifs, [600]}, #{mode => cpu, cpu_hz => 999}),
     #{notes := Notes} = P,
@@ -103,7 +107,10 @@ c_frames() ->
     ?assert(All >= 100),
     case re:run(Notes, "C frames unwound with DWARF") of
         {match, _} ->
-            ?assert(Under >= 0.55 * All),
+            ?assert(Under >= 0.65 * All),
+            %% The collections' callers, taken as each collection starts.
+            {match, [Gc]} = re:run(Notes, "(\\d+) by the collection's start", [{capture, all_but_first, list}]),
+            ?assert(list_to_integer(Gc) >= 1),
             case frame_named(Nodes, <<"term_to_binary_1 [beam.smp]">>) of
                 true ->
                     ?assert(T2B >= 20),
