@@ -31,6 +31,7 @@
 #include "defaults.h"
 #include "function_arg.h"
 #include "job.h"
+#include "nodes_at_once.h"
 #include "cluster.h"
 #include "remote.h"
 #include "stop_signals.h"
@@ -387,8 +388,9 @@ static int run_seq(seq_args *a)
     int n = a->remote.n_nodes;
     bs_remote *nodes = calloc((size_t)n, sizeof *nodes);
     bs_job *jobs = calloc((size_t)n, sizeof *jobs);
-    if (!nodes || !jobs) {
-        free(nodes), free(jobs);
+    int *codes = calloc((size_t)n, sizeof *codes);
+    if (!nodes || !jobs || !codes) {
+        free(nodes), free(jobs), free(codes);
         bs_cli_error("out of memory");
         return BS_EXIT_FAILURE;
     }
@@ -400,10 +402,11 @@ static int run_seq(seq_args *a)
      * two tools' labels differ. */
     a->job.seq_label = (((long long)getpid() << 16) ^ bs_now_ms()) & ((1LL << 27) - 1);
     int rc = BS_EXIT_OK;
-    for (int i = 0; i < n; i++)
-        nodes[i].node.fd = -1;
+    /* Every node at once; the first that could not be attached ends the
+     * run (those attached are detached below). */
+    bs_attach_all(&a->remote, nodes, n, codes);
     for (int i = 0; i < n && rc == BS_EXIT_OK; i++)
-        rc = bs_remote_attach(&a->remote, i, &nodes[i]);
+        rc = codes[i];
     if (rc == BS_EXIT_OK)
         bs_remote_choose_names(&nodes[0], &a->job.elixir);
     for (int i = 0; i < n && rc == BS_EXIT_OK; i++)
@@ -429,8 +432,8 @@ static int run_seq(seq_args *a)
                 rc = frc != BS_EXIT_OK ? frc : BS_EXIT_FAILURE;
             bs_eterm_free(t);
         }
-        bs_remote_detach(&nodes[i]);
     }
+    bs_detach_all(nodes, n); /* beamspy's code removed from every node, several at once */
     if (any && all_started) {
         int wrc = write_outputs(a, &f);
         if (rc == BS_EXIT_OK)
@@ -439,7 +442,7 @@ static int run_seq(seq_args *a)
     bs_seq_flow_free(&f);
     for (int i = 0; i < n; i++)
         bs_job_free(&jobs[i]);
-    free(nodes), free(jobs);
+    free(nodes), free(jobs), free(codes);
     bs_stop_signals_restore(&signals);
     return rc;
 }
