@@ -30,5 +30,5 @@ fi
 
 mkdir -p "$BUILD"
 "$ERLC" -Werror -o "$BUILD" bench/cpu_fidelity/*.erl
-"$ERL" +JPperf true -noshell -pa "$ROOT/ebin" -pa "$BUILD" -run bench_cpu_fidelity main "$BUILD" > "$BUILD/../cpu_fidelity.md"
+"$ERL" +JPperf true +sbwt none +sbwtdcpu none +sbwtdio none -noshell -pa "$ROOT/ebin" -pa "$BUILD" -run bench_cpu_fidelity main "$BUILD" > "$BUILD/../cpu_fidelity.md"
 cat "$BUILD/../cpu_fidelity.md"
