@@ -77,10 +77,8 @@ int64_t bs_fragment_ra_store(const unsigned char *code, size_t len)
             return -1;
         if (st[2] == 0x45)
             return (int8_t)st[3];
-        if (st[2] == 0x85 && i + sizeof load_ra + 7 <= len) {
-            int32_t d = disp32(st + 3);
-            return d;
-        }
+        if (st[2] == 0x85 && i + sizeof load_ra + 7 <= len)
+            return disp32(st + 3);
         return -1;
     }
     return -1;

@@ -397,16 +397,25 @@ static struct fragment_ret *fragment_ret_of(bs_cpu *c, uint64_t ret, struct frag
     return f;
 }
 
+/* What the sample's thread logged last before the sample (thread_slices.h):
+ * a pid (bs_cpu_switch, bs_cpu_dirty_gc) or a collection's caller
+ * (bs_cpu_gc_start); 0 when nothing, or nothing since the last end. */
+static uint64_t logged_at(bs_cpu *c, const bs_cpu_sample *smp)
+{
+    bs_thread_log *log = bs_thread_slices_log(&c->slices, smp->tid);
+    uint64_t value = 0;
+    return log && bs_thread_log_at(&c->slices, log, smp->time_ns, &value) ? value : 0;
+}
+
 /* The return address into the Erlang function that called the collection
  * the sample was taken in (its thread's log at the sample's time, written by
  * bs_cpu_gc_start), only when the code before it calls the collecting
  * fragment at gc: 0 otherwise. */
 static uint64_t collection_caller(bs_cpu *c, const bs_cpu_sample *smp, uint64_t gc)
 {
-    bs_thread_log *log = bs_thread_slices_log(&c->slices, smp->tid);
-    uint64_t ra = 0;
+    uint64_t ra = logged_at(c, smp);
     unsigned char call[5];
-    if (!log || !bs_thread_log_at(&c->slices, log, smp->time_ns, &ra) || ra < sizeof call ||
+    if (ra < sizeof call ||
         !bs_proc_mem_read(&c->mem, ra - sizeof call, call, sizeof call) ||
         bs_fragment_site_call(call, sizeof call, ra - sizeof call, gc) != ra || !is_erlang_code(c, ra))
         return 0;
@@ -690,16 +699,6 @@ static uint64_t pid_at(bs_cpu *c, uint64_t r13)
     return id;
 }
 
-/* The process whose garbage collection a dirty scheduler's sample was
- * taken in, from the collections' start and end that the tracer logged on
- * that thread (bs_cpu_dirty_gc); 0 when none ran then. */
-static uint64_t dirty_gc_at(bs_cpu *c, const bs_cpu_sample *smp)
-{
-    bs_thread_log *log = bs_thread_slices_log(&c->slices, smp->tid);
-    uint64_t pid = 0;
-    return log && bs_thread_log_at(&c->slices, log, smp->time_ns, &pid) ? pid : 0;
-}
-
 /* The tree of a sample by its registers: the process whose Process * r13
  * held at the sample's innermost JIT frame (the leaf's own r13, or as the
  * CFI of the C frames under it restored it); the scheduler's tree when
@@ -713,7 +712,9 @@ static bs_call_tree *tree_by_regs(bs_cpu *c, const bs_cpu_sample *smp, jit_frame
     enum extra_tree extra = thread_extra(c, smp->tid);
     uint64_t pid = 0;
     if (!jf->found) {
-        if (extra != EXTRA_SCHEDULER && (pid = dirty_gc_at(c, smp))) {
+        /* The process whose collection ran on this dirty scheduler then
+         * (logged by bs_cpu_dirty_gc), if any. */
+        if (extra != EXTRA_SCHEDULER && (pid = logged_at(c, smp))) {
             c->regs_dirty_gc++; /* a chosen process's collection on a dirty scheduler */
         } else if (extra != EXTRA_SCHEDULER) {
             c->regs_dirty++;
@@ -1025,28 +1026,30 @@ int bs_cpu_by_registers(const bs_cpu *c)
     return c->by_regs;
 }
 
-void bs_cpu_switch(bs_cpu *c, uint64_t pid, uint64_t t)
+/* Appends (t, value) to the calling thread's log, if it is a sampled one. */
+static void log_here(bs_cpu *c, uint64_t t, uint64_t value)
 {
-    if (c->by_regs)
-        return;
     bs_thread_log *log = bs_thread_slices_log(&c->slices, bs_current_tid());
     if (log)
-        bs_thread_log_switch(log, t, pid);
+        bs_thread_log_switch(log, t, value);
+}
+
+void bs_cpu_switch(bs_cpu *c, uint64_t pid, uint64_t t)
+{
+    if (!c->by_regs)
+        log_here(c, t, pid);
 }
 
 void bs_cpu_dirty_gc(bs_cpu *c, uint64_t pid, uint64_t t)
 {
-    bs_thread_log *log = bs_thread_slices_log(&c->slices, bs_current_tid());
-    if (log)
-        bs_thread_log_switch(log, t, pid);
+    log_here(c, t, pid);
 }
 
 void bs_cpu_gc_start(bs_cpu *c, uint64_t pid, uint64_t t)
 {
     int64_t off = atomic_load_explicit(&c->ra_store_off, memory_order_acquire);
     uint64_t ptr = off > 0 ? bs_process_ptrs_find(&c->ptrs, pid) : 0;
-    bs_thread_log *log = ptr ? bs_thread_slices_log(&c->slices, bs_current_tid()) : NULL;
-    if (!log)
+    if (!ptr)
         return;
     /* The process is collecting on this very thread: its struct is in place
      * (learnt from its own r13), its first word its pid. */
@@ -1056,16 +1059,13 @@ void bs_cpu_gc_start(bs_cpu *c, uint64_t pid, uint64_t t)
     if (id != pid)
         return;
     memcpy(&ra, p + off, sizeof ra);
-    bs_thread_log_switch(log, t, ra);
+    log_here(c, t, ra);
 }
 
 void bs_cpu_gc_end(bs_cpu *c, uint64_t t)
 {
-    if (atomic_load_explicit(&c->ra_store_off, memory_order_relaxed) <= 0)
-        return;
-    bs_thread_log *log = bs_thread_slices_log(&c->slices, bs_current_tid());
-    if (log)
-        bs_thread_log_switch(log, t, 0);
+    if (atomic_load_explicit(&c->ra_store_off, memory_order_relaxed) > 0)
+        log_here(c, t, 0);
 }
 
 void bs_cpu_stop(bs_cpu *c)
