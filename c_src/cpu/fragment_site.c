@@ -83,3 +83,17 @@ int64_t bs_fragment_ra_store(const unsigned char *code, size_t len)
     }
     return -1;
 }
+
+int64_t bs_fragment_stop_load(const unsigned char *code, size_t len)
+{
+    /* REX.WB 8b /r with reg rsp (4), rm r13 (5): mod 01 (disp8) or 10 (disp32). */
+    for (size_t i = 0; i + 4 <= len; i++) {
+        if (code[i] != 0x49 || code[i + 1] != 0x8b)
+            continue;
+        if (code[i + 2] == 0x65)
+            return (int8_t)code[i + 3];
+        if (code[i + 2] == 0xa5 && i + 7 <= len)
+            return disp32(code + i + 3);
+    }
+    return -1;
+}

@@ -55,4 +55,10 @@ uint64_t bs_fragment_site_call(const unsigned char *code, size_t len, uint64_t s
  * when the code does neither. */
 int64_t bs_fragment_ra_store(const unsigned char *code, size_t len);
 
+/* Where the running process's struct keeps its stack top (c_p->stop), from
+ * len bytes of a fragment's code that leaves the runtime: the first
+ * `mov d(%r13), %rsp' (the Erlang stack taken back after a call into C;
+ * global::garbage_collect on OTP 25: d = 0x58). d, or -1 when there is none. */
+int64_t bs_fragment_stop_load(const unsigned char *code, size_t len);
+
 #endif

@@ -492,6 +492,14 @@ size_t bs_perf_sampler_drain(bs_perf_sampler *s, bs_cpu_sample_fn *on_sample, vo
     return delivered;
 }
 
+const uint64_t *bs_perf_sampler_ring_head(const bs_perf_sampler *s, int tid)
+{
+    for (unsigned i = 0; s && i < s->n; i++)
+        if (s->rings[i].tid == tid)
+            return (const uint64_t *)&s->rings[i].meta->data_head;
+    return NULL;
+}
+
 void bs_perf_sampler_stats(const bs_perf_sampler *s, bs_perf_stats *out)
 {
     memset(out, 0, sizeof *out);
@@ -560,6 +568,13 @@ void bs_perf_sampler_stats(const bs_perf_sampler *s, bs_perf_stats *out)
 {
     (void)s;
     memset(out, 0, sizeof *out);
+}
+
+const uint64_t *bs_perf_sampler_ring_head(const bs_perf_sampler *s, int tid)
+{
+    (void)s;
+    (void)tid;
+    return NULL;
 }
 
 void bs_perf_sampler_close(bs_perf_sampler *s)

@@ -92,6 +92,12 @@ int bs_perf_sampler_disable(bs_perf_sampler *s);
  * from one thread at a time; never blocks. Returns the samples delivered. */
 size_t bs_perf_sampler_drain(bs_perf_sampler *s, bs_cpu_sample_fn *on_sample, void *ctx);
 
+/* Where the kernel keeps the head of thread tid's ring (it moves on with
+ * every record written: a sample, or a lost-record), for that thread to tell
+ * whether it was sampled between two of its reads; NULL when tid is not
+ * sampled. Valid until close. */
+const uint64_t *bs_perf_sampler_ring_head(const bs_perf_sampler *s, int tid);
+
 typedef struct bs_perf_stats {
     uint64_t samples;    /* delivered by drain */
     uint64_t lost;       /* reported lost by the kernel (a ring was full) */

@@ -51,3 +51,22 @@ int bs_proc_mem_read_word(const bs_proc_mem *m, uint64_t addr, uint64_t *word)
     struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = sizeof *word};
     return process_vm_readv(m->pid, &local, 1, &remote, 1, 0) == (ssize_t)sizeof *word;
 }
+
+size_t bs_proc_mem_copy(const bs_proc_mem *m, uint64_t addr, void *buf, size_t len)
+{
+    if (len == 0 || addr > UINT64_MAX - len) return 0;
+    /* Page by page as remote pieces: the kernel stops at the first piece it
+     * cannot read whole, so what comes back is whole pages up to it. */
+    enum { PIECES = 16 };
+    struct iovec local = {.iov_base = buf, .iov_len = len};
+    struct iovec remote[PIECES];
+    size_t n = 0;
+    for (uint64_t at = addr, end = addr + len; at < end && n < PIECES; n++) {
+        uint64_t next = (at & ~(uint64_t)(BS_PROC_MEM_PAGE - 1)) + BS_PROC_MEM_PAGE;
+        if (next > end || n == PIECES - 1) next = end;
+        remote[n] = (struct iovec){.iov_base = (void *)(uintptr_t)at, .iov_len = (size_t)(next - at)};
+        at = next;
+    }
+    ssize_t got = process_vm_readv(m->pid, &local, 1, remote, (unsigned long)n, 0);
+    return got > 0 ? (size_t)got : 0;
+}

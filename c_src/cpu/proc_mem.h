@@ -29,4 +29,9 @@ int bs_proc_mem_read(void *ctx, uint64_t addr, void *buf, size_t len);
  * when they cannot be read. */
 int bs_proc_mem_read_word(const bs_proc_mem *m, uint64_t addr, uint64_t *word);
 
+/* Up to len bytes from addr into buf, read now and not kept (one system
+ * call): how many, fewer when the memory ends at an unmapped page (0 when
+ * addr is not mapped). */
+size_t bs_proc_mem_copy(const bs_proc_mem *m, uint64_t addr, void *buf, size_t len);
+
 #endif

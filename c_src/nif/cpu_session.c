@@ -14,6 +14,7 @@
 #include "../cpu/hot_counts.h"
 #include "../cpu/erl_caller.h"
 #include "../cpu/fragment_site.h"
+#include "../cpu/gc_stacks.h"
 #include "../cpu/process_ptrs.h"
 #include "../cpu/perf_sampler.h"
 #include "../cpu/sample_chains.h"
@@ -105,6 +106,7 @@ struct bs_cpu {
     bs_dwarf_unwinder *unwinder;
     char no_unwind[480];
     bs_proc_mem mem;
+    int sample_cut; /* the sample being drained lost its outer frames: they had changed before the drain */
     uint64_t walks_cut, c_leaf, reached_jit, fragment_first, callers_found, callers_refused, jit_leaf_fragment, erlang_any;
     /* Callers of shared fragments with a frame of their own (fragment_site.h):
      * found from the call site saved in the stack copy, from the kernel's
@@ -121,6 +123,13 @@ struct bs_cpu {
     _Atomic int64_t ra_store_off; /* -1 until decoded from the fragment's code */
     uint64_t gc_fragment;         /* its start, once seen (drain thread) */
     uint64_t callers_gc;
+    /* The frames under that caller, taken as a sampled collection ends
+     * (gc_stacks.h), from c_p->stop (stop_off, decoded from the fragment's
+     * code as it takes its stack back); gc_stacks' logs are the slices'
+     * logs, by index. gc_stacks_used: samples that took them. */
+    _Atomic int64_t stop_off;     /* -1 until decoded */
+    bs_gc_stacks gc_stacks;
+    uint64_t gc_stacks_used;
     struct fragment_ret {
         uint64_t ret, start;   /* a return address into a fragment (its call into C), the fragment's start */
         bs_fragment_shape shape;
@@ -391,11 +400,19 @@ static struct fragment_ret *fragment_ret_of(bs_cpu *c, uint64_t ret, struct frag
     if (!c->gc_fragment && sym.name && strcmp(sym.name, "global::garbage_collect") == 0) {
         int64_t off = bs_fragment_ra_store(code, len);
         c->gc_fragment = sym.start;
+        /* The stack taken back after the call into the collector. */
+        unsigned char after[32];
+        int64_t stop = bs_proc_mem_read(&c->mem, ret, after, sizeof after) ? bs_fragment_stop_load(after, sizeof after)
+                                                                            : -1;
+        if (stop > 0 && stop < 4096 && stop % 8 == 0)
+            atomic_store_explicit(&c->stop_off, stop, memory_order_release);
         if (off > 0 && off < 4096 && off % 8 == 0)
             atomic_store_explicit(&c->ra_store_off, off, memory_order_release);
     }
     return f;
 }
+
+static bs_gc_stack_log *gc_stack_log(bs_cpu *c, const bs_thread_log *log);
 
 /* What the sample's thread logged last before the sample (thread_slices.h):
  * a pid (bs_cpu_switch, bs_cpu_dirty_gc) or a collection's caller
@@ -479,10 +496,13 @@ static int leaf_fragment_caller(bs_cpu *c, const bs_cpu_sample *smp, const bs_st
  * at), into c->unwound: the C frames, the fragment, its caller ret (0: not
  * known, the chain ends at the fragment), then the frames under the caller:
  * the kernel's walk when it went through the same frame at the sample, else
- * the Erlang stack as the drain reads it, only where the fragment's frame
- * there still holds ret (else the chain is cut after the caller). */
+ * (in a collection: the fragment is global::garbage_collect) the stack the
+ * collection's end took (gc_stacks.h), else the Erlang stack as the drain
+ * reads it, only where the fragment's frame there still holds ret (else the
+ * chain is cut after the caller). */
 static size_t framed_fragment_chain(bs_cpu *c, const bs_cpu_sample *smp, const bs_stack_copy *stack,
-                                    const bs_mem_reader *mem, size_t nd, const bs_user_regs *at, uint64_t ret)
+                                    const bs_mem_reader *mem, size_t nd, const bs_user_regs *at, uint64_t ret,
+                                    int in_collection)
 {
     size_t n = 0;
     for (size_t i = 0; i < nd && n < BS_CPU_MAX_CHAIN; i++)
@@ -497,10 +517,17 @@ static size_t framed_fragment_chain(bs_cpu *c, const bs_cpu_sample *smp, const b
         return n;
     }
     c->unwound[n++] = ret;
+    bs_gc_stack_log *taken = in_collection ? gc_stack_log(c, bs_thread_slices_log(&c->slices, smp->tid)) : NULL;
+    uint32_t m = taken ? bs_gc_stack_at(taken, smp->time_ns, ret, c->unwound + n - 1, BS_CPU_MAX_CHAIN - (n - 1)) : 0;
+    if (m > 0) {
+        c->gc_stacks_used++;
+        return n - 1 + m;
+    }
     uint64_t held, next_bp;
     if (at->bp > UINT64_MAX - 16 || !mem->read(mem->ctx, at->bp + 8, &held, 8) || held != ret ||
         !mem->read(mem->ctx, at->bp, &next_bp, 8) || next_bp <= at->bp) {
         c->walks_cut++;
+        c->sample_cut = 1;
         return n;
     }
     bs_user_regs from = {.ip = ret, .bp = next_bp};
@@ -519,6 +546,7 @@ static size_t framed_fragment_chain(bs_cpu *c, const bs_cpu_sample *smp, const b
 static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t **ips, jit_frame *jf)
 {
     *ips = smp->ips;
+    c->sample_cut = 0;
     jf->found = 0;
     jf->scheduler = 0;
     if (!smp->has_regs)
@@ -577,8 +605,8 @@ static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t
         c->fragment_first++;
         uint64_t ret = framed_fragment_caller(c, smp, &stack, &at, f);
         if (ret == 0)
-            c->callers_missed++, f->missed++;
-        n = framed_fragment_chain(c, smp, &stack, &mem, nd, &at, ret);
+            c->callers_missed++, f->missed++, c->sample_cut = 1;
+        n = framed_fragment_chain(c, smp, &stack, &mem, nd, &at, ret, f->start == c->gc_fragment);
     } else {
         if (under_fragment) {
             c->fragment_first++;
@@ -603,6 +631,7 @@ static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t
         char kind = code_kind(c, c->unwound[i] - 1);
         if (kind != 'E' && kind != 'J') {
             c->walks_cut++;
+            c->sample_cut = 1;
             n = i;
             break;
         }
@@ -848,8 +877,10 @@ static void on_sample(void *ctx, const bs_cpu_sample *smp)
             goto full;
         c->spins++;
     }
-    if (smp->chain_truncated && !cut) {
-        c->truncated_chains++;
+    /* Outer frames missing: past the kernel's depth limit, or read from an
+     * Erlang stack that had changed before the drain (walks_cut). */
+    if ((smp->chain_truncated || (c->sample_cut && from == 0)) && !cut) {
+        c->truncated_chains += smp->chain_truncated != 0;
         bs_key k = {BS_CPU_FRAME_MODULE, c->truncated_frame, 0};
         if ((at = bs_call_tree_child(tree, at, &k)) == BS_NO_NODE)
             goto full;
@@ -949,6 +980,7 @@ bs_cpu *bs_cpu_open(ErlNifEnv *env, bs_session *s, unsigned hz, int all, int by_
         goto fail_frames;
     }
     atomic_init(&c->ra_store_off, -1);
+    atomic_init(&c->stop_off, -1);
     if (bs_thread_slices_init(&c->slices, tids, c->n_threads) < 0 || bs_process_ptrs_init(&c->ptrs) < 0) {
         free(tids);
         bs_thread_slices_free(&c->slices);
@@ -978,6 +1010,13 @@ bs_cpu *bs_cpu_open(ErlNifEnv *env, bs_session *s, unsigned hz, int all, int by_
     bs_proc_mem_init(&c->mem, (int)getpid());
     if (opened < 0)
         goto fail_slices;
+    if (bs_gc_stacks_init(&c->gc_stacks, c->slices.n) < 0) {
+        snprintf(why, cap, "out of memory");
+        goto fail_sampler;
+    }
+    for (unsigned i = 0; i < c->slices.n; i++)
+        bs_gc_stacks_bind(&c->gc_stacks, i, c->slices.logs[i].tid,
+                          bs_perf_sampler_ring_head(c->sampler, c->slices.logs[i].tid));
     /* Drain before a busy thread's ring is half full: rings with stack
      * copies hold a few samples only (perf_sampler.h). */
     c->drain_ms = BS_CPU_DRAIN_MS;
@@ -1001,6 +1040,7 @@ bs_cpu *bs_cpu_open(ErlNifEnv *env, bs_session *s, unsigned hz, int all, int by_
     }
     return c;
 fail_sampler:
+    bs_gc_stacks_free(&c->gc_stacks);
     bs_perf_sampler_close(c->sampler);
 fail_slices:
     bs_dwarf_unwinder_close(c->unwinder);
@@ -1026,12 +1066,35 @@ int bs_cpu_by_registers(const bs_cpu *c)
     return c->by_regs;
 }
 
-/* Appends (t, value) to the calling thread's log, if it is a sampled one. */
-static void log_here(bs_cpu *c, uint64_t t, uint64_t value)
+/* Appends (t, value) to the calling thread's log, if it is a sampled one;
+ * returns the log (NULL: not sampled). */
+static bs_thread_log *log_here(bs_cpu *c, uint64_t t, uint64_t value)
 {
     bs_thread_log *log = bs_thread_slices_log(&c->slices, bs_current_tid());
     if (log)
         bs_thread_log_switch(log, t, value);
+    return log;
+}
+
+/* The calling thread's log of collections' stacks, by its log of slices. */
+static bs_gc_stack_log *gc_stack_log(bs_cpu *c, const bs_thread_log *log)
+{
+    size_t i = (size_t)(log - c->slices.logs);
+    return log && i < c->gc_stacks.n ? &c->gc_stacks.logs[i] : NULL;
+}
+
+/* The Process * of pid, which runs a callback on this very thread (its
+ * struct is in place; learnt from its own r13, its first word its pid), or
+ * NULL. */
+static const unsigned char *process_here(bs_cpu *c, uint64_t pid)
+{
+    uint64_t ptr = bs_process_ptrs_find(&c->ptrs, pid);
+    if (!ptr)
+        return NULL;
+    const unsigned char *p = (const unsigned char *)(uintptr_t)ptr;
+    uint64_t id;
+    memcpy(&id, p, sizeof id);
+    return id == pid ? p : NULL;
 }
 
 void bs_cpu_switch(bs_cpu *c, uint64_t pid, uint64_t t)
@@ -1048,24 +1111,32 @@ void bs_cpu_dirty_gc(bs_cpu *c, uint64_t pid, uint64_t t)
 void bs_cpu_gc_start(bs_cpu *c, uint64_t pid, uint64_t t)
 {
     int64_t off = atomic_load_explicit(&c->ra_store_off, memory_order_acquire);
-    uint64_t ptr = off > 0 ? bs_process_ptrs_find(&c->ptrs, pid) : 0;
-    if (!ptr)
+    const unsigned char *p = off > 0 ? process_here(c, pid) : NULL;
+    if (!p)
         return;
-    /* The process is collecting on this very thread: its struct is in place
-     * (learnt from its own r13), its first word its pid. */
-    const unsigned char *p = (const unsigned char *)(uintptr_t)ptr;
-    uint64_t id, ra;
-    memcpy(&id, p, sizeof id);
-    if (id != pid)
-        return;
+    uint64_t ra;
     memcpy(&ra, p + off, sizeof ra);
-    log_here(c, t, ra);
+    bs_gc_stack_log *stacks = gc_stack_log(c, log_here(c, t, ra));
+    if (stacks)
+        bs_gc_stack_start(stacks, t, ra);
 }
 
-void bs_cpu_gc_end(bs_cpu *c, uint64_t t)
+void bs_cpu_gc_end(bs_cpu *c, uint64_t pid, uint64_t t)
 {
-    if (atomic_load_explicit(&c->ra_store_off, memory_order_relaxed) > 0)
-        log_here(c, t, 0);
+    if (atomic_load_explicit(&c->ra_store_off, memory_order_relaxed) <= 0)
+        return;
+    bs_gc_stack_log *stacks = gc_stack_log(c, log_here(c, t, 0));
+    int64_t off = atomic_load_explicit(&c->stop_off, memory_order_acquire);
+    const unsigned char *p = stacks && stacks->ra && off > 0 ? process_here(c, pid) : NULL;
+    if (!p) {
+        if (stacks)
+            stacks->ra = 0;
+        return;
+    }
+    /* The collection has moved the stack: its top is where c_p->stop says. */
+    uint64_t stop;
+    memcpy(&stop, p + off, sizeof stop);
+    (void)bs_gc_stack_end(&c->gc_stacks, stacks, t, stop, &c->mem); /* reads only its pid */
 }
 
 void bs_cpu_stop(bs_cpu *c)
@@ -1098,6 +1169,7 @@ void bs_cpu_close(bs_cpu *c)
     bs_cpu_stop(c);
     bs_perf_sampler_close(c->sampler);
     bs_dwarf_unwinder_close(c->unwinder);
+    bs_gc_stacks_free(&c->gc_stacks);
     bs_thread_slices_free(&c->slices);
     bs_process_ptrs_free(&c->ptrs);
     bs_symbols_free(&c->symbols);
@@ -1220,12 +1292,15 @@ int bs_cpu_export(bs_cpu *c, bs_profile *out, bs_key_namer namer, void *ctx)
                  "C frames unwound with DWARF (%u-byte stack copies): %llu of %llu samples with a C leaf reached "
                  "JIT code; %llu of %llu samples in shared JIT fragments reached their Erlang caller (%llu by the "
                  "call site saved, %llu by the collection's start), %llu not: it was only on the Erlang stack, "
-                 "changed before the drain%s; %llu walks cut where it had changed; %llu samples hold an Erlang frame",
+                 "changed before the drain%s; %llu in a collection took the frames under their caller from its "
+                 "end (%llu collections' stacks taken); %llu walks cut where it had changed; %llu samples hold an "
+                 "Erlang frame",
                  BS_PERF_STACK_BYTES, (unsigned long long)c->reached_jit, (unsigned long long)c->c_leaf,
                  (unsigned long long)(c->callers_site + c->callers_kernel + c->callers_found + c->callers_gc),
                  (unsigned long long)(c->fragment_first + c->jit_leaf_fragment), (unsigned long long)c->callers_site,
                  (unsigned long long)c->callers_gc,
                  (unsigned long long)(c->callers_missed + c->callers_refused), most_missed(c, join, sizeof join),
+                 (unsigned long long)c->gc_stacks_used, (unsigned long long)atomic_load(&c->gc_stacks.taken),
                  (unsigned long long)c->walks_cut, (unsigned long long)c->erlang_any);
     else
         snprintf(note, sizeof note, "C frames not unwound: %s; samples in the VM's C code do not reach their Erlang caller",

@@ -97,9 +97,11 @@ void bs_cpu_switch(bs_cpu *c, uint64_t pid, uint64_t t);
 void bs_cpu_dirty_gc(bs_cpu *c, uint64_t pid, uint64_t t);
 /* Joined by registers, from enabled/3 on a normal scheduler thread: the
  * process pid starts a garbage collection there at t (its Erlang caller is
- * logged for the samples taken in it), or the collection ends (bs_cpu_gc_end). */
+ * logged for the samples taken in it), or the collection ends (bs_cpu_gc_end:
+ * when a sample was taken in it, the Erlang frames under the caller are taken
+ * from the process's stack, gc_stacks.h). */
 void bs_cpu_gc_start(bs_cpu *c, uint64_t pid, uint64_t t);
-void bs_cpu_gc_end(bs_cpu *c, uint64_t t);
+void bs_cpu_gc_end(bs_cpu *c, uint64_t pid, uint64_t t);
 
 /* Stops sampling, joins the drain thread and drains what is left; the trees
  * are final afterwards. Idempotent. */

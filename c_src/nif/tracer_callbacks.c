@@ -70,7 +70,7 @@ ERL_NIF_TERM bs_nif_enabled(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
         if (argv[0] == a->gc_minor_start || argv[0] == a->gc_major_start)
             bs_cpu_gc_start(s->cpu, (uint64_t)argv[2], bs_now_ns());
         else
-            bs_cpu_gc_end(s->cpu, bs_now_ns());
+            bs_cpu_gc_end(s->cpu, (uint64_t)argv[2], bs_now_ns());
         return a->discard;
     }
     /* Capture mode cannot answer `remove` for a process between captures:

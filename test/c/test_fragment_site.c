@@ -141,6 +141,26 @@ static void test_ra_store(void **state)
     assert_int_equal(bs_fragment_ra_store(gc_25, 0), -1);
 }
 
+/* What follows the collector's call in global::garbage_collect, OTP 25:
+ * sub %rax,%r14; mov 0x58(%r13),%rsp; mov 0x60(%r13),%rbp;
+ * mov 0x50(%r13),%r15; leave; ret. */
+static const unsigned char gc_25_after[] = {0x49, 0x29, 0xc6, 0x49, 0x8b, 0x65, 0x58, 0x49, 0x8b,
+                                            0x6d, 0x60, 0x4d, 0x8b, 0x7d, 0x50, 0xc9, 0xc3};
+
+static void test_stop_load(void **state)
+{
+    (void)state;
+    assert_int_equal(bs_fragment_stop_load(gc_25_after, sizeof gc_25_after), 0x58);
+    /* A disp32 load: mov 0x120(%r13), %rsp. */
+    const unsigned char far_load[] = {0x49, 0x8b, 0xa5, 0x20, 0x01, 0x00, 0x00};
+    assert_int_equal(bs_fragment_stop_load(far_load, sizeof far_load), 0x120);
+    /* Loads into other registers (rbp, r15) are not it; cut displacements neither. */
+    assert_int_equal(bs_fragment_stop_load(gc_25_after + 7, sizeof gc_25_after - 7), -1);
+    assert_int_equal(bs_fragment_stop_load(gc_25_after, 6), -1);
+    assert_int_equal(bs_fragment_stop_load(far_load, 6), -1);
+    assert_int_equal(bs_fragment_stop_load(gc_25, sizeof gc_25), -1);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -148,6 +168,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_no_site),
         cmocka_unit_test(test_site_call),
         cmocka_unit_test(test_ra_store),
+        cmocka_unit_test(test_stop_load),
     };
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);

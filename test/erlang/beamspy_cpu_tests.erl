@@ -94,6 +94,8 @@ depth() ->
 %% term_to_binary's samples (called from bif_loop/2 through
 %% global::call_light_bif_shared) are all under it but where the site could
 %% not be read: 100% measured, 13-24% before.
+-define(GC_FRAGMENT, <<"[JIT] global::garbage_collect">>).
+
 c_frames() ->
     {ok, #{profile := P}} = beamspy:profile({bs_cpu_wl, bifs, [600]}, #{mode => cpu, cpu_hz => 999}),
     #{notes := Notes} = P,
@@ -111,6 +113,14 @@ c_frames() ->
             %% The collections' callers, taken as each collection starts.
             {match, [Gc]} = re:run(Notes, "(\\d+) by the collection's start", [{capture, all_but_first, list}]),
             ?assert(list_to_integer(Gc) >= 1),
+            %% ... and the frames under them, as each sampled collection ends.
+            {match, [GcStacks]} = re:run(Notes, "(\\d+) in a collection took the frames under their caller",
+                                         [{capture, all_but_first, list}]),
+            ?assert(list_to_integer(GcStacks) >= 1),
+            GcAll = samples_under(Nodes, ?GC_FRAGMENT),
+            GcWhole = samples_under_all(Nodes, [?GC_FRAGMENT, <<"bs_cpu_wl:until_cpu/3">>]),
+            ?debugFmt("collections: ~w samples, ~w with the whole stack under them", [GcAll, GcWhole]),
+            ?assert(GcWhole >= 0.5 * GcAll),
             case frame_named(Nodes, <<"term_to_binary_1 [beam.smp]">>) of
                 true ->
                     ?assert(T2B >= 20),
