@@ -494,6 +494,10 @@ check_combined(#{output := Out, formats := Formats} = Opts, Given) ->
 %% "/tmp/x.svg" = beamspy_opts:output_option(<<"/tmp/x.svg">>, beamspy_opts:extensions()).
 %% '''
 -spec output_option(term(), [{string(), atom()}]) -> string().
+output_option([E | _] = V, _) when is_list(E); is_binary(E) ->
+    %% A list of names would otherwise be taken as one name made of them all.
+    bad(output, V, "one directory or file name (a string or a binary), not a list of them: for several "
+                   "formats, name a directory and list them in formats");
 output_option(V, Extensions) ->
     case text(V) of
         {ok, B} when B =/= <<>> ->

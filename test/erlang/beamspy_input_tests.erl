@@ -15,6 +15,7 @@ input_test_() ->
      [{"a PCRE-only pattern is refused before the call runs", fun pcre_refused/0},
       {"a POSIX extended pattern is accepted and filters the output", fun posix_pattern_used/0},
       {"an output with an unknown extension is refused; no directory appears", fun unknown_extension/0},
+      {"a list of output names is refused, not joined into one name", fun output_list/0},
       {"an existing directory or a name ending in / is an output directory", fun dotted_directories/0},
       {"formats with a file output: refused unless it is the file's one format", fun formats_with_file/0},
       {"NUL in title, subtitle, include, exclude or output is refused", fun nul_refused/0},
@@ -74,6 +75,22 @@ unknown_extension() ->
                   ?assertNotEqual(nomatch, string:find(Text, ".svg")),
                   ?assertEqual([], list_dir(Dir))
           end, ["x.png", "x.json", "profile.SVGZ", "a.b.txt"])
+    after
+        rm_rf(Dir)
+    end.
+
+output_list() ->
+    Dir = tmp_dir(),
+    ok = filelib:ensure_path(Dir),
+    try
+        Outs = [filename:join(Dir, "a.svg"), filename:join(Dir, "b.speedscope.json")],
+        lists:foreach(
+          fun(Out) ->
+                  {Reason, Text} = refusal(#{output => Out}),
+                  ?assertMatch({bad_option, output, _, _}, Reason),
+                  ?assertNotEqual(nomatch, string:find(Text, "not a list")),
+                  ?assertEqual([], list_dir(Dir))
+          end, [Outs, [list_to_binary(O) || O <- Outs]])
     after
         rm_rf(Dir)
     end.
