@@ -36,6 +36,14 @@ columns() ->
      {"beamspy times => samples", #{times => samples}},
      {"beamspy times => samples 4999 Hz", #{times => samples, cpu_hz => 4999}}].
 
+%% CPU_BENCH_COLUMNS=cpu: the mode cpu columns alone (the traced ones take
+%% most of the bench's time: minutes on the compiler).
+selected_columns() ->
+    case os:getenv("CPU_BENCH_COLUMNS") of
+        "cpu" -> [C || {_, #{mode := cpu}} = C <- columns()];
+        _ -> columns()
+    end.
+
 %% Given to every column: the compiler's deep, varied stacks need more
 %% than the default 256 MiB.
 base_options() -> #{max_memory => 2048 * 1024 * 1024}.
@@ -83,7 +91,7 @@ workload(Name, Mod, BuildDir) ->
             Modset = maps:from_keys([atom_to_binary(M) || M <- Mod:modules()], true),
             Perf = [{CG, perf(Mod, CG, BuildDir)} || CG <- [dwarf, fp]],
             _ = Mod:run(Input),
-            Cols = [{Label, column(Name, Mod, Input, Label, Opts, Modset)} || {Label, Opts} <- columns()],
+            Cols = [{Label, column(Name, Mod, Input, Label, Opts, Modset)} || {Label, Opts} <- selected_columns()],
             #{name => Name, desc => Desc, perf => Perf, columns => Cols}
     end.
 

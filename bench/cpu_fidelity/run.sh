@@ -6,7 +6,8 @@
 # workloads, side by side in one run. Markdown on stdout and in
 # bench/build/cpu_fidelity.md. Needs `make all` first, perf (linux-perf)
 # and erlang-src; fails loudly, saying how to fix it, when perf cannot
-# record. CPU_BENCH_WORKLOADS=json,server picks workloads.
+# record. CPU_BENCH_WORKLOADS=json,server picks workloads;
+# CPU_BENCH_COLUMNS=cpu leaves the traced columns out (mode cpu alone).
 set -eu
 
 cd "$(dirname "$0")/../.."
