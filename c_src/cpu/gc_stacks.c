@@ -61,18 +61,19 @@ void bs_gc_stack_start(bs_gc_stack_log *log, uint64_t t, uint64_t ra)
     log->ra = ra;
 }
 
-int bs_gc_stack_end(bs_gc_stacks *g, bs_gc_stack_log *log, uint64_t t, uint64_t stop, const bs_proc_mem *mem)
+/* Copies the stack at stop, walks it from ra (under the collecting
+ * fragment's frame, or the process's own on top) and publishes the entry of
+ * a collection from t_start to t_end. */
+static int take(bs_gc_stacks *g, bs_gc_stack_log *log, uint64_t t_start, uint64_t t_end, uint64_t ra, uint64_t stop,
+                bs_gc_top top, const bs_proc_mem *mem)
 {
-    uint64_t ra = log->ra;
-    log->ra = 0;
-    if (!log->ring_head || ra == 0 || ring_head(log) == log->head_at_start)
-        return 0; /* no sample in this collection */
     size_t got = bs_proc_mem_copy(mem, stop, log->copy, BS_GC_STACK_COPY);
-    /* The collecting fragment's own frame is on top: the caller's frame
-     * pointer, then the return address into it. */
     bs_stack_copy stack = {.sp = stop, .data = log->copy, .size = got};
-    uint64_t caller_fp, held;
-    if (!bs_stack_read8(&stack, stop, &caller_fp) || !bs_stack_read8(&stack, stop + 8, &held) || held != ra)
+    uint64_t caller_fp = stop, held;
+    /* The collecting fragment's own frame: the caller's frame pointer, then
+     * the return address into it. */
+    if (top == BS_GC_TOP_FRAGMENT &&
+        (!bs_stack_read8(&stack, stop, &caller_fp) || !bs_stack_read8(&stack, stop + 8, &held) || held != ra))
         return 0;
     uint64_t frames[BS_GC_STACK_FRAMES];
     bs_user_regs at = {.ip = ra, .bp = caller_fp};
@@ -81,8 +82,8 @@ int bs_gc_stack_end(bs_gc_stacks *g, bs_gc_stack_log *log, uint64_t t, uint64_t 
     bs_gc_stack *e = &log->ring[k & (BS_GC_STACK_RING - 1)];
     atomic_store_explicit(&e->seq, 2 * k + 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
-    atomic_store_explicit(&e->t_start, log->t_start, memory_order_relaxed);
-    atomic_store_explicit(&e->t_end, t, memory_order_relaxed);
+    atomic_store_explicit(&e->t_start, t_start, memory_order_relaxed);
+    atomic_store_explicit(&e->t_end, t_end, memory_order_relaxed);
     atomic_store_explicit(&e->n, n, memory_order_relaxed);
     for (size_t i = 0; i < n; i++)
         atomic_store_explicit(&e->ret[i], frames[i], memory_order_relaxed);
@@ -90,6 +91,38 @@ int bs_gc_stack_end(bs_gc_stacks *g, bs_gc_stack_log *log, uint64_t t, uint64_t 
     atomic_store_explicit(&log->written, k + 1, memory_order_release);
     atomic_fetch_add_explicit(&g->taken, 1, memory_order_relaxed);
     return 1;
+}
+
+int bs_gc_stack_end(bs_gc_stacks *g, bs_gc_stack_log *log, uint64_t t, uint64_t stop, bs_gc_top top,
+                    const bs_proc_mem *mem)
+{
+    uint64_t ra = log->ra;
+    log->ra = 0;
+    if (!log->ring_head || ra == 0 || ring_head(log) == log->head_at_start)
+        return 0; /* no sample in this collection */
+    return take(g, log, log->t_start, t, ra, stop, top, mem);
+}
+
+int bs_gc_stack_take_open(bs_gc_stacks *g, bs_gc_stack_log *log, uint64_t t, uint64_t ra, uint64_t stop,
+                          bs_gc_top top, const bs_proc_mem *mem)
+{
+    if (!log->ring_head || ra == 0)
+        return 0;
+    return take(g, log, t, BS_GC_STACK_OPEN, ra, stop, top, mem);
+}
+
+void bs_gc_stack_close(bs_gc_stack_log *log, uint64_t t)
+{
+    uint64_t w = atomic_load_explicit(&log->written, memory_order_relaxed);
+    if (w == 0)
+        return;
+    bs_gc_stack *e = &log->ring[(w - 1) & (BS_GC_STACK_RING - 1)];
+    if (atomic_load_explicit(&e->t_end, memory_order_relaxed) != BS_GC_STACK_OPEN)
+        return;
+    atomic_store_explicit(&e->seq, 2 * (w - 1) + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&e->t_end, t, memory_order_relaxed);
+    atomic_store_explicit(&e->seq, 2 * (w - 1) + 2, memory_order_release);
 }
 
 /* Entry k as it is now, into out: its times and frames; 0 when it is being
@@ -122,13 +155,13 @@ uint32_t bs_gc_stack_at(bs_gc_stack_log *log, uint64_t t, uint64_t ra, uint64_t 
         uint64_t t_start, t_end;
         uint32_t n = read_entry(&log->ring[k & (BS_GC_STACK_RING - 1)], k, &t_start, &t_end, out, cap);
         if (n == 0)
-            return 0; /* overwritten: so are the older ones */
+            continue; /* being written, or overwritten (then so are the older ones) */
         if (t_end < t) {
             log->read = k + 1; /* samples come in time order: no later one is in it or before */
             return 0;
         }
         if (t_start <= t)
-            return out[0] == ra ? n : 0;
+            return ra == 0 || out[0] == ra ? n : 0;
     }
     return 0;
 }

@@ -64,14 +64,38 @@ void bs_gc_stacks_bind(bs_gc_stacks *g, unsigned i, int tid, const uint64_t *rin
 /* Writer side, on the collecting thread: its collection starts at t, called
  * from the return address ra (0: not known: nothing is taken at its end). */
 void bs_gc_stack_start(bs_gc_stack_log *log, uint64_t t, uint64_t ra);
+
+/* What lies on top of the stack when a collection ends. */
+typedef enum {
+    BS_GC_TOP_FRAGMENT, /* a collection called from Erlang code on a normal
+                           scheduler: the collecting fragment's own frame,
+                           which returns to ra */
+    BS_GC_TOP_PROCESS   /* a collection on a dirty scheduler: the process
+                           was scheduled out at ra (c_p->i, in the function
+                           it runs), its own frame on top */
+} bs_gc_top;
+
 /* It ends at t, the process's stack top now at stop: when a sample was taken
  * meanwhile, the stack's return addresses are copied out (through mem,
  * bs_proc_mem_copy) and published. Returns 1 when published. */
-int bs_gc_stack_end(bs_gc_stacks *g, bs_gc_stack_log *log, uint64_t t, uint64_t stop, const bs_proc_mem *mem);
+int bs_gc_stack_end(bs_gc_stacks *g, bs_gc_stack_log *log, uint64_t t, uint64_t stop, bs_gc_top top,
+                    const bs_proc_mem *mem);
+
+/* A collection whose samples cannot be known in advance worth walking at
+ * its start (on a dirty scheduler: the process waits, its stack in place;
+ * such collections are few and long, and the drain often reads their
+ * samples before they end): published at t, open (t_end
+ * BS_GC_STACK_OPEN) until bs_gc_stack_close. Returns 1 when published. */
+#define BS_GC_STACK_OPEN UINT64_MAX
+int bs_gc_stack_take_open(bs_gc_stacks *g, bs_gc_stack_log *log, uint64_t t, uint64_t ra, uint64_t stop,
+                          bs_gc_top top, const bs_proc_mem *mem);
+/* The log's newest entry, if open, ends at t. */
+void bs_gc_stack_close(bs_gc_stack_log *log, uint64_t t);
 
 /* Reader side (the drain, samples of the log's thread in time order): the
  * return addresses of the collection that held time t and was called from
- * ra, into out (at most cap): how many, 0 when none is known. */
+ * ra (0: from anywhere), into out (at most cap): how many, 0 when none is
+ * known. */
 uint32_t bs_gc_stack_at(bs_gc_stack_log *log, uint64_t t, uint64_t ra, uint64_t *out, uint32_t cap);
 
 #endif

@@ -129,7 +129,7 @@ struct bs_cpu {
      * logs, by index. gc_stacks_used: samples that took them. */
     _Atomic int64_t stop_off;     /* -1 until decoded */
     bs_gc_stacks gc_stacks;
-    uint64_t gc_stacks_used;
+    uint64_t gc_stacks_used, dirty_gc_stacks;
     struct fragment_ret {
         uint64_t ret, start;   /* a return address into a fragment (its call into C), the fragment's start */
         bs_fragment_shape shape;
@@ -415,7 +415,7 @@ static struct fragment_ret *fragment_ret_of(bs_cpu *c, uint64_t ret, struct frag
 static bs_gc_stack_log *gc_stack_log(bs_cpu *c, const bs_thread_log *log);
 
 /* What the sample's thread logged last before the sample (thread_slices.h):
- * a pid (bs_cpu_switch, bs_cpu_dirty_gc) or a collection's caller
+ * a pid (bs_cpu_switch, bs_cpu_dirty_gc_start) or a collection's caller
  * (bs_cpu_gc_start); 0 when nothing, or nothing since the last end. */
 static uint64_t logged_at(bs_cpu *c, const bs_cpu_sample *smp)
 {
@@ -640,6 +640,35 @@ static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t
     return (uint32_t)n;
 }
 
+/* A sample of a collection on a dirty scheduler (ips[0..n), the dirty
+ * thread's C frames): the process's own Erlang stack where the collection
+ * left it, taken as the collection ended (gc_stacks.h), appended on the
+ * root side as far as its frames are Erlang code. Returns the new length;
+ * *ips is then c->unwound. */
+static uint32_t with_dirty_gc_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t **ips, uint32_t n)
+{
+    bs_gc_stack_log *taken = gc_stack_log(c, bs_thread_slices_log(&c->slices, smp->tid));
+    uint64_t frames[BS_GC_STACK_FRAMES];
+    uint32_t m = taken ? bs_gc_stack_at(taken, smp->time_ns, 0, frames, BS_GC_STACK_FRAMES) : 0;
+    if (m == 0)
+        return n;
+    if (*ips != c->unwound) {
+        if (n > BS_CPU_MAX_CHAIN)
+            n = BS_CPU_MAX_CHAIN;
+        memmove(c->unwound, *ips, n * sizeof *c->unwound);
+        *ips = c->unwound;
+    }
+    uint32_t added = 0;
+    for (uint32_t i = 0; i < m && n < BS_CPU_MAX_CHAIN; i++, added++) {
+        char kind = code_kind(c, frames[i] - 1);
+        if (kind != 'E' && kind != 'J')
+            break;
+        c->unwound[n++] = frames[i];
+    }
+    c->dirty_gc_stacks += added > 0;
+    return n;
+}
+
 /* 1 when a sample of a scheduler thread that ran no process, c->chain
  * (root first, n frames, from ips), spins before sleep (sched_work.h). */
 static int spinning(bs_cpu *c, const uint64_t *ips, uint32_t n)
@@ -735,16 +764,18 @@ static uint64_t pid_at(bs_cpu *c, uint64_t r13)
  * schedulers' (no JIT frame: dirty NIFs, BIFs and GCs run from C) or
  * `[unknown process]' when there is none. NULL, counted, when the sample
  * is left out (not one of the chosen processes, or no memory). */
-static bs_call_tree *tree_by_regs(bs_cpu *c, const bs_cpu_sample *smp, jit_frame *jf, int *scheduler_own)
+static bs_call_tree *tree_by_regs(bs_cpu *c, const bs_cpu_sample *smp, jit_frame *jf, int *scheduler_own,
+                                  int *dirty_gc)
 {
     bs_session *s = c->s;
     enum extra_tree extra = thread_extra(c, smp->tid);
     uint64_t pid = 0;
     if (!jf->found) {
         /* The process whose collection ran on this dirty scheduler then
-         * (logged by bs_cpu_dirty_gc), if any. */
+         * (logged by bs_cpu_dirty_gc_start), if any. */
         if (extra != EXTRA_SCHEDULER && (pid = logged_at(c, smp))) {
             c->regs_dirty_gc++; /* a chosen process's collection on a dirty scheduler */
+            *dirty_gc = 1;
         } else if (extra != EXTRA_SCHEDULER) {
             c->regs_dirty++;
             *scheduler_own = 1; /* a dirty scheduler in C: its own loop or a process's dirty work */
@@ -814,8 +845,11 @@ static void on_sample(void *ctx, const bs_cpu_sample *smp)
     if (c->by_regs) {
         jit_frame jf;
         n = sample_stack(c, smp, &ips, &jf);
-        if (!(tree = tree_by_regs(c, smp, &jf, &scheduler_own)))
+        int dirty_gc = 0;
+        if (!(tree = tree_by_regs(c, smp, &jf, &scheduler_own, &dirty_gc)))
             return; /* counted there */
+        if (dirty_gc)
+            n = with_dirty_gc_stack(c, smp, &ips, n);
         /* The scheduler's loop: what lies beyond it is no caller of it but
          * the frames of the process it switched out (its stale frame
          * pointer), not the scheduler's work. */
@@ -1103,9 +1137,28 @@ void bs_cpu_switch(bs_cpu *c, uint64_t pid, uint64_t t)
         log_here(c, t, pid);
 }
 
-void bs_cpu_dirty_gc(bs_cpu *c, uint64_t pid, uint64_t t)
+void bs_cpu_dirty_gc_start(bs_cpu *c, uint64_t pid, uint64_t t)
 {
-    log_here(c, t, pid);
+    bs_gc_stack_log *stacks = gc_stack_log(c, log_here(c, t, pid));
+    int64_t ra_off = atomic_load_explicit(&c->ra_store_off, memory_order_acquire);
+    int64_t stop_off = atomic_load_explicit(&c->stop_off, memory_order_acquire);
+    /* The process is not running: it waits for this collection, scheduled
+     * out where c_p->i says, its stack in place until the collection moves
+     * it: taken now, whether or not a sample comes. */
+    const unsigned char *p = stacks && ra_off > 0 && stop_off > 0 ? process_here(c, pid) : NULL;
+    if (p) {
+        uint64_t at, stop;
+        memcpy(&at, p + ra_off, sizeof at);
+        memcpy(&stop, p + stop_off, sizeof stop);
+        (void)bs_gc_stack_take_open(&c->gc_stacks, stacks, t, at, stop, BS_GC_TOP_PROCESS, &c->mem);
+    }
+}
+
+void bs_cpu_dirty_gc_end(bs_cpu *c, uint64_t t)
+{
+    bs_gc_stack_log *stacks = gc_stack_log(c, log_here(c, t, 0));
+    if (stacks)
+        bs_gc_stack_close(stacks, t);
 }
 
 void bs_cpu_gc_start(bs_cpu *c, uint64_t pid, uint64_t t)
@@ -1136,7 +1189,7 @@ void bs_cpu_gc_end(bs_cpu *c, uint64_t pid, uint64_t t)
     /* The collection has moved the stack: its top is where c_p->stop says. */
     uint64_t stop;
     memcpy(&stop, p + off, sizeof stop);
-    (void)bs_gc_stack_end(&c->gc_stacks, stacks, t, stop, &c->mem); /* reads only its pid */
+    (void)bs_gc_stack_end(&c->gc_stacks, stacks, t, stop, BS_GC_TOP_FRAGMENT, &c->mem); /* reads only its pid */
 }
 
 void bs_cpu_stop(bs_cpu *c)
@@ -1257,9 +1310,11 @@ int bs_cpu_export(bs_cpu *c, bs_profile *out, bs_key_namer namer, void *ctx)
     if (c->by_regs)
         snprintf(join, sizeof join,
                  "process of each sample read from r13 (no scheduling traced): %llu of processes (%llu in their "
-                 "garbage collection on a dirty scheduler), %llu the schedulers' loop, %llu dirty with no JIT frame, "
+                 "garbage collection on a dirty scheduler, %llu of them under the process's stack), %llu the "
+                 "schedulers' loop, %llu dirty with no JIT frame, "
                  "%llu reached no JIT frame, %llu whose r13 was not a live process's",
                  (unsigned long long)c->regs_process, (unsigned long long)c->regs_dirty_gc,
+                 (unsigned long long)c->dirty_gc_stacks,
                  (unsigned long long)c->regs_scheduler,
                  (unsigned long long)c->regs_dirty, (unsigned long long)c->regs_no_jit,
                  (unsigned long long)(c->regs_no_r13 + c->regs_bad_read + c->regs_not_pid + c->regs_late));

@@ -92,9 +92,11 @@ int bs_cpu_by_registers(const bs_cpu *c);
  * thread runs pid (0: none, after an `out'). Nothing when by registers. */
 void bs_cpu_switch(bs_cpu *c, uint64_t pid, uint64_t t);
 /* Joined by registers: the calling thread (a dirty scheduler) starts a
- * garbage collection of the process pid, or ends it (pid 0), at t: its
- * samples there name no process otherwise (no JIT frame). */
-void bs_cpu_dirty_gc(bs_cpu *c, uint64_t pid, uint64_t t);
+ * garbage collection of the process pid at t, or ends it: its samples there
+ * name no process otherwise (no JIT frame). The process's Erlang stack is
+ * taken as it starts, for those samples (gc_stacks.h). */
+void bs_cpu_dirty_gc_start(bs_cpu *c, uint64_t pid, uint64_t t);
+void bs_cpu_dirty_gc_end(bs_cpu *c, uint64_t t);
 /* Joined by registers, from enabled/3 on a normal scheduler thread: the
  * process pid starts a garbage collection there at t (its Erlang caller is
  * logged for the samples taken in it), or the collection ends (bs_cpu_gc_end:

@@ -258,9 +258,9 @@ ERL_NIF_TERM bs_nif_trace(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
             if (argv[0] == a->spawn && enif_get_local_pid(env, argv[3], &child))
                 (void)bs_session_proc(env, s, (uint64_t)enif_make_pid(env, &child), t);
             else if (argv[0] == a->gc_minor_start || argv[0] == a->gc_major_start)
-                bs_cpu_dirty_gc(s->cpu, r->pid, t); /* on a dirty scheduler: enabled/3 let no other through */
+                bs_cpu_dirty_gc_start(s->cpu, r->pid, t); /* on a dirty scheduler: enabled/3 let no other through */
             else if (argv[0] == a->gc_minor_end || argv[0] == a->gc_major_end)
-                bs_cpu_dirty_gc(s->cpu, 0, t);
+                bs_cpu_dirty_gc_end(s->cpu, t);
         } else if (s->cpu && !s->cpu_times)
             cpu_switch(a, s, r, argv[0], t);
         else if (is_meta)

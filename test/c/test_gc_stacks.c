@@ -48,11 +48,11 @@ static void test_taken_only_when_sampled(void **state)
     uint64_t stop = build(&s, RA, 0x7f0000002000, 0x7f0000003000);
     /* No sample in it: the ring's head did not move; nothing is taken. */
     bs_gc_stack_start(log, 100, RA);
-    assert_int_equal(bs_gc_stack_end(&g, log, 200, stop, &mem), 0);
+    assert_int_equal(bs_gc_stack_end(&g, log, 200, stop, BS_GC_TOP_FRAGMENT, &mem), 0);
     /* A sample in it. */
     bs_gc_stack_start(log, 300, RA);
     head += 1024;
-    assert_int_equal(bs_gc_stack_end(&g, log, 400, stop, &mem), 1);
+    assert_int_equal(bs_gc_stack_end(&g, log, 400, stop, BS_GC_TOP_FRAGMENT, &mem), 1);
     assert_int_equal(atomic_load(&g.taken), 1);
     uint64_t out[BS_GC_STACK_FRAMES];
     assert_int_equal(bs_gc_stack_at(log, 150, RA, out, BS_GC_STACK_FRAMES), 0); /* the unsampled one */
@@ -70,10 +70,10 @@ static void test_taken_only_when_sampled(void **state)
     /* A collection whose start took no caller takes nothing. */
     bs_gc_stack_start(log, 500, 0);
     head += 1024;
-    assert_int_equal(bs_gc_stack_end(&g, log, 600, stop, &mem), 0);
+    assert_int_equal(bs_gc_stack_end(&g, log, 600, stop, BS_GC_TOP_FRAGMENT, &mem), 0);
     /* An unbound thread (not sampled) takes nothing. */
     bs_gc_stack_start(&g.logs[1], 700, RA);
-    assert_int_equal(bs_gc_stack_end(&g, &g.logs[1], 800, stop, &mem), 0);
+    assert_int_equal(bs_gc_stack_end(&g, &g.logs[1], 800, stop, BS_GC_TOP_FRAGMENT, &mem), 0);
     bs_gc_stacks_free(&g);
 }
 
@@ -92,21 +92,57 @@ static void test_stack_checked(void **state)
     /* The top frame does not return to the caller the start took. */
     bs_gc_stack_start(log, 100, RA);
     head++;
-    assert_int_equal(bs_gc_stack_end(&g, log, 200, stop, &mem), 0);
+    assert_int_equal(bs_gc_stack_end(&g, log, 200, stop, BS_GC_TOP_FRAGMENT, &mem), 0);
     /* A stack top that is not mapped: nothing read, no fault. */
     bs_gc_stack_start(log, 300, RA);
     head++;
-    assert_int_equal(bs_gc_stack_end(&g, log, 400, 16, &mem), 0);
+    assert_int_equal(bs_gc_stack_end(&g, log, 400, 16, BS_GC_TOP_FRAGMENT, &mem), 0);
     /* A frame pointer chain that loops back stops there. */
     stop = build(&s, RA, 0x7f0000002000, 0x7f0000003000);
     s.w[4] = stop; /* the caller's frame points back up */
     bs_gc_stack_start(log, 500, RA);
     head++;
-    assert_int_equal(bs_gc_stack_end(&g, log, 600, stop, &mem), 1);
+    assert_int_equal(bs_gc_stack_end(&g, log, 600, stop, BS_GC_TOP_FRAGMENT, &mem), 1);
     uint64_t out[BS_GC_STACK_FRAMES];
     assert_int_equal(bs_gc_stack_at(log, 550, RA, out, BS_GC_STACK_FRAMES), 2);
     assert_int_equal(out[1], 0x7f0000002000);
     assert_int_equal(atomic_load(&g.taken), 1);
+    bs_gc_stacks_free(&g);
+}
+
+/* A collection on a dirty scheduler: the process's own frame on top (it
+ * was scheduled out at ra, in the function it runs), taken as the
+ * collection starts and open until it ends; found by time whatever ra. */
+static void test_open_until_closed(void **state)
+{
+    (void)state;
+    bs_gc_stacks g;
+    bs_proc_mem mem;
+    bs_proc_mem_init(&mem, (int)getpid());
+    assert_int_equal(bs_gc_stacks_init(&g, 1), 0);
+    uint64_t head = 0;
+    bs_gc_stacks_bind(&g, 0, 100, &head);
+    bs_gc_stack_log *log = &g.logs[0];
+    fake_stack s;
+    uint64_t stop = build(&s, 0x7f0000002000, 0x7f0000003000, 0x7f0000004000);
+    /* The process's frame is w[0..1]: its caller's return address at w[1]. */
+    assert_int_equal(bs_gc_stack_take_open(&g, log, 1000, RA, stop, BS_GC_TOP_PROCESS, &mem), 1);
+    uint64_t out[BS_GC_STACK_FRAMES];
+    /* Open: any sample after its start is in it, with or without a caller asked. */
+    assert_int_equal(bs_gc_stack_at(log, 5000, 0, out, BS_GC_STACK_FRAMES), 4);
+    assert_int_equal(out[0], RA);
+    assert_int_equal(out[1], 0x7f0000002000);
+    assert_int_equal(out[2], 0x7f0000003000);
+    assert_int_equal(out[3], 0x7f0000004000);
+    assert_int_equal(bs_gc_stack_at(log, 6000, RA, out, BS_GC_STACK_FRAMES), 4);
+    bs_gc_stack_close(log, 7000);
+    assert_int_equal(bs_gc_stack_at(log, 6500, 0, out, BS_GC_STACK_FRAMES), 4);
+    assert_int_equal(bs_gc_stack_at(log, 7500, 0, out, BS_GC_STACK_FRAMES), 0);
+    /* Closing twice, or with nothing open, changes nothing. */
+    bs_gc_stack_close(log, 9000);
+    assert_int_equal(bs_gc_stack_at(log, 8000, 0, out, BS_GC_STACK_FRAMES), 0);
+    /* No caller known: nothing taken. */
+    assert_int_equal(bs_gc_stack_take_open(&g, log, 10000, 0, stop, BS_GC_TOP_PROCESS, &mem), 0);
     bs_gc_stacks_free(&g);
 }
 
@@ -127,7 +163,7 @@ static void test_ring_laps(void **state)
         uint64_t stop = build(&s, RA, 0x7f0000100000 + i, 0x7f0000003000);
         bs_gc_stack_start(log, 1000 * i, RA);
         head++;
-        assert_int_equal(bs_gc_stack_end(&g, log, 1000 * i + 500, stop, &mem), 1);
+        assert_int_equal(bs_gc_stack_end(&g, log, 1000 * i + 500, stop, BS_GC_TOP_FRAGMENT, &mem), 1);
     }
     uint64_t out[BS_GC_STACK_FRAMES];
     assert_int_equal(bs_gc_stack_at(log, 2100, RA, out, BS_GC_STACK_FRAMES), 0);
@@ -159,7 +195,7 @@ static void *writer(void *arg)
         uint64_t stop = build(&s, RA, 0x7f0000000000 + i, 0x7f1000000000 + i);
         bs_gc_stack_start(&r->g.logs[0], 10 * i, RA);
         __atomic_fetch_add(&r->head, 1, __ATOMIC_RELAXED);
-        (void)bs_gc_stack_end(&r->g, &r->g.logs[0], 10 * i + 5, stop, &r->mem);
+        (void)bs_gc_stack_end(&r->g, &r->g.logs[0], 10 * i + 5, stop, BS_GC_TOP_FRAGMENT, &r->mem);
     }
     atomic_store(&r->done, 1);
     return NULL;
@@ -205,6 +241,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_taken_only_when_sampled),
         cmocka_unit_test(test_stack_checked),
+        cmocka_unit_test(test_open_until_closed),
         cmocka_unit_test(test_ring_laps),
         cmocka_unit_test(test_concurrent),
     };

@@ -385,12 +385,19 @@ dirty_gc() ->
     ?debugFmt("notes: ~ts", [Notes]),
     case beamspy_cpu:join() of
         registers ->
-            {match, [N]} = re:run(Notes, "\\((\\d+) in their garbage collection on a dirty scheduler\\)",
-                                  [{capture, all_but_first, list}]),
+            {match, [N, K]} = re:run(Notes, "\\((\\d+) in their garbage collection on a dirty scheduler, "
+                                     "(\\d+) of them under the process's stack\\)",
+                                     [{capture, all_but_first, list}]),
             Own = own_tree(P),
-            ?debugFmt("~s samples in dirty collections; the process has ~w", [N, samples(Own)]),
+            Under = samples_under(Own, <<"bs_cpu_wl:big_heaps/1">>),
+            ?debugFmt("~s samples in dirty collections, ~s under the process's stack; the process has ~w, "
+                      "~w under big_heaps/1", [N, K, samples(Own), Under]),
             ?assert(list_to_integer(N) >= 10),
-            ?assert(samples(Own) >= list_to_integer(N));
+            ?assert(samples(Own) >= list_to_integer(N)),
+            %% Each collection's stack is taken as it starts: the process
+            %% waits for it where big_heaps/1 called lists:seq/2.
+            ?assert(list_to_integer(K) >= 0.5 * list_to_integer(N)),
+            ?assert(Under >= list_to_integer(K));
         running ->
             ok
     end,
