@@ -89,8 +89,13 @@ depth() ->
 %% collection itself moves before any drain can read it: the caller is now
 %% taken as each collection of the process starts (the return address the
 %% fragment stores in the process, read in the tracer's enabled/3): 78-87%
-%% (three runs), bound 65%. What still misses is mostly the frames below a
-%% collection's caller, read at the drain once the stack has changed.
+%% (three runs). The frames below a collection's caller are taken as the
+%% collection ends, when a sample landed in it (gc_stacks.h): 87-89% under
+%% bif_loop/2 on OTP 25, and 81-85% of the collections' samples hold
+%% until_cpu/3, the loop's caller (none did when those frames were read at
+%% the drain, after the collection had moved the stack); bounds 65% and
+%% 50%. What still misses is a BIF's caller's callers, read at the drain
+%% once the process has moved on: such chains go under [truncated].
 %% term_to_binary's samples (called from bif_loop/2 through
 %% global::call_light_bif_shared) are all under it but where the site could
 %% not be read: 100% measured, 13-24% before.
