@@ -34,26 +34,37 @@ static uint64_t build(fake_stack *s, uint64_t ra, uint64_t r1, uint64_t r2)
     return base;
 }
 
+/* Stacks of n threads, thread 0 sampled through f->head. */
+typedef struct fixture {
+    bs_gc_stacks g;
+    bs_proc_mem mem;
+    uint64_t head;
+} fixture;
+
+static void setup(fixture *f, unsigned n)
+{
+    bs_proc_mem_init(&f->mem, (int)getpid());
+    assert_int_equal(bs_gc_stacks_init(&f->g, n), 0);
+    f->head = 0;
+    bs_gc_stacks_bind(&f->g, 0, 100, &f->head);
+}
+
 static void test_taken_only_when_sampled(void **state)
 {
     (void)state;
-    bs_gc_stacks g;
-    bs_proc_mem mem;
-    bs_proc_mem_init(&mem, (int)getpid());
-    assert_int_equal(bs_gc_stacks_init(&g, 2), 0);
-    uint64_t head = 0;
-    bs_gc_stacks_bind(&g, 0, 100, &head);
-    bs_gc_stack_log *log = &g.logs[0];
+    fixture f;
+    setup(&f, 2);
+    bs_gc_stack_log *log = &f.g.logs[0];
     fake_stack s;
     uint64_t stop = build(&s, RA, 0x7f0000002000, 0x7f0000003000);
     /* No sample in it: the ring's head did not move; nothing is taken. */
     bs_gc_stack_start(log, 100, RA);
-    assert_int_equal(bs_gc_stack_end(&g, log, 200, stop, BS_GC_TOP_FRAGMENT, &mem), 0);
+    assert_int_equal(bs_gc_stack_end(&f.g, log, 200, stop, BS_GC_TOP_FRAGMENT, &f.mem), 0);
     /* A sample in it. */
     bs_gc_stack_start(log, 300, RA);
-    head += 1024;
-    assert_int_equal(bs_gc_stack_end(&g, log, 400, stop, BS_GC_TOP_FRAGMENT, &mem), 1);
-    assert_int_equal(atomic_load(&g.taken), 1);
+    f.head += 1024;
+    assert_int_equal(bs_gc_stack_end(&f.g, log, 400, stop, BS_GC_TOP_FRAGMENT, &f.mem), 1);
+    assert_int_equal(atomic_load(&f.g.taken), 1);
     uint64_t out[BS_GC_STACK_FRAMES];
     assert_int_equal(bs_gc_stack_at(log, 150, RA, out, BS_GC_STACK_FRAMES), 0); /* the unsampled one */
     assert_int_equal(bs_gc_stack_at(log, 350, RA, out, BS_GC_STACK_FRAMES), 3);
@@ -69,45 +80,41 @@ static void test_taken_only_when_sampled(void **state)
     assert_int_equal(bs_gc_stack_at(log, 380, RA, out, BS_GC_STACK_FRAMES), 0);
     /* A collection whose start took no caller takes nothing. */
     bs_gc_stack_start(log, 500, 0);
-    head += 1024;
-    assert_int_equal(bs_gc_stack_end(&g, log, 600, stop, BS_GC_TOP_FRAGMENT, &mem), 0);
+    f.head += 1024;
+    assert_int_equal(bs_gc_stack_end(&f.g, log, 600, stop, BS_GC_TOP_FRAGMENT, &f.mem), 0);
     /* An unbound thread (not sampled) takes nothing. */
-    bs_gc_stack_start(&g.logs[1], 700, RA);
-    assert_int_equal(bs_gc_stack_end(&g, &g.logs[1], 800, stop, BS_GC_TOP_FRAGMENT, &mem), 0);
-    bs_gc_stacks_free(&g);
+    bs_gc_stack_start(&f.g.logs[1], 700, RA);
+    assert_int_equal(bs_gc_stack_end(&f.g, &f.g.logs[1], 800, stop, BS_GC_TOP_FRAGMENT, &f.mem), 0);
+    bs_gc_stacks_free(&f.g);
 }
 
 static void test_stack_checked(void **state)
 {
     (void)state;
-    bs_gc_stacks g;
-    bs_proc_mem mem;
-    bs_proc_mem_init(&mem, (int)getpid());
-    assert_int_equal(bs_gc_stacks_init(&g, 1), 0);
-    uint64_t head = 0;
-    bs_gc_stacks_bind(&g, 0, 100, &head);
-    bs_gc_stack_log *log = &g.logs[0];
+    fixture f;
+    setup(&f, 1);
+    bs_gc_stack_log *log = &f.g.logs[0];
     fake_stack s;
     uint64_t stop = build(&s, RA + 16, 0x7f0000002000, 0x7f0000003000);
     /* The top frame does not return to the caller the start took. */
     bs_gc_stack_start(log, 100, RA);
-    head++;
-    assert_int_equal(bs_gc_stack_end(&g, log, 200, stop, BS_GC_TOP_FRAGMENT, &mem), 0);
+    f.head++;
+    assert_int_equal(bs_gc_stack_end(&f.g, log, 200, stop, BS_GC_TOP_FRAGMENT, &f.mem), 0);
     /* A stack top that is not mapped: nothing read, no fault. */
     bs_gc_stack_start(log, 300, RA);
-    head++;
-    assert_int_equal(bs_gc_stack_end(&g, log, 400, 16, BS_GC_TOP_FRAGMENT, &mem), 0);
+    f.head++;
+    assert_int_equal(bs_gc_stack_end(&f.g, log, 400, 16, BS_GC_TOP_FRAGMENT, &f.mem), 0);
     /* A frame pointer chain that loops back stops there. */
     stop = build(&s, RA, 0x7f0000002000, 0x7f0000003000);
     s.w[4] = stop; /* the caller's frame points back up */
     bs_gc_stack_start(log, 500, RA);
-    head++;
-    assert_int_equal(bs_gc_stack_end(&g, log, 600, stop, BS_GC_TOP_FRAGMENT, &mem), 1);
+    f.head++;
+    assert_int_equal(bs_gc_stack_end(&f.g, log, 600, stop, BS_GC_TOP_FRAGMENT, &f.mem), 1);
     uint64_t out[BS_GC_STACK_FRAMES];
     assert_int_equal(bs_gc_stack_at(log, 550, RA, out, BS_GC_STACK_FRAMES), 2);
     assert_int_equal(out[1], 0x7f0000002000);
-    assert_int_equal(atomic_load(&g.taken), 1);
-    bs_gc_stacks_free(&g);
+    assert_int_equal(atomic_load(&f.g.taken), 1);
+    bs_gc_stacks_free(&f.g);
 }
 
 /* A collection on a dirty scheduler: the process's own frame on top (it
@@ -116,17 +123,13 @@ static void test_stack_checked(void **state)
 static void test_open_until_closed(void **state)
 {
     (void)state;
-    bs_gc_stacks g;
-    bs_proc_mem mem;
-    bs_proc_mem_init(&mem, (int)getpid());
-    assert_int_equal(bs_gc_stacks_init(&g, 1), 0);
-    uint64_t head = 0;
-    bs_gc_stacks_bind(&g, 0, 100, &head);
-    bs_gc_stack_log *log = &g.logs[0];
+    fixture f;
+    setup(&f, 1);
+    bs_gc_stack_log *log = &f.g.logs[0];
     fake_stack s;
     uint64_t stop = build(&s, 0x7f0000002000, 0x7f0000003000, 0x7f0000004000);
     /* The process's frame is w[0..1]: its caller's return address at w[1]. */
-    assert_int_equal(bs_gc_stack_take_open(&g, log, 1000, RA, stop, BS_GC_TOP_PROCESS, &mem), 1);
+    assert_int_equal(bs_gc_stack_take_open(&f.g, log, 1000, RA, stop, BS_GC_TOP_PROCESS, &f.mem), 1);
     uint64_t out[BS_GC_STACK_FRAMES];
     /* Open: any sample after its start is in it, with or without a caller asked. */
     assert_int_equal(bs_gc_stack_at(log, 5000, 0, out, BS_GC_STACK_FRAMES), 4);
@@ -142,8 +145,8 @@ static void test_open_until_closed(void **state)
     bs_gc_stack_close(log, 9000);
     assert_int_equal(bs_gc_stack_at(log, 8000, 0, out, BS_GC_STACK_FRAMES), 0);
     /* No caller known: nothing taken. */
-    assert_int_equal(bs_gc_stack_take_open(&g, log, 10000, 0, stop, BS_GC_TOP_PROCESS, &mem), 0);
-    bs_gc_stacks_free(&g);
+    assert_int_equal(bs_gc_stack_take_open(&f.g, log, 10000, 0, stop, BS_GC_TOP_PROCESS, &f.mem), 0);
+    bs_gc_stacks_free(&f.g);
 }
 
 /* More sampled collections than the ring holds before the drain: the
@@ -151,19 +154,15 @@ static void test_open_until_closed(void **state)
 static void test_ring_laps(void **state)
 {
     (void)state;
-    bs_gc_stacks g;
-    bs_proc_mem mem;
-    bs_proc_mem_init(&mem, (int)getpid());
-    assert_int_equal(bs_gc_stacks_init(&g, 1), 0);
-    uint64_t head = 0;
-    bs_gc_stacks_bind(&g, 0, 100, &head);
-    bs_gc_stack_log *log = &g.logs[0];
+    fixture f;
+    setup(&f, 1);
+    bs_gc_stack_log *log = &f.g.logs[0];
     fake_stack s;
     for (uint64_t i = 0; i < BS_GC_STACK_RING + 5; i++) {
         uint64_t stop = build(&s, RA, 0x7f0000100000 + i, 0x7f0000003000);
         bs_gc_stack_start(log, 1000 * i, RA);
-        head++;
-        assert_int_equal(bs_gc_stack_end(&g, log, 1000 * i + 500, stop, BS_GC_TOP_FRAGMENT, &mem), 1);
+        f.head++;
+        assert_int_equal(bs_gc_stack_end(&f.g, log, 1000 * i + 500, stop, BS_GC_TOP_FRAGMENT, &f.mem), 1);
     }
     uint64_t out[BS_GC_STACK_FRAMES];
     assert_int_equal(bs_gc_stack_at(log, 2100, RA, out, BS_GC_STACK_FRAMES), 0);
@@ -172,7 +171,7 @@ static void test_ring_laps(void **state)
     assert_int_equal(out[1], 0x7f0000100000 + last - 3);
     assert_int_equal(bs_gc_stack_at(log, 1000 * last + 499, RA, out, BS_GC_STACK_FRAMES), 3);
     assert_int_equal(out[1], 0x7f0000100000 + last);
-    bs_gc_stacks_free(&g);
+    bs_gc_stacks_free(&f.g);
 }
 
 /* One thread publishes while another reads, as the collecting thread and
