@@ -42,19 +42,27 @@ P4-->>P3: reply {pong,[c,b,a]}
 P3-->>P2: reply {pong,[c,b,a]}
 P2-->>P1: reply {pong,[c,b,a]}"
 grep -E '^    P[0-9]+(->>|-->>|-x|-\))P[0-9]+: ' "$out/flow.mmd" | sed 's/^    //' >"$out/flow.msgs"
-check "seq: the two calls' messages exactly, in causal order" \
-    [ "$(cat "$out/flow.msgs")" = "$one_flow
-$one_flow" ]
+# --calls 2: two calls get a token, and a call racing with the pattern's
+# removal may get one too (seq --help says so; the client calls every 50
+# ms, and a loaded run once recorded a third): 2 to 4 whole flows, never the
+# ~40 calls of the window, which would mean the pattern was not disarmed.
+flows=$(( $(wc -l <"$out/flow.msgs") / 6 ))
+expected=""
+for _ in $(seq 1 "$flows"); do expected="${expected:+$expected
+}$one_flow"; done
+check "seq: the two calls' messages (a racing third at most two more), each whole, in causal order" \
+    eval '[ "$flows" -ge 2 ] && [ "$flows" -le 4 ] && [ "$(cat "$out/flow.msgs")" = "$expected" ]'
+msgs=$((flows * 6))
 check "seq: one participant per process, grouped per node" eval \
     '[ "$(grep -c "^    participant" "$out/flow.mmd")" -eq 4 ] && [ "$(grep -c "^    box" "$out/flow.mmd")" -eq 3 ] &&
      grep -q "participant P1 as $s1 #lt;[0-9.]*#gt; client$" "$out/flow.mmd" &&
      grep -q "participant P4 as $s3 #lt;[0-9.]*#gt; chain$" "$out/flow.mmd"'
 check "seq: JSON has every message, each sent and received" eval \
-    '[ "$(grep -o "\"received\":true" "$out/flow.json" | wc -l)" -eq 12 ] && python3 -m json.tool "$out/flow.json" >/dev/null'
+    '[ "$(grep -o "\"received\":true" "$out/flow.json" | wc -l)" -eq $msgs ] && python3 -m json.tool "$out/flow.json" >/dev/null'
 check "seq: the SVG is well-formed, one arrow per message" eval \
-    'xmllint --noout "$out/flow.seq.svg" && [ "$(grep -o "<g class=\"msg" "$out/flow.seq.svg" | wc -l)" -eq 12 ]'
+    'xmllint --noout "$out/flow.seq.svg" && [ "$(grep -o "<g class=\"msg" "$out/flow.seq.svg" | wc -l)" -eq $msgs ]'
 check "seq: the Chrome trace has a flow per message" eval \
-    'python3 -c "import json,sys; e=json.load(open(sys.argv[1]))[\"traceEvents\"]; sys.exit(0 if sum(x[\"ph\"]==\"s\" for x in e)==12 and sum(x[\"ph\"]==\"f\" for x in e)==12 else 1)" "$out/flow.trace.json"'
+    'python3 -c "import json,sys; e=json.load(open(sys.argv[1]))[\"traceEvents\"]; sys.exit(0 if sum(x[\"ph\"]==\"s\" for x in e)==$msgs and sum(x[\"ph\"]==\"f\" for x in e)==$msgs else 1)" "$out/flow.trace.json"'
 check "seq: nothing left on any node" seq_all_clean
 
 bs seq --node "$s1" --function bs_seq_dist_wl:nope/1 -o "$out/nope.mmd" >/dev/null 2>"$out/nope.err"
