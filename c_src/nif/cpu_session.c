@@ -1146,6 +1146,8 @@ void bs_cpu_dirty_gc_start(bs_cpu *c, uint64_t pid, uint64_t t)
      * out where c_p->i says, its stack in place until the collection moves
      * it: taken now, whether or not a sample comes. */
     const unsigned char *p = stacks && ra_off > 0 && stop_off > 0 ? process_here(c, pid) : NULL;
+    if (stacks)
+        bs_gc_stack_close(stacks, t); /* one whose end never came (tracing switched off meanwhile) */
     if (p) {
         uint64_t at, stop;
         memcpy(&at, p + ra_off, sizeof at);
