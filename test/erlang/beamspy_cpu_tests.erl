@@ -92,8 +92,8 @@ depth() ->
 %% (three runs). The frames below a collection's caller are taken as the
 %% collection ends, when a sample landed in it (gc_stacks.h): 87-89% under
 %% bif_loop/2 on OTP 25, and 81-85% of the collections' samples hold
-%% until_cpu/3, the loop's caller (none did when those frames were read at
-%% the drain, after the collection had moved the stack); bounds 65% and
+%% until_cpu/3, the loop's caller (52% in a run before, when those frames
+%% were read at the drain, after the collection had moved the stack); bounds 65% and
 %% 50%. What still misses is a BIF's caller's callers, read at the drain
 %% once the process has moved on: such chains go under [truncated].
 %% term_to_binary's samples (called from bif_loop/2 through
