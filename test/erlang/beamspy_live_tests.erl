@@ -155,6 +155,13 @@ otp_release() ->
 server_label(Server) ->
     iolist_to_binary([pid_to_list(Server), " bs_live_server"]).
 
+%% Waits until the server has handled N more requests than when asked, so
+%% that a recording holds whole requests (the recursion's full depth) however
+%% loaded the machine: a loaded OTP 29 run's 100 ms held none whole.
+served(Server, N) ->
+    C0 = gen_server:call(Server, count),
+    ok = wait_for(fun() -> gen_server:call(Server, count) >= C0 + N end, 10000).
+
 %% The server's tree: rooted at its pid and name; gen_server's loop and the
 %% callback frames; every stack starts at the process's first frame (seeded
 %% from its stack when tracing started, so even the first calls sit under
@@ -182,6 +189,7 @@ gen_server_by_pid() ->
     %% Tracing is on when start returns.
     ?assertMatch({flags, [_ | _]}, bs_test_lib:trace_info(Server, flags)),
     timer:sleep(300),
+    served(Server, 12),
     {P, #{files := []}} = stop_profile(S),
     ?assertMatch(#{truncated := false, dropped := 0}, P),
     ?assertEqual(1, length(processes(P))),
@@ -239,6 +247,7 @@ target_list() ->
     try
         {ok, S} = beamspy:start([?SERVER, Spinner], #{}),
         timer:sleep(200),
+        served(whereis(?SERVER), 12),
         {P, _} = stop_profile(S),
         ?assertEqual(2, length(processes(P))),
         check_server_tree(Server, P),
@@ -289,7 +298,8 @@ all_targets() ->
         ?assertMatch({flags, [_ | _]}, bs_test_lib:trace_info(Server, flags)),
         ?assertMatch({flags, [_ | _]}, bs_test_lib:trace_info(Late, flags)),
         ?assertMatch({flags, [_ | _]}, bs_test_lib:trace_info(new, flags)),
-        timer:sleep(100)
+        timer:sleep(100),
+        served(Server, 12)
     after
         Late ! stop,
         {P, _} = stop_profile(S),
@@ -433,7 +443,8 @@ two_sessions() ->
         ?assertEqual(55, beamspy:apply({bs_wl, fib, [10]}, #{quiet => true, output => tmp_dir() ++ ".folded"})),
         %% The first session is untouched.
         ?assertMatch({flags, [_ | _]}, bs_test_lib:trace_info(Server, flags)),
-        timer:sleep(100)
+        timer:sleep(100),
+        served(Server, 12)
     after
         {P, _} = stop_profile(S),
         check_server_tree(Server, P)
@@ -451,7 +462,8 @@ busy_legacy() ->
         %% The first session is untouched.
         ?assertEqual(Owner, whereis(?LOCK)),
         ?assertMatch({flags, [_ | _]}, bs_test_lib:trace_info(Server, flags)),
-        timer:sleep(100)
+        timer:sleep(100),
+        served(Server, 12)
     after
         {P, _} = stop_profile(S),
         check_server_tree(Server, P)
