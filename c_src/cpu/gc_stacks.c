@@ -20,7 +20,8 @@ int bs_gc_stacks_init(bs_gc_stacks *g, unsigned n)
         bs_gc_stack_log *log = &g->logs[i];
         log->copy = malloc(BS_GC_STACK_COPY);
         log->ring = calloc(BS_GC_STACK_RING, sizeof *log->ring);
-        if (!log->copy || !log->ring) {
+        log->walk = malloc(BS_GC_STACK_FRAMES * sizeof *log->walk);
+        if (!log->copy || !log->ring || !log->walk) {
             bs_gc_stacks_free(g);
             return -1;
         }
@@ -33,18 +34,17 @@ void bs_gc_stacks_free(bs_gc_stacks *g)
     for (unsigned i = 0; g->logs && i < g->n; i++) {
         free(g->logs[i].copy);
         free(g->logs[i].ring);
+        free(g->logs[i].walk);
     }
     free(g->logs);
     g->logs = NULL;
     g->n = 0;
 }
 
-void bs_gc_stacks_bind(bs_gc_stacks *g, unsigned i, int tid, const uint64_t *ring_head)
+void bs_gc_stacks_bind(bs_gc_stacks *g, unsigned i, const uint64_t *ring_head)
 {
-    if (i < g->n) {
-        g->logs[i].tid = tid;
+    if (i < g->n)
         g->logs[i].ring_head = ring_head;
-    }
 }
 
 static uint64_t ring_head(const bs_gc_stack_log *log)
@@ -75,9 +75,8 @@ static int take(bs_gc_stacks *g, bs_gc_stack_log *log, uint64_t t_start, uint64_
     if (top == BS_GC_TOP_FRAGMENT &&
         (!bs_stack_read8(&stack, stop, &caller_fp) || !bs_stack_read8(&stack, stop + 8, &held) || held != ra))
         return 0;
-    uint64_t frames[BS_GC_STACK_FRAMES];
     bs_user_regs at = {.ip = ra, .bp = caller_fp};
-    size_t n = bs_fp_walk(&at, &stack, NULL, frames, BS_GC_STACK_FRAMES);
+    size_t n = bs_fp_walk(&at, &stack, NULL, log->walk, BS_GC_STACK_FRAMES);
     uint64_t k = atomic_load_explicit(&log->written, memory_order_relaxed);
     bs_gc_stack *e = &log->ring[k & (BS_GC_STACK_RING - 1)];
     atomic_store_explicit(&e->seq, 2 * k + 1, memory_order_relaxed);
@@ -86,7 +85,7 @@ static int take(bs_gc_stacks *g, bs_gc_stack_log *log, uint64_t t_start, uint64_
     atomic_store_explicit(&e->t_end, t_end, memory_order_relaxed);
     atomic_store_explicit(&e->n, n, memory_order_relaxed);
     for (size_t i = 0; i < n; i++)
-        atomic_store_explicit(&e->ret[i], frames[i], memory_order_relaxed);
+        atomic_store_explicit(&e->ret[i], log->walk[i], memory_order_relaxed);
     atomic_store_explicit(&e->seq, 2 * k + 2, memory_order_release);
     atomic_store_explicit(&log->written, k + 1, memory_order_release);
     atomic_fetch_add_explicit(&g->taken, 1, memory_order_relaxed);

@@ -17,7 +17,8 @@
  * a ring of BS_GC_STACK_RING entries per thread; an entry overwritten while
  * it was read, or before, is not used (the walk is cut as before). Memory:
  * BS_GC_STACK_COPY bytes of copy and BS_GC_STACK_RING entries of
- * BS_GC_STACK_FRAMES return addresses per thread (about 49 KiB). A
+ * BS_GC_STACK_FRAMES return addresses per thread, and one walk (about 50
+ * KiB). A
  * collection with no sample costs two loads of the ring's head. */
 #ifndef BS_CPU_GC_STACKS_H
 #define BS_CPU_GC_STACKS_H
@@ -39,13 +40,14 @@ typedef struct bs_gc_stack {
 } bs_gc_stack;
 
 typedef struct bs_gc_stack_log {
-    int tid;
     const uint64_t *ring_head;   /* the thread's perf ring head (NULL: not sampled) */
     /* The writer's own: the collection under way. */
     uint64_t head_at_start, t_start, ra;
     _Atomic uint64_t written;    /* entries published (writer) */
     uint64_t read;               /* entries the reader is past */
     unsigned char *copy;         /* BS_GC_STACK_COPY bytes */
+    uint64_t *walk;              /* BS_GC_STACK_FRAMES: the walk before it is published (off the
+                                    scheduler's own stack) */
     bs_gc_stack *ring;
 } bs_gc_stack_log;
 
@@ -58,8 +60,8 @@ typedef struct bs_gc_stacks {
 /* n logs, all unsampled until bs_gc_stacks_bind; 0, or -1 when out of memory. */
 int bs_gc_stacks_init(bs_gc_stacks *g, unsigned n);
 void bs_gc_stacks_free(bs_gc_stacks *g);
-/* Log i is thread tid's, whose perf ring head is at ring_head. */
-void bs_gc_stacks_bind(bs_gc_stacks *g, unsigned i, int tid, const uint64_t *ring_head);
+/* Log i's thread has its perf ring head at ring_head. */
+void bs_gc_stacks_bind(bs_gc_stacks *g, unsigned i, const uint64_t *ring_head);
 
 /* Writer side, on the collecting thread: its collection starts at t, called
  * from the return address ra (0: not known: nothing is taken at its end). */

@@ -1049,8 +1049,7 @@ bs_cpu *bs_cpu_open(ErlNifEnv *env, bs_session *s, unsigned hz, int all, int by_
         goto fail_sampler;
     }
     for (unsigned i = 0; i < c->slices.n; i++)
-        bs_gc_stacks_bind(&c->gc_stacks, i, c->slices.logs[i].tid,
-                          bs_perf_sampler_ring_head(c->sampler, c->slices.logs[i].tid));
+        bs_gc_stacks_bind(&c->gc_stacks, i, bs_perf_sampler_ring_head(c->sampler, c->slices.logs[i].tid));
     /* Drain before a busy thread's ring is half full: rings with stack
      * copies hold a few samples only (perf_sampler.h). */
     c->drain_ms = BS_CPU_DRAIN_MS;

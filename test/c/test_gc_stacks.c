@@ -46,7 +46,7 @@ static void setup(fixture *f, unsigned n)
     bs_proc_mem_init(&f->mem, (int)getpid());
     assert_int_equal(bs_gc_stacks_init(&f->g, n), 0);
     f->head = 0;
-    bs_gc_stacks_bind(&f->g, 0, 100, &f->head);
+    bs_gc_stacks_bind(&f->g, 0, &f->head);
 }
 
 static void test_taken_only_when_sampled(void **state)
@@ -208,7 +208,7 @@ static void test_concurrent(void **state)
     assert_int_equal(bs_gc_stacks_init(&r.g, 1), 0);
     r.head = 0;
     atomic_store(&r.done, 0);
-    bs_gc_stacks_bind(&r.g, 0, 100, &r.head);
+    bs_gc_stacks_bind(&r.g, 0, &r.head);
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, writer, &r), 0);
     uint64_t found = 0, out[BS_GC_STACK_FRAMES];
