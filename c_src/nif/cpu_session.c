@@ -642,7 +642,7 @@ static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t
 
 /* A sample of a collection on a dirty scheduler (ips[0..n), the dirty
  * thread's C frames): the process's own Erlang stack where the collection
- * left it, taken as the collection ended (gc_stacks.h), appended on the
+ * found it, taken as the collection started (gc_stacks.h), appended on the
  * root side as far as its frames are Erlang code. Returns the new length;
  * *ips is then c->unwound. */
 static uint32_t with_dirty_gc_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t **ips, uint32_t n)
@@ -1112,8 +1112,10 @@ static bs_thread_log *log_here(bs_cpu *c, uint64_t t, uint64_t value)
 /* The calling thread's log of collections' stacks, by its log of slices. */
 static bs_gc_stack_log *gc_stack_log(bs_cpu *c, const bs_thread_log *log)
 {
+    if (!log)
+        return NULL;
     size_t i = (size_t)(log - c->slices.logs);
-    return log && i < c->gc_stacks.n ? &c->gc_stacks.logs[i] : NULL;
+    return i < c->gc_stacks.n ? &c->gc_stacks.logs[i] : NULL;
 }
 
 /* The Process * of pid, which runs a callback on this very thread (its
