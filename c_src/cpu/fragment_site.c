@@ -84,16 +84,28 @@ int64_t bs_fragment_ra_store(const unsigned char *code, size_t len)
     return -1;
 }
 
-int64_t bs_fragment_stop_load(const unsigned char *code, size_t len)
+/* The displacement of the first `mov d(%r13), %reg' (REX.WB 8b /r, rm r13:
+ * mod 01 with disp8 or mod 10 with disp32) among len bytes of code, or -1. */
+static int64_t r13_load(const unsigned char *code, size_t len, unsigned reg)
 {
-    /* REX.WB 8b /r with reg rsp (4), rm r13 (5): mod 01 (disp8) or 10 (disp32). */
+    const unsigned char disp8 = (unsigned char)(0x45 | reg << 3), disp32_form = (unsigned char)(0x85 | reg << 3);
     for (size_t i = 0; i + 4 <= len; i++) {
         if (code[i] != 0x49 || code[i + 1] != 0x8b)
             continue;
-        if (code[i + 2] == 0x65)
+        if (code[i + 2] == disp8)
             return (int8_t)code[i + 3];
-        if (code[i + 2] == 0xa5 && i + 7 <= len)
+        if (code[i + 2] == disp32_form && i + 7 <= len)
             return disp32(code + i + 3);
     }
     return -1;
+}
+
+int64_t bs_fragment_stop_load(const unsigned char *code, size_t len)
+{
+    return r13_load(code, len, 4); /* rsp */
+}
+
+int64_t bs_fragment_fp_load(const unsigned char *code, size_t len)
+{
+    return r13_load(code, len, 5); /* rbp */
 }

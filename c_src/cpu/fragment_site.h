@@ -61,4 +61,10 @@ int64_t bs_fragment_ra_store(const unsigned char *code, size_t len);
  * global::garbage_collect on OTP 25: d = 0x58). d, or -1 when there is none. */
 int64_t bs_fragment_stop_load(const unsigned char *code, size_t len);
 
+/* Where it keeps the frame pointer of the Erlang code that entered the
+ * runtime (c_p->frame_pointer), from the same code: the first
+ * `mov d(%r13), %rbp' (global::garbage_collect on OTP 25: d = 0x60, right
+ * after the stack's load). d, or -1 when there is none. */
+int64_t bs_fragment_fp_load(const unsigned char *code, size_t len);
+
 #endif

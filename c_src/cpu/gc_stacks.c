@@ -65,7 +65,7 @@ void bs_gc_stack_start(bs_gc_stack_log *log, uint64_t t, uint64_t ra)
  * fragment's frame, or the process's own on top) and publishes the entry of
  * a collection from t_start to t_end. */
 static int take(bs_gc_stacks *g, bs_gc_stack_log *log, uint64_t t_start, uint64_t t_end, uint64_t ra, uint64_t stop,
-                bs_gc_top top, const bs_proc_mem *mem)
+                uint64_t fp, bs_gc_top top, const bs_proc_mem *mem)
 {
     size_t got = bs_proc_mem_copy(mem, stop, log->copy, BS_GC_STACK_COPY);
     bs_stack_copy stack = {.sp = stop, .data = log->copy, .size = got};
@@ -75,6 +75,13 @@ static int take(bs_gc_stacks *g, bs_gc_stack_log *log, uint64_t t_start, uint64_
     if (top == BS_GC_TOP_FRAGMENT &&
         (!bs_stack_read8(&stack, stop, &caller_fp) || !bs_stack_read8(&stack, stop + 8, &held) || held != ra))
         return 0;
+    /* The process's own frame, above the y registers of the function it
+     * runs: it must lie in the copy (else the two words disagree). */
+    if (top == BS_GC_TOP_PROCESS && fp != 0) {
+        if (fp < stop || fp - stop > got || got - (fp - stop) < 16)
+            return 0;
+        caller_fp = fp;
+    }
     bs_user_regs at = {.ip = ra, .bp = caller_fp};
     size_t n = bs_fp_walk(&at, &stack, NULL, log->walk, BS_GC_STACK_FRAMES);
     uint64_t k = atomic_load_explicit(&log->written, memory_order_relaxed);
@@ -99,15 +106,15 @@ int bs_gc_stack_end(bs_gc_stacks *g, bs_gc_stack_log *log, uint64_t t, uint64_t 
     log->ra = 0;
     if (!log->ring_head || ra == 0 || ring_head(log) == log->head_at_start)
         return 0; /* no sample in this collection */
-    return take(g, log, log->t_start, t, ra, stop, top, mem);
+    return take(g, log, log->t_start, t, ra, stop, 0, top, mem);
 }
 
 int bs_gc_stack_take_open(bs_gc_stacks *g, bs_gc_stack_log *log, uint64_t t, uint64_t ra, uint64_t stop,
-                          bs_gc_top top, const bs_proc_mem *mem)
+                          uint64_t fp, const bs_proc_mem *mem)
 {
     if (!log->ring_head || ra == 0)
         return 0;
-    return take(g, log, t, BS_GC_STACK_OPEN, ra, stop, top, mem);
+    return take(g, log, t, BS_GC_STACK_OPEN, ra, stop, fp, BS_GC_TOP_PROCESS, mem);
 }
 
 void bs_gc_stack_close(bs_gc_stack_log *log, uint64_t t)

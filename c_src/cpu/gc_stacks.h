@@ -74,7 +74,8 @@ typedef enum {
                            which returns to ra */
     BS_GC_TOP_PROCESS   /* a collection on a dirty scheduler: the process
                            was scheduled out at ra (c_p->i, in the function
-                           it runs), its own frame on top */
+                           it runs), its own frame at its frame pointer:
+                           on top, or above the function's y registers */
 } bs_gc_top;
 
 /* It ends at t, the process's stack top now at stop: when a sample was taken
@@ -86,11 +87,15 @@ int bs_gc_stack_end(bs_gc_stacks *g, bs_gc_stack_log *log, uint64_t t, uint64_t 
 /* A collection whose samples cannot be known in advance worth walking at
  * its start (on a dirty scheduler: the process waits, its stack in place;
  * such collections are few and long, and the drain often reads their
- * samples before they end): published at t, open (t_end
- * BS_GC_STACK_OPEN) until bs_gc_stack_close. Returns 1 when published. */
+ * samples before they end): the process's stack (BS_GC_TOP_PROCESS, top at
+ * stop) walked from fp, its own frame (c_p->frame_pointer: above the y
+ * registers of the function it runs, which the JIT saves with stop; 0: the
+ * frame is at stop), published at t, open (t_end BS_GC_STACK_OPEN) until
+ * bs_gc_stack_close. Nothing is taken when fp lies outside the copied top
+ * of the stack. Returns 1 when published. */
 #define BS_GC_STACK_OPEN UINT64_MAX
 int bs_gc_stack_take_open(bs_gc_stacks *g, bs_gc_stack_log *log, uint64_t t, uint64_t ra, uint64_t stop,
-                          bs_gc_top top, const bs_proc_mem *mem);
+                          uint64_t fp, const bs_proc_mem *mem);
 /* The log's newest entry, if open, ends at t. */
 void bs_gc_stack_close(bs_gc_stack_log *log, uint64_t t);
 

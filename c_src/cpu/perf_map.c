@@ -640,6 +640,18 @@ uint64_t bs_perf_map_start(const bs_perf_map *m, uint64_t addr)
     return r ? r->start : 0;
 }
 
+uint64_t bs_perf_map_named(const bs_perf_map *m, const char *name, uint64_t *end)
+{
+    for (size_t i = 0; i < m->n_ranges; i++) {
+        const bs_perf_entry *e = &m->entries[m->ranges[i].entry];
+        if (e->kind == BS_PERF_OTHER && strcmp(e->function, name) == 0) {
+            *end = m->ranges[i].end;
+            return m->ranges[i].start;
+        }
+    }
+    return 0;
+}
+
 const bs_perf_entry *bs_perf_map_lookup(bs_perf_map *m, uint64_t addr, uint64_t now_ms)
 {
     const bs_perf_entry *e = bs_perf_map_find(m, addr);

@@ -129,6 +129,10 @@ const bs_perf_entry *bs_perf_map_find(const bs_perf_map *m, uint64_t addr);
 /* Where the range covering addr starts (a line's start, unless a later line
  * covers it), or 0; never reads. */
 uint64_t bs_perf_map_start(const bs_perf_map *m, uint64_t addr);
+/* Where the lowest range named name (a line of no Erlang function, such as
+ * "global::garbage_collect") starts, its end in *end; 0 when there is none.
+ * Never reads; a scan of every range. */
+uint64_t bs_perf_map_named(const bs_perf_map *m, const char *name, uint64_t *end);
 /* bs_perf_map_find, and on a miss a read first when the last one was
  * BS_PERF_MAP_REREAD_MS or more before now_ms (or there was none). */
 const bs_perf_entry *bs_perf_map_lookup(bs_perf_map *m, uint64_t addr, uint64_t now_ms);

@@ -107,6 +107,7 @@ struct bs_cpu {
     char no_unwind[480];
     bs_proc_mem mem;
     int sample_cut; /* the sample being drained lost its outer frames: they had changed before the drain */
+    uint64_t walks_other_site; /* walks on past a caller's frame that now held another of its calls */
     uint64_t walks_cut, c_leaf, reached_jit, fragment_first, callers_found, callers_refused, jit_leaf_fragment, erlang_any;
     /* Callers of shared fragments with a frame of their own (fragment_site.h):
      * found from the call site saved in the stack copy, from the kernel's
@@ -121,13 +122,14 @@ struct bs_cpu {
      * under the fragment between the collection's start and end takes it. */
     bs_process_ptrs ptrs;
     _Atomic int64_t ra_store_off; /* -1 until decoded from the fragment's code */
-    uint64_t gc_fragment;         /* its start, once seen (drain thread) */
+    uint64_t gc_fragment;         /* its start: from the perf map at the open, else once seen (drain thread) */
     uint64_t callers_gc;
     /* The frames under that caller, taken as a sampled collection ends
      * (gc_stacks.h), from c_p->stop (stop_off, decoded from the fragment's
      * code as it takes its stack back); gc_stacks' logs are the slices'
      * logs, by index. gc_stacks_used: samples that took them. */
     _Atomic int64_t stop_off;     /* -1 until decoded */
+    _Atomic int64_t fp_off;       /* c_p->frame_pointer, saved with stop: -1 until decoded */
     bs_gc_stacks gc_stacks;
     uint64_t gc_stacks_used, dirty_gc_stacks;
     struct fragment_ret {
@@ -378,6 +380,43 @@ static void set_jit_frame(bs_cpu *c, jit_frame *jf, uint32_t index, uint64_t add
     jf->addr = addr, jf->has_r13 = has_r13, jf->r13 = r13;
 }
 
+#define GC_FRAGMENT "global::garbage_collect"
+
+/* What the collecting fragment's code (head: from its start; after: from
+ * the return of its call into the collector on) says of the running
+ * process's struct: where it stores its caller's return address (c_p->i),
+ * and where it takes the Erlang stack's top and frame pointer back after
+ * the collection (c_p->stop and c_p->frame_pointer, saved as a pair: the
+ * second is taken only 8 bytes after the first). */
+static void learn_gc_fragment(bs_cpu *c, uint64_t start, const unsigned char *head, size_t head_len,
+                              const unsigned char *after, size_t after_len)
+{
+    int64_t off = bs_fragment_ra_store(head, head_len);
+    int64_t stop = bs_fragment_stop_load(after, after_len);
+    int64_t fp = stop > 0 ? bs_fragment_fp_load(after, after_len) : -1;
+    c->gc_fragment = start;
+    if (stop > 0 && stop < 4096 && stop % 8 == 0) {
+        if (fp == stop + 8)
+            atomic_store_explicit(&c->fp_off, fp, memory_order_release);
+        atomic_store_explicit(&c->stop_off, stop, memory_order_release);
+    }
+    if (off > 0 && off < 4096 && off % 8 == 0)
+        atomic_store_explicit(&c->ra_store_off, off, memory_order_release);
+}
+
+/* The collecting fragment learnt from the perf map as the session opens, so
+ * that collections on dirty schedulers take their stacks from the first one
+ * on (else it is learnt from the first sample in it). Its code up to its
+ * first `mov d(%r13), %rsp' stores into the process's struct, never loads. */
+static void learn_gc_fragment_early(bs_cpu *c)
+{
+    uint64_t end = 0, start = bs_perf_map_named(&c->symbols.perf, GC_FRAGMENT, &end);
+    unsigned char code[BS_FRAGMENT_CODE_MAX];
+    size_t len = start && end > start ? (end - start < sizeof code ? (size_t)(end - start) : sizeof code) : 0;
+    if (len > 0 && bs_proc_mem_read(&c->mem, start, code, len))
+        learn_gc_fragment(c, start, code, len, code, len);
+}
+
 /* The fragment holding the return address ret (its start in the perf map)
  * and the shape of its code up to ret: kept for the first
  * BS_CPU_FRAGMENT_RETS return addresses, decoded anew for later ones
@@ -397,17 +436,11 @@ static struct fragment_ret *fragment_ret_of(bs_cpu *c, uint64_t ret, struct frag
     struct fragment_ret *f = c->n_frag < BS_CPU_FRAGMENT_RETS ? &c->frag[c->n_frag++] : tmp;
     f->ret = ret, f->start = sym.start, f->missed = 0;
     bs_fragment_shape_of(code, len, (size_t)(ret - sym.start), &f->shape);
-    if (!c->gc_fragment && sym.name && strcmp(sym.name, "global::garbage_collect") == 0) {
-        int64_t off = bs_fragment_ra_store(code, len);
-        c->gc_fragment = sym.start;
+    if (!c->gc_fragment && sym.name && strcmp(sym.name, GC_FRAGMENT) == 0) {
         /* The stack taken back after the call into the collector. */
         unsigned char after[32];
-        int64_t stop = bs_proc_mem_read(&c->mem, ret, after, sizeof after) ? bs_fragment_stop_load(after, sizeof after)
-                                                                            : -1;
-        if (stop > 0 && stop < 4096 && stop % 8 == 0)
-            atomic_store_explicit(&c->stop_off, stop, memory_order_release);
-        if (off > 0 && off < 4096 && off % 8 == 0)
-            atomic_store_explicit(&c->ra_store_off, off, memory_order_release);
+        size_t after_len = bs_proc_mem_read(&c->mem, ret, after, sizeof after) ? sizeof after : 0;
+        learn_gc_fragment(c, sym.start, code, len, after, after_len);
     }
     return f;
 }
@@ -492,14 +525,23 @@ static int leaf_fragment_caller(bs_cpu *c, const bs_cpu_sample *smp, const bs_st
     return bs_stack_read8(stack, top, caller) && is_erlang_code(c, *caller) ? 1 : -1;
 }
 
+/* 1 when the return address held, read at the drain in the frame where a
+ * call returned to ret at the sample, returns into the same Erlang
+ * function: the function is still there, at this depth, making another (or
+ * the same) call, so the frame pointer beside it is still its frame's. */
+static int same_caller(bs_cpu *c, uint64_t held, uint64_t ret)
+{
+    return held == ret || (is_erlang_code(c, held) && frame_of(c, held - 1) == frame_of(c, ret - 1));
+}
+
 /* The chain of a C leaf under a fragment with a frame (c->dwarf[0..nd),
  * at), into c->unwound: the C frames, the fragment, its caller ret (0: not
  * known, the chain ends at the fragment), then the frames under the caller:
  * the kernel's walk when it went through the same frame at the sample, else
  * (in a collection: the fragment is global::garbage_collect) the stack the
  * collection's end took (gc_stacks.h), else the Erlang stack as the drain
- * reads it, only where the fragment's frame there still holds ret (else the
- * chain is cut after the caller). */
+ * reads it, only where the fragment's frame there still returns into ret's
+ * function (same_caller; else the chain is cut after the caller). */
 static size_t framed_fragment_chain(bs_cpu *c, const bs_cpu_sample *smp, const bs_stack_copy *stack,
                                     const bs_mem_reader *mem, size_t nd, const bs_user_regs *at, uint64_t ret,
                                     int in_collection)
@@ -524,12 +566,13 @@ static size_t framed_fragment_chain(bs_cpu *c, const bs_cpu_sample *smp, const b
         return n - 1 + m;
     }
     uint64_t held, next_bp;
-    if (at->bp > UINT64_MAX - 16 || !mem->read(mem->ctx, at->bp + 8, &held, 8) || held != ret ||
+    if (at->bp > UINT64_MAX - 16 || !mem->read(mem->ctx, at->bp + 8, &held, 8) || !same_caller(c, held, ret) ||
         !mem->read(mem->ctx, at->bp, &next_bp, 8) || next_bp <= at->bp) {
         c->walks_cut++;
         c->sample_cut = 1;
         return n;
     }
+    c->walks_other_site += held != ret;
     bs_user_regs from = {.ip = ret, .bp = next_bp};
     return n - 1 + bs_fp_walk(&from, stack, mem, c->unwound + n - 1, BS_CPU_MAX_CHAIN - (n - 1));
 }
@@ -802,10 +845,12 @@ static bs_call_tree *tree_by_regs(bs_cpu *c, const bs_cpu_sample *smp, jit_frame
             r = bs_session_proc_try(s, pid, bs_now_ns(), &c->stopping);
         if (r) {
             c->regs_process++;
-            /* A JIT leaf's own r13 is exactly the process's struct (not the
-             * scheduler's loop: left above). */
-            if (jf->found && jf->index == 0 && jf->r13 == smp->r13)
-                bs_process_ptrs_learn(&c->ptrs, pid, smp->r13);
+            /* r13 at the innermost JIT frame (not the scheduler's loop: left
+             * above) is the process's struct: the leaf's own, or as the C
+             * frames' CFI restored it (a process running BIFs may give no
+             * sample with a JIT leaf); its first word was this pid. */
+            if (jf->found && jf->has_r13)
+                bs_process_ptrs_learn(&c->ptrs, pid, jf->r13);
             return &r->proc.tree;
         }
         if (c->all) {
@@ -1015,6 +1060,7 @@ bs_cpu *bs_cpu_open(ErlNifEnv *env, bs_session *s, unsigned hz, int all, int by_
     }
     atomic_init(&c->ra_store_off, -1);
     atomic_init(&c->stop_off, -1);
+    atomic_init(&c->fp_off, -1);
     if (bs_thread_slices_init(&c->slices, tids, c->n_threads) < 0 || bs_process_ptrs_init(&c->ptrs) < 0) {
         free(tids);
         bs_thread_slices_free(&c->slices);
@@ -1042,6 +1088,7 @@ bs_cpu *bs_cpu_open(ErlNifEnv *env, bs_session *s, unsigned hz, int all, int by_
         opened = bs_perf_sampler_open(&c->sampler, tids, c->n_threads, hz, why, cap);
     free(tids);
     bs_proc_mem_init(&c->mem, (int)getpid());
+    learn_gc_fragment_early(c);
     if (opened < 0)
         goto fail_slices;
     if (bs_gc_stacks_init(&c->gc_stacks, c->slices.n) < 0) {
@@ -1143,17 +1190,23 @@ void bs_cpu_dirty_gc_start(bs_cpu *c, uint64_t pid, uint64_t t)
     bs_gc_stack_log *stacks = gc_stack_log(c, log_here(c, t, pid));
     int64_t ra_off = atomic_load_explicit(&c->ra_store_off, memory_order_acquire);
     int64_t stop_off = atomic_load_explicit(&c->stop_off, memory_order_acquire);
+    int64_t fp_off = atomic_load_explicit(&c->fp_off, memory_order_acquire);
     /* The process is not running: it waits for this collection, scheduled
      * out where c_p->i says, its stack in place until the collection moves
-     * it: taken now, whether or not a sample comes. */
+     * it: taken now, whether or not a sample comes. Its own frame is where
+     * its frame pointer was saved with its stack top: above the y registers
+     * of the function it runs, when that function has some (a collection a
+     * BIF asked for); without that offset, taken as the stack's top. */
     const unsigned char *p = stacks && ra_off > 0 && stop_off > 0 ? process_here(c, pid) : NULL;
     if (stacks)
         bs_gc_stack_close(stacks, t); /* one whose end never came (tracing switched off meanwhile) */
     if (p) {
-        uint64_t at, stop;
+        uint64_t at, stop, fp = 0;
         memcpy(&at, p + ra_off, sizeof at);
         memcpy(&stop, p + stop_off, sizeof stop);
-        (void)bs_gc_stack_take_open(&c->gc_stacks, stacks, t, at, stop, BS_GC_TOP_PROCESS, &c->mem);
+        if (fp_off > 0)
+            memcpy(&fp, p + fp_off, sizeof fp);
+        (void)bs_gc_stack_take_open(&c->gc_stacks, stacks, t, at, stop, fp, &c->mem);
     }
 }
 
@@ -1351,15 +1404,16 @@ int bs_cpu_export(bs_cpu *c, bs_profile *out, bs_key_namer namer, void *ctx)
                  "JIT code; %llu of %llu samples in shared JIT fragments reached their Erlang caller (%llu by the "
                  "call site saved, %llu by the collection's start), %llu not: it was only on the Erlang stack, "
                  "changed before the drain%s; %llu in a collection took the frames under their caller from its "
-                 "end (%llu collections' stacks taken); %llu walks cut where it had changed; %llu samples hold an "
-                 "Erlang frame",
+                 "end (%llu collections' stacks taken); %llu walks cut where it had changed, %llu went on where the "
+                 "caller's frame made another of its calls; %llu samples hold an Erlang frame",
                  BS_PERF_STACK_BYTES, (unsigned long long)c->reached_jit, (unsigned long long)c->c_leaf,
                  (unsigned long long)(c->callers_site + c->callers_kernel + c->callers_found + c->callers_gc),
                  (unsigned long long)(c->fragment_first + c->jit_leaf_fragment), (unsigned long long)c->callers_site,
                  (unsigned long long)c->callers_gc,
                  (unsigned long long)(c->callers_missed + c->callers_refused), most_missed(c, join, sizeof join),
                  (unsigned long long)c->gc_stacks_used, (unsigned long long)atomic_load(&c->gc_stacks.taken),
-                 (unsigned long long)c->walks_cut, (unsigned long long)c->erlang_any);
+                 (unsigned long long)c->walks_cut, (unsigned long long)c->walks_other_site,
+                 (unsigned long long)c->erlang_any);
     else
         snprintf(note, sizeof note, "C frames not unwound: %s; samples in the VM's C code do not reach their Erlang caller",
                  c->no_unwind);

@@ -161,6 +161,20 @@ static void test_stop_load(void **state)
     assert_int_equal(bs_fragment_stop_load(gc_25, sizeof gc_25), -1);
 }
 
+static void test_fp_load(void **state)
+{
+    (void)state;
+    assert_int_equal(bs_fragment_fp_load(gc_25_after, sizeof gc_25_after), 0x60);
+    /* A disp32 load: mov 0x128(%r13), %rbp. */
+    const unsigned char far_load[] = {0x49, 0x8b, 0xad, 0x28, 0x01, 0x00, 0x00};
+    assert_int_equal(bs_fragment_fp_load(far_load, sizeof far_load), 0x128);
+    assert_int_equal(bs_fragment_fp_load(far_load, 6), -1);
+    /* The loads of rsp and r15 only: not it. */
+    const unsigned char no_rbp[] = {0x49, 0x8b, 0x65, 0x58, 0x4d, 0x8b, 0x7d, 0x50, 0xc9, 0xc3};
+    assert_int_equal(bs_fragment_fp_load(no_rbp, sizeof no_rbp), -1);
+    assert_int_equal(bs_fragment_fp_load(gc_25, sizeof gc_25), -1);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -169,6 +183,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_site_call),
         cmocka_unit_test(test_ra_store),
         cmocka_unit_test(test_stop_load),
+        cmocka_unit_test(test_fp_load),
     };
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);

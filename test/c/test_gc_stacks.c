@@ -129,7 +129,7 @@ static void test_open_until_closed(void **state)
     fake_stack s;
     uint64_t stop = build(&s, 0x7f0000002000, 0x7f0000003000, 0x7f0000004000);
     /* The process's frame is w[0..1]: its caller's return address at w[1]. */
-    assert_int_equal(bs_gc_stack_take_open(&f.g, log, 1000, RA, stop, BS_GC_TOP_PROCESS, &f.mem), 1);
+    assert_int_equal(bs_gc_stack_take_open(&f.g, log, 1000, RA, stop, 0, &f.mem), 1);
     uint64_t out[BS_GC_STACK_FRAMES];
     /* Open: any sample after its start is in it, with or without a caller asked. */
     assert_int_equal(bs_gc_stack_at(log, 5000, 0, out, BS_GC_STACK_FRAMES), 4);
@@ -145,7 +145,34 @@ static void test_open_until_closed(void **state)
     bs_gc_stack_close(log, 9000);
     assert_int_equal(bs_gc_stack_at(log, 8000, 0, out, BS_GC_STACK_FRAMES), 0);
     /* No caller known: nothing taken. */
-    assert_int_equal(bs_gc_stack_take_open(&f.g, log, 10000, 0, stop, BS_GC_TOP_PROCESS, &f.mem), 0);
+    assert_int_equal(bs_gc_stack_take_open(&f.g, log, 10000, 0, stop, 0, &f.mem), 0);
+    bs_gc_stacks_free(&f.g);
+}
+
+/* A process scheduled out inside a function with y registers (a
+ * collection a BIF asked for): its frame pointer, saved with its stack top,
+ * is above them; the walk starts there. A frame pointer outside the copied
+ * stack takes nothing. */
+static void test_open_from_frame_pointer(void **state)
+{
+    (void)state;
+    fixture f;
+    setup(&f, 1);
+    bs_gc_stack_log *log = &f.g.logs[0];
+    fake_stack s;
+    uint64_t stop = build(&s, 0x7f0000001000, 0x7f0000002000, 0x7f0000003000);
+    /* w[0..3] are the running function's y registers now; its frame is w[4..5]. */
+    s.w[0] = 0x5b, s.w[1] = 0x6b;
+    assert_int_equal(bs_gc_stack_take_open(&f.g, log, 1000, RA, stop, stop + 4 * 8, &f.mem), 1);
+    uint64_t out[BS_GC_STACK_FRAMES];
+    assert_int_equal(bs_gc_stack_at(log, 2000, 0, out, BS_GC_STACK_FRAMES), 3);
+    assert_int_equal(out[0], RA);
+    assert_int_equal(out[1], 0x7f0000002000);
+    assert_int_equal(out[2], 0x7f0000003000);
+    bs_gc_stack_close(log, 3000);
+    assert_int_equal(bs_gc_stack_take_open(&f.g, log, 4000, RA, stop, stop - 16, &f.mem), 0);
+    assert_int_equal(bs_gc_stack_take_open(&f.g, log, 4000, RA, stop, stop + BS_GC_STACK_COPY, &f.mem), 0);
+    assert_int_equal(atomic_load(&f.g.taken), 1);
     bs_gc_stacks_free(&f.g);
 }
 
@@ -241,6 +268,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_taken_only_when_sampled),
         cmocka_unit_test(test_stack_checked),
         cmocka_unit_test(test_open_until_closed),
+        cmocka_unit_test(test_open_from_frame_pointer),
         cmocka_unit_test(test_ring_laps),
         cmocka_unit_test(test_concurrent),
     };

@@ -255,6 +255,13 @@ static void test_grows(void **state)
     assert_int_equal(bs_perf_map_start(&m, 0x100f), 0x1000);
     assert_int_equal(bs_perf_map_start(&m, 0x2013), 0x2000);
     assert_int_equal(bs_perf_map_start(&m, 0x2020), 0);
+    /* a fragment found by its name (the collector's, as a session opens);
+     * an Erlang function's name is no fragment's */
+    uint64_t end = 0;
+    assert_int_equal(bs_perf_map_named(&m, "global::apply_fun_shared", &end), 0x1000);
+    assert_int_equal(end, 0x1010);
+    assert_int_equal(bs_perf_map_named(&m, "global::garbage_collect", &end), 0);
+    assert_int_equal(bs_perf_map_named(&m, "f", &end), 0);
     assert_int_equal(m.stats.lines, 3);
     assert_int_equal(m.stats.ranges, 3);
     /* a malformed line is counted with where, and the next ones still read */

@@ -30,6 +30,7 @@ cpu_test_() ->
        {timeout, 120, fun chosen_no_running/0}},
       {"a gen_server's samples are in its 10 us handlers", {timeout, 120, fun server_handlers/0}},
       {"a large collection on a dirty scheduler is charged to its process", {timeout, 120, fun dirty_gc/0}},
+      {"a dirty collection after a BIF keeps the whole stack of the process", {timeout, 120, fun dirty_gc_after_bif/0}},
       {"the default rate, said in the notes", {timeout, 120, fun default_rate/0}},
       {"bad mode and rate options are refused before anything runs", fun bad_options/0},
       {"a VM without +JPperf true is refused, naming the flag", {timeout, 120, fun no_perf_flag/0}},
@@ -407,6 +408,37 @@ dirty_gc() ->
             %% waits for it where big_heaps/1 called lists:seq/2.
             ?assert(list_to_integer(K) >= 0.5 * list_to_integer(N)),
             ?assert(Under >= list_to_integer(K));
+        running ->
+            ok
+    end,
+    assert_clean().
+
+%% binary_to_list/1 of a binary that stays live: the VM collects on a dirty
+%% scheduler right after the BIF, with the process scheduled out inside
+%% bif_heaps_loop/2, that function's y registers on top of its stack. The
+%% stack is walked from the frame pointer the JIT saved with the stack's top
+%% (from the top itself, the walk read a y register and stopped: the
+%% collection's samples held bif_heaps_loop/2 alone, about half of the
+%% process's samples missed bif_heaps/1). The session learns the JIT's
+%% offsets from the perf map as it opens, and the Process * from samples
+%% in the BIF's C code: before, a process whose samples were all in C got
+%% no collection stack at all.
+dirty_gc_after_bif() ->
+    {ok, #{result := {return, {done, ok}}, profile := #{notes := Notes} = P}} =
+        beamspy:profile({bs_cpu_wl, bif_heaps, [40]}, #{mode => cpu, cpu_hz => 999}),
+    ?debugFmt("notes: ~ts", [Notes]),
+    case beamspy_cpu:join() of
+        registers ->
+            {match, [N, K]} = re:run(Notes, "\\((\\d+) in their garbage collection on a dirty scheduler, "
+                                     "(\\d+) of them under the process's stack\\)",
+                                     [{capture, all_but_first, list}]),
+            Own = own_tree(P),
+            Under = samples_under(Own, <<"bs_cpu_wl:bif_heaps/1">>),
+            ?debugFmt("~s samples in dirty collections, ~s under the process's stack; the process has ~w, "
+                      "~w under bif_heaps/1", [N, K, samples(Own), Under]),
+            ?assert(list_to_integer(N) >= 10),
+            ?assert(list_to_integer(K) >= 0.5 * list_to_integer(N)),
+            ?assert(Under >= 0.8 * samples(Own));
         running ->
             ok
     end,

@@ -5,7 +5,7 @@
 %%% code (BIFs and their garbage collections).
 -module(bs_cpu_wl).
 
--export([burn/1, deep/1, bifs/1, alpha/1, beta/1, worker/1, fib/1, big_heaps/1]).
+-export([burn/1, deep/1, bifs/1, alpha/1, beta/1, worker/1, fib/1, big_heaps/1, bif_heaps/1]).
 
 %% Runs fib(20) repeatedly until the VM has used Ms more milliseconds of
 %% CPU (statistics(runtime): every scheduler; the test VM runs little
@@ -94,3 +94,19 @@ big_heaps(N) ->
     L = lists:seq(1, 400000),
     _ = [X * 2 || X <- L],
     big_heaps(N - 1).
+
+%% N rounds of binary_to_list/1 of a 400 KB binary that stays live after
+%% it (in a y register): the BIF's list, over a million words, makes the
+%% VM collect on a dirty CPU scheduler right after the BIF, with the
+%% process scheduled out inside bif_heaps_loop/2, its y registers on top of
+%% its stack. Called from bif_heaps/1, which waits for it (not a tail call).
+-spec bif_heaps(non_neg_integer()) -> {done, ok}.
+bif_heaps(N) ->
+    Bin = binary:copy(<<"abcdefgh">>, 50000),
+    {done, bif_heaps_loop(N, Bin)}.
+
+bif_heaps_loop(0, _) -> ok;
+bif_heaps_loop(N, Bin) ->
+    L = binary_to_list(Bin),
+    400000 = length(L) + byte_size(Bin) div 8 - 50000,
+    bif_heaps_loop(N - 1, Bin).
