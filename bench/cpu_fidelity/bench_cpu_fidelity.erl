@@ -115,7 +115,7 @@ column(Name, Mod, Input, Label, Opts, Modset) ->
     %% the leaf rule); a traced run is slow, and its shares are those of one
     %% run.
     MFA = case maps:get(mode, Opts, trace) of
-              cpu -> {?MODULE, repeat, [Mod, Input, 2 * Mod:perf_runs()]};
+              cpu -> {?MODULE, repeat, [Mod, Input, 2 * bench_cpu_child:runs(Mod)]};
               _ -> {Mod, run, [Input]}
           end,
     case record(MFA, maps:merge(base_options(), Opts)) of

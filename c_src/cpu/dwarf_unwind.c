@@ -402,8 +402,30 @@ static bs_unwind_stop caller_regs(Dwarf_Frame *frame, const bs_cfi_regs *cur, co
     return bs_cfi_finish(cfa, cur, caller, ra_status);
 }
 
+/* The valid callee-saved values of regs, each once, into saved. */
+static void note_saved(bs_unwind_saved *saved, const bs_cfi_regs *regs)
+{
+    for (int k = 0; k < BS_CFI_RECOVERED; k++) {
+        int reg = bs_cfi_recovered[k];
+        if (reg == REG_RA || !(regs->valid & (UINT32_C(1) << reg)) || regs->r[reg] == 0)
+            continue;
+        size_t i = 0;
+        while (i < saved->n && saved->values[i] != regs->r[reg])
+            i++;
+        if (i == saved->n && saved->n < saved->cap)
+            saved->values[saved->n++] = regs->r[reg];
+    }
+}
+
 size_t bs_dwarf_unwind(bs_dwarf_unwinder *u, const bs_user_regs *regs, const bs_stack_copy *stack,
                        uint64_t *out, size_t cap, bs_user_regs *at, int *reached_jit, bs_unwind_stop *stop)
+{
+    return bs_dwarf_unwind_saved(u, regs, stack, out, cap, at, reached_jit, stop, NULL);
+}
+
+size_t bs_dwarf_unwind_saved(bs_dwarf_unwinder *u, const bs_user_regs *regs, const bs_stack_copy *stack,
+                             uint64_t *out, size_t cap, bs_user_regs *at, int *reached_jit, bs_unwind_stop *stop,
+                             bs_unwind_saved *saved)
 {
     bs_cfi_regs cur = {.valid = 0};
     cur.r[REG_RA] = regs->ip, cur.r[REG_SP] = regs->sp, cur.r[REG_BP] = regs->bp, cur.r[REG_R13] = regs->r13;
@@ -413,6 +435,10 @@ size_t bs_dwarf_unwind(bs_dwarf_unwinder *u, const bs_user_regs *regs, const bs_
     int exact_pc = 1; /* the leaf's pc is where it is; a return address is after the call */
     bs_unwind_stop why;
     *reached_jit = 0;
+    if (saved) {
+        saved->n = 0;
+        note_saved(saved, &cur);
+    }
     for (;;) {
         uint64_t pc = cur.r[REG_RA];
         at->ip = pc;
@@ -455,6 +481,8 @@ size_t bs_dwarf_unwind(bs_dwarf_unwinder *u, const bs_user_regs *regs, const bs_
         }
         if (why != BS_UNWIND_FULL) break;
         cur = caller;
+        if (saved)
+            note_saved(saved, &cur);
     }
     if (stop) *stop = why;
     return n;
@@ -479,7 +507,16 @@ int bs_dwarf_unwinder_open(bs_dwarf_unwinder **out, int ospid, size_t max_bytes,
 size_t bs_dwarf_unwind(bs_dwarf_unwinder *u, const bs_user_regs *regs, const bs_stack_copy *stack,
                        uint64_t *out, size_t cap, bs_user_regs *at, int *reached_jit, bs_unwind_stop *stop)
 {
+    return bs_dwarf_unwind_saved(u, regs, stack, out, cap, at, reached_jit, stop, NULL);
+}
+
+size_t bs_dwarf_unwind_saved(bs_dwarf_unwinder *u, const bs_user_regs *regs, const bs_stack_copy *stack,
+                             uint64_t *out, size_t cap, bs_user_regs *at, int *reached_jit, bs_unwind_stop *stop,
+                             bs_unwind_saved *saved)
+{
     (void)u, (void)stack, (void)out, (void)cap;
+    if (saved)
+        saved->n = 0;
     *at = *regs;
     *reached_jit = 0;
     if (stop) *stop = BS_UNWIND_NO_CFI;

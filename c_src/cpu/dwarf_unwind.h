@@ -97,6 +97,21 @@ int bs_dwarf_unwinder_open(bs_dwarf_unwinder **out, int ospid, size_t max_bytes,
 size_t bs_dwarf_unwind(bs_dwarf_unwinder *u, const bs_user_regs *regs, const bs_stack_copy *stack,
                        uint64_t *out, size_t cap, bs_user_regs *at, int *reached_jit, bs_unwind_stop *stop);
 
+/* The values the callee-saved registers (rbx, rbp, r12-r15) held in the
+ * frames unwound, as the CFI restored them from where a callee saved them
+ * (and r13 of the leaf): each distinct value once, at most cap. What a C
+ * function keeps across its calls (the Process * a dirty scheduler works
+ * for, for one) is among them when a function below it saved the register. */
+typedef struct bs_unwind_saved {
+    uint64_t *values;
+    size_t cap, n;
+} bs_unwind_saved;
+
+/* bs_dwarf_unwind, and the callee-saved values into *saved (n reset). */
+size_t bs_dwarf_unwind_saved(bs_dwarf_unwinder *u, const bs_user_regs *regs, const bs_stack_copy *stack,
+                             uint64_t *out, size_t cap, bs_user_regs *at, int *reached_jit, bs_unwind_stop *stop,
+                             bs_unwind_saved *saved);
+
 /* Reads of the process's memory outside the stack copy. The JIT's frames of
  * an Erlang process live on that process's own stack, not on the scheduler's
  * C stack that PERF_SAMPLE_STACK_USER copies: measured on OTP 25, the bp

@@ -33,6 +33,7 @@
 #define CHAINS_MAX_BYTES (64u << 20) /* option times => samples: the kept chains (sample_chains.h) */
 #define UNWIND_MAX_BYTES (64u << 20) /* the DWARF unwinder's CFI and tables (dwarf_unwind.h) */
 #define DWARF_MAX_FRAMES 128u        /* C frames unwound per sample */
+#define DIRTY_SAVED_MAX 32u          /* callee-saved values kept per sample (dirty_work_pid) */
 #define BS_CPU_FRAGMENT_RETS 64u     /* return addresses into shared fragments whose shape is kept (one
                                         fragment has 1-3 calls into C; a session sees a few dozen) */
 
@@ -108,6 +109,9 @@ struct bs_cpu {
     bs_proc_mem mem;
     int sample_cut; /* the sample being drained lost its outer frames: they had changed before the drain */
     uint64_t walks_other_site; /* walks on past a caller's frame that now held another of its calls */
+    uint64_t saved_values[DIRTY_SAVED_MAX]; /* the sample's callee-saved register values (dwarf_unwind.h) */
+    bs_unwind_saved saved;
+    uint64_t regs_dirty_named; /* dirty samples named by a Process * their C frames kept */
     uint64_t walks_cut, c_leaf, reached_jit, fragment_first, callers_found, callers_refused, jit_leaf_fragment, erlang_any;
     /* Callers of shared fragments with a frame of their own (fragment_site.h):
      * found from the call site saved in the stack copy, from the kernel's
@@ -590,6 +594,7 @@ static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t
 {
     *ips = smp->ips;
     c->sample_cut = 0;
+    c->saved.n = 0;
     jf->found = 0;
     jf->scheduler = 0;
     if (!smp->has_regs)
@@ -604,7 +609,8 @@ static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t
     bs_user_regs regs = {.ip = smp->ip, .sp = smp->sp, .bp = smp->bp, .r13 = smp->r13, .has_r13 = 1}, at;
     int jit = 0;
     bs_proc_mem_forget(&c->mem);
-    size_t nd = bs_dwarf_unwind(c->unwinder, &regs, &stack, c->dwarf, DWARF_MAX_FRAMES, &at, &jit, NULL);
+    size_t nd = bs_dwarf_unwind_saved(c->unwinder, &regs, &stack, c->dwarf, DWARF_MAX_FRAMES, &at, &jit, NULL,
+                                      &c->saved);
     if (c->by_regs && jit)
         set_jit_frame(c, jf, (uint32_t)nd, nd == 0 ? smp->ip : at.ip - 1, at.has_r13, at.r13);
     uint64_t caller;
@@ -800,6 +806,42 @@ static uint64_t pid_at(bs_cpu *c, uint64_t r13)
     return id;
 }
 
+/* The symbol of a frame's address (a return address but for the leaf),
+ * or "" when none names it. */
+static const char *symbol_at(bs_cpu *c, uint64_t addr)
+{
+    uint32_t f = frame_of(c, addr);
+    const char *t = f == UINT32_MAX ? "" : bs_frame_name(&c->frames, f);
+    const char *sep = t[0] == 'N' ? strchr(t, '\x01') : NULL;
+    return sep ? sep + 1 : "";
+}
+
+/* The pid a dirty scheduler works for at a sample with no JIT frame (ips,
+ * leaf first: a dirty NIF or BIF, or a collection no callback logged): a
+ * value its C frames kept in a callee-saved register, as the CFI restored
+ * it (c->saved), that is the Process * of a pid seen in the samples
+ * (process_ptrs.h: its first word that pid). Only when the frames are
+ * under the dirty scheduler's loop (erts_dirty_process_main) and not in
+ * its scheduling (erts_schedule: picking work, spinning, sleeping, where a
+ * register may still hold the process it ran last); 0 otherwise. */
+static uint64_t dirty_work_pid(bs_cpu *c, const uint64_t *ips, uint32_t n)
+{
+    int in_loop = 0;
+    for (uint32_t i = 0; i < n && c->saved.n > 0; i++) {
+        const char *name = symbol_at(c, i == 0 ? ips[0] : ips[i] - 1);
+        if (strcmp(name, "erts_schedule") == 0)
+            return 0;
+        in_loop |= strcmp(name, "erts_dirty_process_main") == 0;
+    }
+    for (size_t k = 0; in_loop && k < c->saved.n; k++) {
+        uint64_t v = c->saved.values[k], id;
+        if ((v & 7) == 0 && bs_proc_mem_read_word(&c->mem, v, &id) && (id & 0xF) == 0x3 &&
+            bs_process_ptrs_find(&c->ptrs, id) == v)
+            return id;
+    }
+    return 0;
+}
+
 /* The tree of a sample by its registers: the process whose Process * r13
  * held at the sample's innermost JIT frame (the leaf's own r13, or as the
  * CFI of the C frames under it restored it); the scheduler's tree when
@@ -807,8 +849,8 @@ static uint64_t pid_at(bs_cpu *c, uint64_t r13)
  * schedulers' (no JIT frame: dirty NIFs, BIFs and GCs run from C) or
  * `[unknown process]' when there is none. NULL, counted, when the sample
  * is left out (not one of the chosen processes, or no memory). */
-static bs_call_tree *tree_by_regs(bs_cpu *c, const bs_cpu_sample *smp, jit_frame *jf, int *scheduler_own,
-                                  int *dirty_gc)
+static bs_call_tree *tree_by_regs(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t *ips, uint32_t n,
+                                  jit_frame *jf, int *scheduler_own, int *dirty_gc)
 {
     bs_session *s = c->s;
     enum extra_tree extra = thread_extra(c, smp->tid);
@@ -819,6 +861,8 @@ static bs_call_tree *tree_by_regs(bs_cpu *c, const bs_cpu_sample *smp, jit_frame
         if (extra != EXTRA_SCHEDULER && (pid = logged_at(c, smp))) {
             c->regs_dirty_gc++; /* a chosen process's collection on a dirty scheduler */
             *dirty_gc = 1;
+        } else if (extra != EXTRA_SCHEDULER && (pid = dirty_work_pid(c, ips, n))) {
+            c->regs_dirty_named++; /* its dirty NIF, BIF or collection, its C frames alone */
         } else if (extra != EXTRA_SCHEDULER) {
             c->regs_dirty++;
             *scheduler_own = 1; /* a dirty scheduler in C: its own loop or a process's dirty work */
@@ -891,7 +935,7 @@ static void on_sample(void *ctx, const bs_cpu_sample *smp)
         jit_frame jf;
         n = sample_stack(c, smp, &ips, &jf);
         int dirty_gc = 0;
-        if (!(tree = tree_by_regs(c, smp, &jf, &scheduler_own, &dirty_gc)))
+        if (!(tree = tree_by_regs(c, smp, ips, n, &jf, &scheduler_own, &dirty_gc)))
             return; /* counted there */
         if (dirty_gc)
             n = with_dirty_gc_stack(c, smp, &ips, n);
@@ -1061,6 +1105,7 @@ bs_cpu *bs_cpu_open(ErlNifEnv *env, bs_session *s, unsigned hz, int all, int by_
     atomic_init(&c->ra_store_off, -1);
     atomic_init(&c->stop_off, -1);
     atomic_init(&c->fp_off, -1);
+    c->saved = (bs_unwind_saved){.values = c->saved_values, .cap = DIRTY_SAVED_MAX, .n = 0};
     if (bs_thread_slices_init(&c->slices, tids, c->n_threads) < 0 || bs_process_ptrs_init(&c->ptrs) < 0) {
         free(tids);
         bs_thread_slices_free(&c->slices);
@@ -1367,12 +1412,14 @@ int bs_cpu_export(bs_cpu *c, bs_profile *out, bs_key_namer namer, void *ctx)
         snprintf(join, sizeof join,
                  "process of each sample read from r13 (no scheduling traced): %llu of processes (%llu in their "
                  "garbage collection on a dirty scheduler, %llu of them under the process's stack), %llu the "
-                 "schedulers' loop, %llu dirty with no JIT frame, "
+                 "schedulers' loop, %llu dirty named by a Process * their C frames kept, %llu dirty with no "
+                 "JIT frame, "
                  "%llu reached no JIT frame, %llu whose r13 was not a live process's",
                  (unsigned long long)c->regs_process, (unsigned long long)c->regs_dirty_gc,
                  (unsigned long long)c->dirty_gc_stacks,
                  (unsigned long long)c->regs_scheduler,
-                 (unsigned long long)c->regs_dirty, (unsigned long long)c->regs_no_jit,
+                 (unsigned long long)c->regs_dirty_named, (unsigned long long)c->regs_dirty,
+                 (unsigned long long)c->regs_no_jit,
                  (unsigned long long)(c->regs_no_r13 + c->regs_bad_read + c->regs_not_pid + c->regs_late));
     else
         snprintf(join, sizeof join,

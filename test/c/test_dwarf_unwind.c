@@ -58,6 +58,7 @@ typedef struct sample {
     uint64_t ret_c, ret_b, ret_a; /* into b, a, and a's caller */
     uint64_t caller_bp;           /* rbp of a's caller when it called a */
     int depth;                    /* deep(): frames still to make */
+    uint64_t a_r13;               /* r13 in a(), which b() saves before it overwrites it */
 } sample;
 
 /* The top of this thread's stack (reading past it would fault). */
@@ -123,6 +124,7 @@ LIBDW_ONLY CHAIN_FN static int a(sample *s)
     __asm__ volatile("mov %%rbp, %0" : "=r"(s->caller_bp));
 #endif
     s->ret_a = (uint64_t)(uintptr_t)__builtin_return_address(0);
+    __asm__ volatile("mov %%r13, %0" : "=r"(s->a_r13));
     return b(s) + 1;
 }
 
@@ -218,6 +220,46 @@ static void test_unwinds_c_chain(void **state)
     bs_dwarf_unwinder_stats(u, &stats);
     assert_true(stats.files_open >= 3); /* this test, libcmocka, libc at least */
     assert_true(stats.bytes <= CAP_BYTES);
+    bs_dwarf_unwinder_close(u);
+    free(s.copy);
+#endif
+}
+
+/* The callee-saved values met on the way: b's r13 (0x5678, the value c
+ * ran with) and a's, which b saved and the CFI restored; each once; at most
+ * cap; the unwind itself the same as without them. */
+static void test_saved_values(void **state)
+{
+    (void)state;
+#ifndef BS_HAVE_LIBDW
+    assert_refused();
+#else
+    sample s = {.copy = NULL};
+    assert_int_equal(a(&s), 3);
+    bs_dwarf_unwinder *u = open_self();
+    uint64_t out[128], again[128], values[32];
+    bs_user_regs at, at2;
+    int jit, jit2;
+    bs_unwind_stop stop, stop2;
+    bs_stack_copy st = copy_of(&s);
+    size_t n = bs_dwarf_unwind(u, &s.regs, &st, out, 128, &at, &jit, &stop);
+    bs_unwind_saved saved = {.values = values, .cap = 32, .n = 99};
+    assert_int_equal(bs_dwarf_unwind_saved(u, &s.regs, &st, again, 128, &at2, &jit2, &stop2, &saved), n);
+    assert_memory_equal(again, out, n * sizeof out[0]);
+    assert_int_equal(stop2, stop);
+    assert_true(saved.n >= 2 && saved.n <= 32);
+    int has_b = 0, has_a = 0;
+    for (size_t i = 0; i < saved.n; i++) {
+        has_b |= values[i] == 0x5678;
+        has_a |= values[i] == s.a_r13;
+        for (size_t j = i + 1; j < saved.n; j++)
+            assert_true(values[i] != values[j]);
+    }
+    assert_true(has_b);
+    assert_true(has_a || s.a_r13 == 0);
+    saved.cap = 1;
+    assert_int_equal(bs_dwarf_unwind_saved(u, &s.regs, &st, again, 128, &at2, &jit2, &stop2, &saved), n);
+    assert_int_equal(saved.n, 1);
     bs_dwarf_unwinder_close(u);
     free(s.copy);
 #endif
@@ -740,6 +782,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unwinds_c_chain),
+        cmocka_unit_test(test_saved_values),
         cmocka_unit_test(test_recovers_overwritten_bp),
         cmocka_unit_test(test_copy_cut_short),
         cmocka_unit_test(test_ip_outside_modules),

@@ -31,6 +31,8 @@ cpu_test_() ->
       {"a gen_server's samples are in its 10 us handlers", {timeout, 120, fun server_handlers/0}},
       {"a large collection on a dirty scheduler is charged to its process", {timeout, 120, fun dirty_gc/0}},
       {"a dirty collection after a BIF keeps the whole stack of the process", {timeout, 120, fun dirty_gc_after_bif/0}},
+      {"a session of every process charges a dirty collection to its process, tracing none",
+       {timeout, 120, fun whole_vm_dirty_named/0}},
       {"the default rate, said in the notes", {timeout, 120, fun default_rate/0}},
       {"bad mode and rate options are refused before anything runs", fun bad_options/0},
       {"a VM without +JPperf true is refused, naming the flag", {timeout, 120, fun no_perf_flag/0}},
@@ -440,6 +442,41 @@ dirty_gc_after_bif() ->
             ?assert(list_to_integer(K) >= 0.5 * list_to_integer(N)),
             ?assert(Under >= 0.8 * samples(Own));
         running ->
+            ok
+    end,
+    assert_clean().
+
+%% A session of every process traces no collection, so no callback logs
+%% a dirty one. The dirty scheduler's C frames keep the Process * they work
+%% for in a callee-saved register, which the CFI restores: a value that is
+%% the Process * of a pid seen in the samples names the process (only under
+%% erts_dirty_process_main, never in erts_schedule, where a register may
+%% still hold the process run last). Before, these samples went to
+%% `[dirty cpu scheduler]'. It needs the C frames unwound and beam.smp's
+%% dynamic symbols (Debian's OTP 29 strips them: there they stay the
+%% scheduler's, said by the notes' counts).
+whole_vm_dirty_named() ->
+    {ok, S} = beamspy:start(all, #{mode => cpu, cpu_hz => 999}),
+    Me = self(),
+    W = spawn(fun() -> Me ! {done, self(), bs_cpu_wl:bif_heaps(40)} end),
+    receive {done, W, {done, ok}} -> ok end,
+    {ok, #{profile := #{notes := Notes} = P}} = beamspy:stop(S, #{profile => true}),
+    ?debugFmt("notes: ~ts", [Notes]),
+    Tree = tree_of(W, P),
+    Dirty = samples_under(Tree, <<"erts_dirty_process_main [beam.smp]">>),
+    {match, [Named]} = re:run(Notes, "(\\d+) dirty named by a Process \\* their C frames kept",
+                              [{capture, all_but_first, list}]),
+    ?debugFmt("the worker: ~w samples, ~w under erts_dirty_process_main; ~s dirty samples named",
+              [samples(Tree), Dirty, Named]),
+    Unwound = re:run(Notes, "C frames unwound with DWARF") =/= nomatch,
+    Symbols = re:run(Notes, "erts_dirty_process_main") =/= nomatch orelse Dirty > 0,
+    case beamspy_cpu:join() of
+        registers when Unwound ->
+            %% About half of bif_heaps/1's CPU is its dirty collections.
+            ?assert(samples(Tree) >= 50),
+            ?assert(Dirty >= 0.2 * samples(Tree) orelse not Symbols),
+            ?assert(list_to_integer(Named) >= Dirty);
+        _ ->
             ok
     end,
     assert_clean().
