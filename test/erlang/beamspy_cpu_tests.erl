@@ -392,28 +392,11 @@ chosen_no_running() ->
 %% collection's start and end, traced on that thread, do: its samples are
 %% the process's (before, a session of chosen processes left them out).
 dirty_gc() ->
-    {ok, #{profile := #{notes := Notes} = P}} =
-        beamspy:profile({bs_cpu_wl, big_heaps, [40]}, #{mode => cpu, cpu_hz => 999}),
-    ?debugFmt("notes: ~ts", [Notes]),
-    case beamspy_cpu:join() of
-        registers ->
-            {match, [N, K]} = re:run(Notes, "\\((\\d+) in their garbage collection on a dirty scheduler, "
-                                     "(\\d+) of them under the process's stack\\)",
-                                     [{capture, all_but_first, list}]),
-            Own = own_tree(P),
-            Under = samples_under(Own, <<"bs_cpu_wl:big_heaps/1">>),
-            ?debugFmt("~s samples in dirty collections, ~s under the process's stack; the process has ~w, "
-                      "~w under big_heaps/1", [N, K, samples(Own), Under]),
-            ?assert(list_to_integer(N) >= 10),
-            ?assert(samples(Own) >= list_to_integer(N)),
-            %% Each collection's stack is taken as it starts: the process
-            %% waits for it where big_heaps/1 called lists:seq/2.
-            ?assert(list_to_integer(K) >= 0.5 * list_to_integer(N)),
-            ?assert(Under >= list_to_integer(K));
-        running ->
-            ok
-    end,
-    assert_clean().
+    {ok, #{profile := P}} = beamspy:profile({bs_cpu_wl, big_heaps, [40]}, #{mode => cpu, cpu_hz => 999}),
+    %% Each collection's stack is taken as it starts: the process waits for
+    %% it where big_heaps/1 called lists:seq/2.
+    dirty_gc_samples(P, <<"bs_cpu_wl:big_heaps/1">>,
+                     fun(N, K, Own, Under) -> Own >= N andalso K >= 0.5 * N andalso Under >= K end).
 
 %% binary_to_list/1 of a binary that stays live: the VM collects on a dirty
 %% scheduler right after the BIF, with the process scheduled out inside
@@ -426,8 +409,15 @@ dirty_gc() ->
 %% in the BIF's C code: before, a process whose samples were all in C got
 %% no collection stack at all.
 dirty_gc_after_bif() ->
-    {ok, #{result := {return, {done, ok}}, profile := #{notes := Notes} = P}} =
+    {ok, #{result := {return, {done, ok}}, profile := P}} =
         beamspy:profile({bs_cpu_wl, bif_heaps, [40]}, #{mode => cpu, cpu_hz => 999}),
+    dirty_gc_samples(P, <<"bs_cpu_wl:bif_heaps/1">>, fun(N, K, Own, Under) -> K >= 0.5 * N andalso Under >= 0.8 * Own end).
+
+%% The notes' count of samples in dirty collections (N, K of them under
+%% the process's stack), the caller's own samples and those under Frame,
+%% checked by Check; at least 10 such samples. Only where registers name
+%% the process (x86_64).
+dirty_gc_samples(#{notes := Notes} = P, Frame, Check) ->
     ?debugFmt("notes: ~ts", [Notes]),
     case beamspy_cpu:join() of
         registers ->
@@ -435,12 +425,11 @@ dirty_gc_after_bif() ->
                                      "(\\d+) of them under the process's stack\\)",
                                      [{capture, all_but_first, list}]),
             Own = own_tree(P),
-            Under = samples_under(Own, <<"bs_cpu_wl:bif_heaps/1">>),
+            Under = samples_under(Own, Frame),
             ?debugFmt("~s samples in dirty collections, ~s under the process's stack; the process has ~w, "
-                      "~w under bif_heaps/1", [N, K, samples(Own), Under]),
+                      "~w under ~s", [N, K, samples(Own), Under, Frame]),
             ?assert(list_to_integer(N) >= 10),
-            ?assert(list_to_integer(K) >= 0.5 * list_to_integer(N)),
-            ?assert(Under >= 0.8 * samples(Own));
+            ?assert(Check(list_to_integer(N), list_to_integer(K), samples(Own), Under));
         running ->
             ok
     end,
