@@ -46,7 +46,12 @@ perf_leaf(<<$$, Sym/binary>>, _Dso) ->
 perf_leaf(<<"[unknown]">>, Dso) ->
     <<$[, (filename:basename(Dso))/binary, $]>>;
 perf_leaf(Sym, _Dso) ->
-    Sym.
+    %% perf spells a versioned dynamic symbol `name@@GLIBC_2.2.5'; beamspy
+    %% (and the function) `name'.
+    case binary:split(Sym, <<"@">>) of
+        [Name, _Version] when Name =/= <<>> -> Name;
+        _ -> Sym
+    end.
 
 jit_key(<<"global::", _/binary>> = Fragment) -> Fragment;
 jit_key(Sym) ->

@@ -104,6 +104,19 @@ static void object_free(struct bs_sym_object *o)
 }
 
 #ifdef BS_HAVE_LIBELF
+static size_t leading_underscores(const char *name)
+{
+    size_t k = 0;
+    while (name[k] == '_')
+        k++;
+    return k;
+}
+
+/* By address, then the name kept for an address first: the choice perf
+ * makes among aliases (its choose_best_symbol), so that both tools name a
+ * function alike: sized before unsized, not weak before weak, global
+ * before local (rank_of), then fewer leading underscores
+ * (pthread_mutex_lock, not __pthread_mutex_lock), then the longer name. */
 static int sym_order(const void *a, const void *b)
 {
     const sym *x = a, *y = b;
@@ -111,15 +124,21 @@ static int sym_order(const void *a, const void *b)
         return x->value < y->value ? -1 : 1;
     if (x->rank != y->rank)
         return x->rank - y->rank;
+    size_t ux = leading_underscores(x->name), uy = leading_underscores(y->name);
+    if (ux != uy)
+        return ux < uy ? -1 : 1;
+    size_t lx = strlen(x->name), ly = strlen(y->name);
+    if (lx != ly)
+        return lx > ly ? -1 : 1;
     return strcmp(x->name, y->name);
 }
 
 /* Rank of a symbol among those at its address: sized before unsized,
- * global before weak before local (the name a user knows). */
+ * global before local before weak. */
 static int rank_of(const GElf_Sym *e)
 {
     int bind = GELF_ST_BIND(e->st_info);
-    return (e->st_size ? 0 : 4) + (bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2);
+    return (e->st_size ? 0 : 4) + (bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 2 : 1);
 }
 
 static int wanted(const GElf_Sym *e)

@@ -128,6 +128,13 @@ static void test_libc(void **state)
     assert_string_equal(y.object, base_of(info.dli_fname));
     assert_null(y.name);
     assert_int_equal(y.offset, 0x10);
+    /* Aliases: the name perf would give (fewer leading underscores). */
+    void *lock = dlsym(libc, "pthread_mutex_lock");
+    void *lock2 = dlsym(libc, "__pthread_mutex_lock");
+    if (lock && lock == lock2) {
+        assert_int_equal(bs_symbols_resolve(&s, (uint64_t)(uintptr_t)lock, &y), BS_SYM_NATIVE);
+        assert_string_equal(y.name, "pthread_mutex_lock");
+    }
     dlclose(libc);
     bs_symbols_free(&s);
 }
