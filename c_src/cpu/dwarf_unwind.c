@@ -417,12 +417,6 @@ static void note_saved(bs_unwind_saved *saved, const bs_cfi_regs *regs)
     }
 }
 
-size_t bs_dwarf_unwind(bs_dwarf_unwinder *u, const bs_user_regs *regs, const bs_stack_copy *stack,
-                       uint64_t *out, size_t cap, bs_user_regs *at, int *reached_jit, bs_unwind_stop *stop)
-{
-    return bs_dwarf_unwind_saved(u, regs, stack, out, cap, at, reached_jit, stop, NULL);
-}
-
 size_t bs_dwarf_unwind_saved(bs_dwarf_unwinder *u, const bs_user_regs *regs, const bs_stack_copy *stack,
                              uint64_t *out, size_t cap, bs_user_regs *at, int *reached_jit, bs_unwind_stop *stop,
                              bs_unwind_saved *saved)
@@ -504,12 +498,6 @@ int bs_dwarf_unwinder_open(bs_dwarf_unwinder **out, int ospid, size_t max_bytes,
     return -1;
 }
 
-size_t bs_dwarf_unwind(bs_dwarf_unwinder *u, const bs_user_regs *regs, const bs_stack_copy *stack,
-                       uint64_t *out, size_t cap, bs_user_regs *at, int *reached_jit, bs_unwind_stop *stop)
-{
-    return bs_dwarf_unwind_saved(u, regs, stack, out, cap, at, reached_jit, stop, NULL);
-}
-
 size_t bs_dwarf_unwind_saved(bs_dwarf_unwinder *u, const bs_user_regs *regs, const bs_stack_copy *stack,
                              uint64_t *out, size_t cap, bs_user_regs *at, int *reached_jit, bs_unwind_stop *stop,
                              bs_unwind_saved *saved)
@@ -540,3 +528,9 @@ void bs_dwarf_unwinder_close(bs_dwarf_unwinder *u)
 }
 
 #endif
+
+size_t bs_dwarf_unwind(bs_dwarf_unwinder *u, const bs_user_regs *regs, const bs_stack_copy *stack,
+                       uint64_t *out, size_t cap, bs_user_regs *at, int *reached_jit, bs_unwind_stop *stop)
+{
+    return bs_dwarf_unwind_saved(u, regs, stack, out, cap, at, reached_jit, stop, NULL);
+}

@@ -609,8 +609,10 @@ static uint32_t sample_stack(bs_cpu *c, const bs_cpu_sample *smp, const uint64_t
     bs_user_regs regs = {.ip = smp->ip, .sp = smp->sp, .bp = smp->bp, .r13 = smp->r13, .has_r13 = 1}, at;
     int jit = 0;
     bs_proc_mem_forget(&c->mem);
+    /* The callee-saved values only where dirty_work_pid reads them. */
+    bs_unwind_saved *saved = thread_extra(c, smp->tid) != EXTRA_SCHEDULER ? &c->saved : NULL;
     size_t nd = bs_dwarf_unwind_saved(c->unwinder, &regs, &stack, c->dwarf, DWARF_MAX_FRAMES, &at, &jit, NULL,
-                                      &c->saved);
+                                      saved);
     if (c->by_regs && jit)
         set_jit_frame(c, jf, (uint32_t)nd, nd == 0 ? smp->ip : at.ip - 1, at.has_r13, at.r13);
     uint64_t caller;
@@ -718,6 +720,14 @@ static uint32_t with_dirty_gc_stack(bs_cpu *c, const bs_cpu_sample *smp, const u
     return n;
 }
 
+/* The symbol of a C frame's text (frame_of: `N<file>\x01<symbol>'), or
+ * NULL when the frame is not one. */
+static const char *native_symbol(const char *t)
+{
+    const char *sep = t[0] == 'N' ? strchr(t, '\x01') : NULL;
+    return sep ? sep + 1 : NULL;
+}
+
 /* 1 when a sample of a scheduler thread that ran no process, c->chain
  * (root first, n frames, from ips), spins before sleep (sched_work.h). */
 static int spinning(bs_cpu *c, const uint64_t *ips, uint32_t n)
@@ -726,9 +736,8 @@ static int spinning(bs_cpu *c, const uint64_t *ips, uint32_t n)
     size_t m = 0;
     for (uint32_t i = n; i-- > 0 && m < sizeof frames / sizeof *frames;) {
         const char *t = bs_frame_name(&c->frames, c->chain[i]);
-        const char *sep = t[0] == 'N' ? strchr(t, '\x01') : NULL;
-        frames[m++] = (bs_sched_frame){ips[n - 1 - i], sep ? sep + 1 : NULL,
-                                       sep && strncmp(t + 1, "beam.", 5) == 0};
+        const char *sym = native_symbol(t);
+        frames[m++] = (bs_sched_frame){ips[n - 1 - i], sym, sym && strncmp(t + 1, "beam.", 5) == 0};
     }
     return bs_sched_work_of(&c->spin_sites, frames, m, c->unwinder != NULL) == BS_SCHED_WORK_SPIN;
 }
@@ -811,9 +820,8 @@ static uint64_t pid_at(bs_cpu *c, uint64_t r13)
 static const char *symbol_at(bs_cpu *c, uint64_t addr)
 {
     uint32_t f = frame_of(c, addr);
-    const char *t = f == UINT32_MAX ? "" : bs_frame_name(&c->frames, f);
-    const char *sep = t[0] == 'N' ? strchr(t, '\x01') : NULL;
-    return sep ? sep + 1 : "";
+    const char *sym = f == UINT32_MAX ? NULL : native_symbol(bs_frame_name(&c->frames, f));
+    return sym ? sym : "";
 }
 
 /* The pid a dirty scheduler works for at a sample with no JIT frame (ips,
