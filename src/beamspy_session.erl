@@ -547,8 +547,11 @@ switch_on_seeded(Backend, P, Flags, Waiting) ->
     Session = nif_session(Backend),
     %% Without return_to (mode cpu: no stack is rebuilt) there is nothing to seed.
     Calls = lists:member(return_to, Flags),
-    Suspend = suspend_while_switching_on(Waiting),
-    case not Suspend orelse (try erlang:suspend_process(P) catch error:_ -> false end) of
+    Suspend = case suspend_while_switching_on(Waiting) of
+                  true -> suspend(P);
+                  false -> false
+              end,
+    case Suspend =/= gone of
         true ->
             try
                 case beamspy_backend:tracer_of(Backend, P) of
@@ -569,11 +572,31 @@ switch_on_seeded(Backend, P, Flags, Waiting) ->
                         end
                 end
             after
-                Suspend andalso (try erlang:resume_process(P) catch error:_ -> false end)
+                Suspend =:= true andalso resume(P)
             end;
-        _ ->
+        false ->
             ok % gone meanwhile
     end.
+
+%% true: P is suspended (by this process); false: it is not (it runs on
+%% while switched on, as on OTP 27); gone. A process that is on a dirty
+%% scheduler (in a dirty NIF such as a file read, or a dirty collection)
+%% is suspended all the same, but OTP 25's and 26's suspend_process/1 then
+%% raise internal_error (erlang/otp#10241): the suspension taken is undone
+%% at once, or the process would stay suspended until the session ends
+%% (the node's file server, stuck in the middle of a profile).
+suspend(P) ->
+    try erlang:suspend_process(P)
+    catch
+        error:internal_error ->
+            _ = resume(P),
+            false;
+        error:_ ->
+            gone
+    end.
+
+resume(P) ->
+    try erlang:resume_process(P) catch error:_ -> false end.
 
 %% From OTP 27 (trace sessions) a process suspended while its tracing is
 %% switched on by a session with an erl_tracer module and local call

@@ -55,6 +55,7 @@ trace_all_under_load() ->
     Mem = bs_live_wl:memory_sampler(20),
     Helpers = [Pong, Ping, Mem],
     Dir = tmp_dir(),
+    Dog = bs_test_lib:watchdog("trace_all_under_load", 90000),
     try
         ok = bs_live_wl:chatter_go(Chatters),
         timer:sleep(1000),
@@ -67,7 +68,7 @@ trace_all_under_load() ->
                                        output => Dir, formats => [folded]}),
         T1 = erlang:monotonic_time(millisecond),
         [?assertMatch({flags, [_ | _]}, bs_test_lib:trace_info(P, flags)) || P <- lists:sublist(Chatters, 100)],
-        {Reason, Files, SessionMax} = wait_for_limit(S, 0),
+        {Reason, Files, SessionMax} = wait_for_limit(S, 0, T1 + 60000),
         T2 = erlang:monotonic_time(millisecond),
         %% Tracing is off the moment the caller hears of it, the chatting goes on.
         [?assertEqual({P, {flags, []}}, {P, bs_test_lib:trace_info(P, flags)}) || P <- Chatters ++ Helpers],
@@ -116,21 +117,33 @@ trace_all_under_load() ->
         ?assert(maps:get(vm_bytes, Traced) < ?VM_CAP),
         ?assert(SessionMax =< ?MAX_MEMORY),
         ?assert(Roots > ?CHATTERS div 2)
+    catch
+        Class:Error:Stack ->
+            %% Said at once: a clean-up that then hangs would hide it.
+            io:format(user, "~ntrace_all_under_load: ~p:~p~n  ~p~n~s",
+                      [Class, Error, Stack, bs_test_lib:hang_report()]),
+            erlang:raise(Class, Error, Stack)
     after
         bs_live_wl:stop_all(Chatters ++ Helpers),
-        bs_test_lib:rm_rf(Dir)
+        bs_test_lib:rm_rf(Dir),
+        bs_test_lib:stop_watchdog(Dog)
     end.
 
-%% Waits for the limit message; meanwhile samples the session's memory.
-wait_for_limit(S, Max) ->
+%% Waits for the limit message (max_duration trips at the latest 30 s
+%% in: Deadline is well after); meanwhile samples the session's memory.
+wait_for_limit(S, Max, Deadline) ->
     receive
         {beamspy, S, {stopped, Reason, Files}} -> {Reason, Files, Max}
     after 100 ->
+            case erlang:monotonic_time(millisecond) > Deadline of
+                true -> error({no_limit_message, beamspy:sessions()});
+                false -> ok
+            end,
             Mem = case beamspy:sessions() of
                       [#{memory := M}] -> M;
                       _ -> 0
                   end,
-            wait_for_limit(S, max(Max, Mem))
+            wait_for_limit(S, max(Max, Mem), Deadline)
     end.
 
 gc_all() ->

@@ -31,7 +31,69 @@ robustness_test_() ->
       {"start(all) asks the code server for nothing once beamspy is loaded", {timeout, 120, fun start_all_without_code_server/0}},
       {"start is bounded by max_duration, and leaves nothing when it gives up", {timeout, 60, fun start_bounded/0}},
       {"two concurrent stops: one gets the files, the other no_session", {timeout, 60, fun concurrent_stops/0}},
-      {"stop reaches an owner that has no registered name", {timeout, 60, fun stop_unnamed_owner/0}}]}.
+      {"stop reaches an owner that has no registered name", {timeout, 60, fun stop_unnamed_owner/0}},
+      {"a process in a dirty NIF as its tracing is switched on is never left suspended",
+       {timeout, 120, fun seeded_on_dirty_scheduler/0}}]}.
+
+%% Switching on a running process suspends it while its stack is read (up
+%% to OTP 26). A process that is on a dirty scheduler at that moment (here
+%% it reads a file: a dirty I/O NIF) is suspended all the same, but OTP 25's
+%% erlang:suspend_process/1 then raises internal_error (erlang/otp#10241).
+%% Taken for "not suspended", the process stayed suspended until the session
+%% ended: a file server stuck in the middle of a profile. Many rounds, as a
+%% suspension falls in the NIF some of the time; after each start the reader
+%% must not be suspended, and must go on reading.
+seeded_on_dirty_scheduler() ->
+    File = tmp_dir() ++ ".bin",
+    ok = file:write_file(File, binary:copy(<<0:8192>>, 4096)),   % 4 MiB
+    Out = tmp_dir() ++ ".folded",
+    Reader = spawn(fun() -> read_loop(File, 0) end),
+    Rounds = 150,
+    try
+        Stuck = [R || R <- lists:seq(1, Rounds), seeded_round(Reader, Out) =:= stuck],
+        ?assertEqual([], Stuck)
+    after
+        exit(Reader, kill),
+        _ = file:delete(File),
+        _ = file:delete(Out)
+    end,
+    assert_node_clean().
+
+read_loop(File, N) ->
+    {ok, _} = prim_file:read_file(File),
+    receive {count, From} -> From ! {count, self(), N + 1} after 0 -> ok end,
+    read_loop(File, N + 1).
+
+%% stuck: suspended, or no new read within 10 s, after start returned.
+seeded_round(Reader, Out) ->
+    {ok, S} = beamspy:start([Reader], #{output => Out}),
+    Result = case erlang:process_info(Reader, status) of
+                 {status, suspended} -> stuck;
+                 _ -> reads_go_on(Reader)
+             end,
+    _ = beamspy:stop(S),
+    Result.
+
+reads_go_on(Reader) ->
+    N0 = read_count(Reader),
+    Deadline = erlang:monotonic_time(millisecond) + 10000,
+    reads_go_on(Reader, N0, Deadline).
+
+reads_go_on(Reader, N0, Deadline) ->
+    case read_count(Reader) of
+        N when N > N0 -> ok;
+        _ ->
+            case erlang:monotonic_time(millisecond) > Deadline of
+                true -> stuck;
+                false -> reads_go_on(Reader, N0, Deadline)
+            end
+    end.
+
+read_count(Reader) ->
+    Reader ! {count, self()},
+    receive {count, Reader, N} -> N
+    after 10000 -> -1
+    end.
 
 %% A process that waits for `stop'.
 idle() ->

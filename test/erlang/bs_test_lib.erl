@@ -10,7 +10,7 @@
          assert_clean/0, assert_node_clean/0, node_dirt/0, wait_no_session/0, tmp_dir/0, rm_rf/1,
          list_dir/1, capture_output/1, capture_stderr/1, flush/0, wait_for/2, trace_info/2,
          beamspy_trace_sessions/0, gen_server_loop/0, gen_server_loop_frame/0,
-         distributed/1]).
+         distributed/1, watchdog/2, stop_watchdog/1, hang_report/0]).
 
 -define(LOCK, beamspy_active_session).
 
@@ -255,6 +255,42 @@ tmp_dir() ->
 rm_rf(Dir) ->
     _ = file:del_dir_r(Dir),
     ok.
+
+%% A test that may hang (a lost message, a blocked server) starts a watchdog:
+%% if the test has not called stop_watchdog/1 after Ms milliseconds (before
+%% EUnit's own timeout, which says only "timed out"), the watchdog prints
+%% where the test process is and hang_report/0, so that the log says why.
+watchdog(What, Ms) ->
+    Test = self(),
+    spawn(fun() ->
+                  receive stop -> ok
+                  after Ms ->
+                          io:format(user, "~n*** ~s: still running after ~w ms; the test process is at~n  ~p~n~s",
+                                    [What, Ms, erlang:process_info(Test, [current_stacktrace, status,
+                                                                          message_queue_len]),
+                                     hang_report()])
+                  end
+          end).
+
+stop_watchdog(Dog) ->
+    Dog ! stop,
+    ok.
+
+%% What may keep a test waiting, as text: the file server and the code
+%% server (status, stack, queue), any process that is suspended, and every
+%% beamspy session owner (stack, queue). Reads process_info only: nothing
+%% here waits for another process.
+hang_report() ->
+    Info = fun(P) -> erlang:process_info(P, [registered_name, status, message_queue_len,
+                                             current_stacktrace])
+           end,
+    Servers = [{N, Info(P)} || N <- [file_server_2, code_server, user],
+                               P <- [whereis(N)], is_pid(P)],
+    Suspended = [{P, Info(P)} || P <- erlang:processes(),
+                                 erlang:process_info(P, status) =:= {status, suspended}],
+    Owners = [{P, Info(P)} || P <- beamspy_session:owners()],
+    io_lib:format("  servers: ~p~n  suspended processes (~w): ~p~n  beamspy owners: ~p~n",
+                  [Servers, length(Suspended), lists:sublist(Suspended, 10), Owners]).
 
 list_dir(Dir) ->
     case file:list_dir_all(Dir) of
