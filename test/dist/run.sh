@@ -117,6 +117,28 @@ leftovers() {
 
 clean() { nothing_left "$1" leftovers "modules=0 traced=0 pattern=false"; }
 
+# unload_state SHORT: why beamspy's modules are still on a node, for a
+# failed check: those with current code, those with old code and the
+# processes that hold it, the modules noted for the last job, the unloading
+# lock's holder and the waiter.
+unload_state() {
+    rpc "$1" '
+        Mods = [M || {M, _} <- code:all_loaded(), lists:prefix("beamspy", atom_to_list(M))],
+        Old = [M || M <- Mods, erlang:check_old_code(M)],
+        Holders = lists:usort([P || M <- Old, P <- processes(), P =/= self(), erlang:check_process_code(P, M)]),
+        lists:flatten(io_lib:format("current=~w old=~w noted=~w lock=~w waiter=~w holders=~w",
+            [[M || M <- Mods, erlang:module_loaded(M)], Old, application:get_env(beamspy, unload_when_done),
+             whereis(beamspy_unloading), application:get_env(beamspy, unload_waiter),
+             [{P, erlang:process_info(P, [initial_call, current_stacktrace, status])} || P <- Holders]])).'
+}
+
+# wait_clean_or_say SHORT SECONDS: wait_clean, and on failure unload_state.
+wait_clean_or_say() {
+    wait_clean "$1" "$2" && return 0
+    echo "    unload state on $1: $(unload_state "$1")"
+    return 1
+}
+
 # wait_clean SHORT SECONDS: until nothing is left, at most SECONDS.
 wait_clean() {
     wait_until "$2" clean "$1" >/dev/null || clean "$1"
@@ -515,10 +537,11 @@ for _ in $(seq 1 30); do
 done
 echo "$shown" >"$out/progress_tmux.txt"
 check "record on a terminal: a progress line" grep -q 'recording 1 node: .* events, .* MiB on the node' "$out/progress_tmux.txt"
+# Both tools die at once (their two jobs end together): the last to end
+# removes beamspy's code.
 tmux kill-session -t "${tag}_top" 2>/dev/null
 tmux kill-session -t "${tag}_rec" 2>/dev/null
-sleep 3.5
-wait_clean n1 10 >/dev/null
+check "two tools on one node killed at once: nothing of beamspy left" wait_clean_or_say n1 30
 
 echo "--- run"
 # The checks below look for the frames of short work (a sort of 200 or
