@@ -30,6 +30,7 @@ static void load(void)
     LOAD(h, gelf_getphdr);
     LOAD(h, gelf_getshdr);
     LOAD(h, gelf_getsym);
+    LOAD(h, gelf_getnote);
     loaded = 1; /* every function found; else the handle stays open, unused */
 }
 

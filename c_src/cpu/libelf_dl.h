@@ -28,6 +28,7 @@ typedef struct bs_libelf {
     GElf_Phdr *(*gelf_getphdr)(Elf *, int, GElf_Phdr *);
     GElf_Shdr *(*gelf_getshdr)(Elf_Scn *, GElf_Shdr *);
     GElf_Sym *(*gelf_getsym)(Elf_Data *, int, GElf_Sym *);
+    size_t (*gelf_getnote)(Elf_Data *, size_t, GElf_Nhdr *, size_t *, size_t *);
 } bs_libelf_fns;
 
 /* The functions of libelf.so.1, or NULL when this system has no libelf. */

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpu/debug_file.h"
 #include "cpu/libelf_dl.h"
 #include "cpu/loaded_objects.h"
 
@@ -147,7 +148,77 @@ static int wanted(const GElf_Sym *e)
     return (type == STT_FUNC || type == STT_GNU_IFUNC) && e->st_shndx != SHN_UNDEF && e->st_value != 0;
 }
 
-/* Reads the PT_LOAD segments and the FUNC symbols of o's file. */
+static int has_symtab(const bs_libelf_fns *L, Elf *e)
+{
+    Elf_Scn *scn = NULL;
+    while ((scn = L->elf_nextscn(e, scn)) != NULL) {
+        GElf_Shdr sh;
+        if (L->gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB)
+            return 1;
+    }
+    return 0;
+}
+
+/* The separate debug file of e (debug_file.h), opened: its Elf and, in
+ * *fd, its descriptor; or NULL. */
+static Elf *debug_elf(const bs_symbols *s, const bs_libelf_fns *L, Elf *e, int *fd)
+{
+    uint8_t id[BS_BUILD_ID_MAX], did[BS_BUILD_ID_MAX];
+    size_t len = bs_elf_build_id(L, e, id);
+    char path[sizeof s->debug_dir + 2 * BS_BUILD_ID_MAX + 32];
+    if (len == 0 || bs_debug_file_path(s->debug_dir, id, len, path, sizeof path) < 0)
+        return NULL;
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (*fd < 0)
+        return NULL;
+    Elf *d = L->elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+    if (d && L->elf_kind(d) == ELF_K_ELF && bs_elf_build_id(L, d, did) == len && memcmp(id, did, len) == 0)
+        return d;
+    if (d)
+        L->elf_end(d);
+    close(*fd);
+    return NULL;
+}
+
+/* Pass 0 counts the FUNC symbols of e (.symtab, and .dynsym unless
+ * symtab_only) and their names' bytes into *k and *nb; pass 1 copies them
+ * into o from o->syms[*k] and o->names + *nb, within count and name_bytes. */
+static void collect_symbols(const bs_libelf_fns *L, Elf *e, int symtab_only, struct bs_sym_object *o, int pass,
+                            size_t count, size_t name_bytes, size_t *k, size_t *nb)
+{
+    Elf_Scn *scn = NULL;
+    while ((scn = L->elf_nextscn(e, scn)) != NULL) {
+        GElf_Shdr sh;
+        if (!L->gelf_getshdr(scn, &sh) || sh.sh_entsize == 0 ||
+            !(sh.sh_type == SHT_SYMTAB || (sh.sh_type == SHT_DYNSYM && !symtab_only)))
+            continue;
+        Elf_Data *d = L->elf_getdata(scn, NULL);
+        if (!d)
+            continue;
+        size_t n = sh.sh_size / sh.sh_entsize;
+        for (size_t i = 0; i < n; i++) {
+            GElf_Sym es;
+            if (!L->gelf_getsym(d, (int)i, &es) || !wanted(&es))
+                continue;
+            const char *name = L->elf_strptr(e, sh.sh_link, es.st_name);
+            if (!name || !name[0])
+                continue;
+            size_t len = strlen(name) + 1;
+            if (pass == 1) {
+                if (*k >= count || *nb + len > name_bytes)
+                    return; /* cannot happen: the same files twice */
+                memcpy(o->names + *nb, name, len);
+                o->syms[*k] = (sym){es.st_value, es.st_size, o->names + *nb, rank_of(&es)};
+            }
+            (*k)++;
+            *nb += len;
+        }
+    }
+}
+
+/* Reads the PT_LOAD segments and the FUNC symbols of o's file and, when
+ * the file has no .symtab (stripped), of its separate debug file's
+ * .symtab (debug_file.h): the same virtual addresses. */
 static void object_load(bs_symbols *s, struct bs_sym_object *o)
 {
     o->tried = 1;
@@ -162,7 +233,8 @@ static void object_load(bs_symbols *s, struct bs_sym_object *o)
         return;
     }
     L->elf_version(EV_CURRENT);
-    Elf *e = L->elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    Elf *e = L->elf_begin(fd, ELF_C_READ_MMAP, NULL), *dbg = NULL;
+    int dbg_fd = -1;
     size_t phnum = 0;
     if (!e || L->elf_kind(e) != ELF_K_ELF || L->elf_getphdrnum(e, &phnum) != 0) {
         s->stats.objects_failed++;
@@ -174,39 +246,16 @@ static void object_load(bs_symbols *s, struct bs_sym_object *o)
             o->loads[o->n_loads++] = (load_seg){ph.p_vaddr, ph.p_offset, ph.p_memsz};
     }
     o->elf_ok = 1;
+    if (!has_symtab(L, e) && (dbg = debug_elf(s, L, e, &dbg_fd)) != NULL)
+        s->stats.debug_files++;
     /* Two passes: count, then copy (one allocation each for the table and
      * the names, checked against the cap first). */
     size_t count = 0, name_bytes = 0;
     for (int pass = 0; pass < 2; pass++) {
         size_t k = 0, nb = 0;
-        Elf_Scn *scn = NULL;
-        while ((scn = L->elf_nextscn(e, scn)) != NULL) {
-            GElf_Shdr sh;
-            if (!L->gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
-                sh.sh_entsize == 0)
-                continue;
-            Elf_Data *d = L->elf_getdata(scn, NULL);
-            if (!d)
-                continue;
-            size_t n = sh.sh_size / sh.sh_entsize;
-            for (size_t i = 0; i < n; i++) {
-                GElf_Sym es;
-                if (!L->gelf_getsym(d, (int)i, &es) || !wanted(&es))
-                    continue;
-                const char *name = L->elf_strptr(e, sh.sh_link, es.st_name);
-                if (!name || !name[0])
-                    continue;
-                size_t len = strlen(name) + 1;
-                if (pass == 1) {
-                    if (k >= count || nb + len > name_bytes)
-                        break; /* cannot happen: the same file twice */
-                    memcpy(o->names + nb, name, len);
-                    o->syms[k] = (sym){es.st_value, es.st_size, o->names + nb, rank_of(&es)};
-                }
-                k++;
-                nb += len;
-            }
-        }
+        collect_symbols(L, e, 0, o, pass, count, name_bytes, &k, &nb);
+        if (dbg)
+            collect_symbols(L, dbg, 1, o, pass, count, name_bytes, &k, &nb);
         if (pass == 0) {
             count = k;
             name_bytes = nb;
@@ -242,6 +291,10 @@ static void object_load(bs_symbols *s, struct bs_sym_object *o)
     }
     s->stats.objects_loaded++;
 done:
+    if (dbg)
+        L->elf_end(dbg);
+    if (dbg_fd >= 0)
+        close(dbg_fd);
     if (e)
         L->elf_end(e);
     close(fd);
@@ -417,6 +470,7 @@ int bs_symbols_init_with_map(bs_symbols *s, int ospid, const char *perf_map_path
     memset(s, 0, sizeof *s);
     s->ospid = ospid;
     s->max_bytes = max_bytes;
+    snprintf(s->debug_dir, sizeof s->debug_dir, "%s", BS_DEBUG_DIR);
     snprintf(s->maps_path, sizeof s->maps_path, "/proc/%d/maps", ospid);
     char path[64];
     if (!perf_map_path) {

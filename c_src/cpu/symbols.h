@@ -7,7 +7,8 @@
  * symbols are loaded once per file (the first time one of its addresses is
  * resolved) and searched by binary search. With libelf (BS_HAVE_LIBELF, the
  * Makefile defines it when libelf-dev is there) they are the FUNC and IFUNC
- * symbols of .symtab when present and of .dynsym; an address gets the
+ * symbols of .symtab when present and of .dynsym (a stripped file's
+ * .symtab is read from its separate debug file, debug_file.h); an address gets the
  * nearest symbol at or before it *whose size covers it* (a symbol without
  * size covers nothing but its own address: a stripped static function after
  * it is not charged to it). Without libelf, dladdr() names what the dynamic
@@ -63,6 +64,7 @@ typedef struct bs_symbols_stats {
     uint64_t objects_loaded;   /* of them, whose symbols were read */
     uint64_t objects_failed;   /* of them, not readable as ELF (offset only) */
     uint64_t objects_over_cap; /* of them, whose symbols would pass max_bytes */
+    uint64_t debug_files;      /* separate debug files read (debug_file.h) */
     uint64_t symbols;          /* symbols held */
     uint64_t bytes;            /* memory for native symbols and mappings */
 } bs_symbols_stats;
@@ -74,6 +76,7 @@ typedef struct bs_symbols {
     int ospid;
     size_t max_bytes;
     char maps_path[64];
+    char debug_dir[128];          /* where debug files are looked for: BS_DEBUG_DIR (tests change it) */
     bs_perf_map perf;
     int perf_ok;                  /* the map was read at least once */
     struct bs_sym_mapping *maps;  /* executable mappings, sorted */

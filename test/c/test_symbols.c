@@ -251,6 +251,106 @@ static void test_deleted_library(void **state)
     dlclose(h);
 }
 
+#ifdef BS_HAVE_LIBELF
+/* Builds dir/NAME.so from a source with one static function (its body
+ * returns K, so that two builds differ), keeps its .symtab apart in
+ * dir/NAME.debug and strips the library (its .dynsym stays). */
+static void build_stripped(const char *dir, const char *name, int k)
+{
+    char src[256], cmd[2048];
+    snprintf(src, sizeof src, "%s/%s.c", dir, name);
+    FILE *f = fopen(src, "w");
+    assert_non_null(f);
+    fprintf(f, "static int __attribute__((noinline)) bs_hidden_work(int x) { return x * %d + 1; }\n"
+               "int (*bs_hidden_addr(void))(int) { return bs_hidden_work; }\n", k);
+    assert_int_equal(fclose(f), 0);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && cc -shared -fPIC -O1 -g -Wl,--build-id -o %s.so %s.c && "
+             "objcopy --only-keep-debug %s.so %s.debug && strip --strip-unneeded %s.so && "
+             "! readelf -S %s.so | grep -q '\\.symtab'",
+             dir, name, name, name, name, name, name);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* Moves dir/FROM.debug to where the build-id of dir/OF.so says, under
+ * dir/dbg (.build-id/xx/rest.debug), with binutils' reading of the id. */
+static void place_debug(const char *dir, const char *from, const char *of)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && id=$(readelf -n %s.so | sed -n 's/.*Build ID: *//p') && [ -n \"$id\" ] && "
+             "d=dbg/.build-id/$(echo $id | cut -c1-2) && mkdir -p $d && "
+             "mv %s.debug $d/$(echo $id | cut -c3-).debug",
+             dir, of, from);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* The static function of dir/NAME.so, resolved with debug files looked for
+ * under debug_dir: its name (NULL: none), and how many debug files were read. */
+static const char *hidden_name(const char *dir, const char *name, const char *debug_dir, uint64_t *debug_files,
+                               char *buf, size_t cap)
+{
+    char lib[256];
+    snprintf(lib, sizeof lib, "%s/%s.so", dir, name);
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(h);
+    int (*(*addr_of)(void))(int) = (int (*(*)(void))(int))dlsym(h, "bs_hidden_addr");
+    assert_non_null(addr_of);
+    int (*fn)(int) = addr_of();
+    assert_int_equal(fn(2), fn(1) + (fn(1) - 1)); /* it runs: x * K + 1 */
+    bs_symbols s;
+    init_self(&s, "/nonexistent/perf.map");
+    snprintf(s.debug_dir, sizeof s.debug_dir, "%s", debug_dir);
+    bs_symbol y;
+    assert_int_equal(bs_symbols_resolve(&s, (uint64_t)(uintptr_t)fn + 1, &y), BS_SYM_NATIVE);
+    const char *got = NULL;
+    if (y.name) {
+        snprintf(buf, cap, "%s", y.name);
+        got = buf;
+        assert_int_equal(y.offset, 1);
+    }
+    *debug_files = s.stats.debug_files;
+    bs_symbols_free(&s);
+    dlclose(h);
+    return got;
+}
+
+/* A stripped library whose .symtab is in a separate debug file, found by
+ * its build-id (as Debian's libc6-dbg ships libc's, which perf reads): its
+ * static function is named from there; not without the file, and not from
+ * the debug file of another build put at its place. */
+static void test_separate_debug_file(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/bs_test_symbols_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char dbg[256], name[128], cmd[512];
+    snprintf(dbg, sizeof dbg, "%s/dbg", dir);
+    build_stripped(dir, "libdbg", 3);
+    build_stripped(dir, "libother", 5);
+    uint64_t files = 9;
+    /* no debug file yet: the static function has no name */
+    assert_null(hidden_name(dir, "libdbg", dbg, &files, name, sizeof name));
+    assert_int_equal(files, 0);
+    /* another build's debug file at libdbg's place: not taken */
+    place_debug(dir, "libother", "libdbg");
+    assert_null(hidden_name(dir, "libdbg", dbg, &files, name, sizeof name));
+    assert_int_equal(files, 0);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s/dbg'", dir);
+    assert_int_equal(system(cmd), 0);
+    /* its own: named */
+    place_debug(dir, "libdbg", "libdbg");
+    const char *got = hidden_name(dir, "libdbg", dbg, &files, name, sizeof name);
+    assert_non_null(got);
+    assert_string_equal(got, "bs_hidden_work");
+    assert_int_equal(files, 1);
+    /* ... and only where debug files are looked for */
+    assert_null(hidden_name(dir, "libdbg", "/nonexistent", &files, name, sizeof name));
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+#endif
+
 /* A library loaded after init: its address is outside every mapping
  * read, so /proc/<pid>/maps is read again (once BS_SYMBOLS_REMAP_MS have
  * passed since the last read) and the address resolves. Before the load,
@@ -423,6 +523,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_jit_through_map),
         cmocka_unit_test(test_deleted_library),
         cmocka_unit_test(test_mapping_added_later),
+#ifdef BS_HAVE_LIBELF
+        cmocka_unit_test(test_separate_debug_file),
+#endif
         cmocka_unit_test(test_real_vm),
         cmocka_unit_test(test_bad_pid),
     };
