@@ -166,13 +166,23 @@ served(Server, N) ->
 %% callback frames; every stack starts at the process's first frame (seeded
 %% from its stack when tracing started, so even the first calls sit under
 %% it); the recursion is exactly ?WORK + 1 deep.
+%% From OTP 27 the server is not suspended while its stack is read
+%% (docs/otp-releases.md): if it runs in that instant, what it returns to
+%% before its tracing is on is not in the stack read, and its first events
+%% start roots of their own (seen once in a clean-clone run: a root
+%% `bs_live_server:crunch/1'). Such a root can only be a frame of the code
+%% the server runs.
 check_server_tree(Server, P) ->
     Nodes = tree_of(Server, P),
     [{0, undefined, Label, _, _, _} | _] = Nodes,
     ?assertEqual(server_label(Server), Label),
     Paths = frame_paths(Nodes),
     ?assert(length(Paths) > 5),
-    [?assertMatch({_, [<<"proc_lib:init_p_do_apply/3">> | _]}, {Path, Path}) || Path <- Paths],
+    Unrooted = [Path || Path <- Paths, hd(Path) =/= <<"proc_lib:init_p_do_apply/3">>],
+    case list_to_integer(erlang:system_info(otp_release)) < 27 of
+        true -> ?assertEqual([], Unrooted);
+        false -> [?assertMatch({_, true}, {Path, server_frame(hd(Path))}) || Path <- Unrooted]
+    end,
     ?assert(frame_calls(Nodes, bs_test_lib:gen_server_loop_frame()) > 0),
     ?assert(frame_calls(Nodes, <<"bs_live_server:handle_call/3">>) > 10),
     ?assert(lists:member([<<"proc_lib:init_p_do_apply/3">>, bs_test_lib:gen_server_loop_frame()], Paths)),
@@ -421,6 +431,10 @@ caller_killed() ->
 %% (beamspy_backend): it runs beside the others, and the other tracers keep
 %% getting exactly what they got. apply/2 stays on the legacy tracing.
 sessions() -> beamspy_backend:sessions_supported().
+
+server_frame(Frame) ->
+    lists:any(fun(Prefix) -> binary:longest_common_prefix([Frame, Prefix]) =:= byte_size(Prefix) end,
+              [<<"bs_live_server:">>, <<"gen_server:">>, <<"proc_lib:">>]).
 
 busy() ->
     case sessions() of
