@@ -424,6 +424,19 @@ static void read_early_stop(const char *dir, bs_early_stop *e, int *ex_unit)
     fclose(f);
 }
 
+/* The value of the limit named `limit' that this run gave the VM; 0 when
+ * it gave none (the VM's default applied). */
+static unsigned long long asked_limit(const bs_job_spec *job, const char *limit)
+{
+    if (strcmp(limit, "max_events") == 0)
+        return job->max_events;
+    if (strcmp(limit, "max_memory") == 0)
+        return job->max_memory;
+    if (strcmp(limit, "max_processes") == 0)
+        return job->max_processes;
+    return 0;
+}
+
 /* What the outputs say was profiled and how: the command the user ran, and
  * the options this tool gave the VM with the view it draws (show_idle as
  * asked), not the VM's session (beamspy:start(all), its temporary output
@@ -534,9 +547,13 @@ static int run(const run_args *a)
     bs_early_stop early;
     int ex_unit;
     read_early_stop(dir, &early, &ex_unit);
-    /* max_duration is --duration, the run's planned end, not an early stop. */
-    if (!early.limit[0] && truncated[0] && strcmp(truncated, "max_duration") != 0)
+    /* max_duration is --duration, the run's planned end, not an early stop.
+     * Without the VM's note (it halted first) the limit's value is the one
+     * this run asked for, when it asked for one. */
+    if (!early.limit[0] && truncated[0] && strcmp(truncated, "max_duration") != 0) {
         snprintf(early.limit, sizeof early.limit, "%s", truncated);
+        early.limit_value = asked_limit(&a->job, truncated);
+    }
     remove_unpacked(dir);
     bs_early_stop_report(&early, NULL);
     if (early.limit[0])
