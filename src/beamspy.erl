@@ -1164,7 +1164,10 @@ cpu_scope(_, Nif) -> Nif.
 %% runs on a dirty scheduler from C, where no sample names its process, and
 %% the NIF takes the collection's start and end there (on dirty threads
 %% only) to name it. The samples come from the kernel. The `call' flag of
-%% until_halt catches halting calls only (beamspy_session).
+%% until_halt catches halting calls only (beamspy_session). A trace whose
+%% times come from samples (times => samples) traces collections too, for
+%% the same reason and for the Erlang caller of one on a normal scheduler;
+%% without gc => true they give no GC leaf.
 trace_flags(#{mode := cpu} = Opts, Targets) ->
     Spawns = maps:get(children, Opts) orelse maps:get(new, Targets, false),
     Halt = [call || maps:get(until_halt, Opts, false)],
@@ -1178,7 +1181,7 @@ trace_flags(Opts, _Targets) ->
     [call, arity, return_to, running, exiting]
         ++ [set_on_spawn || maps:get(children, Opts)]
         ++ ['receive' || maps:get(sleep, Opts)]
-        ++ [garbage_collection || maps:get(gc, Opts)].
+        ++ [garbage_collection || maps:get(gc, Opts) orelse maps:get(times, Opts, compensated) =:= samples].
 
 limits(Opts) ->
     maps:with([max_duration, max_events, max_memory, max_processes], Opts).

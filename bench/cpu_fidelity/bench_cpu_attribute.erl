@@ -11,7 +11,7 @@
 %%% SLEEP leaves) is not CPU time and is left out.
 -module(bench_cpu_attribute).
 
--export([rule/0, perf_frame/2, beamspy_tree/2, shares/1, tvd/2, top/2]).
+-export([rule/0, perf_frame/2, beamspy_tree/2, beamspy_tree_without_gc/2, shares/1, tvd/2, top/2]).
 -export([leaf_rule/0, perf_leaf/2, beamspy_leaves/1]).
 
 -define(NOT_CPU, [<<"WAIT">>, <<"RUNNABLE">>, <<"SLEEP">>]).
@@ -104,24 +104,49 @@ perf_frame(_, _) -> false.
 -spec beamspy_tree([{binary(), [beamspy:tree_node()]}], #{binary() => true}) ->
           {#{binary() => non_neg_integer()}, non_neg_integer()}.
 beamspy_tree(Processes, Modset) ->
-    lists:foldl(fun({_, Nodes}, Acc) -> nodes(Nodes, Modset, #{}, Acc) end, {#{}, 0}, Processes).
+    lists:foldl(fun({_, Nodes}, Acc) -> nodes(Nodes, Modset, keep, #{}, Acc) end, {#{}, 0}, Processes).
 
-nodes([], _, _, Acc) -> Acc;
-nodes([{Id, Parent, Frame, Self, _, _} | Rest], Modset, Keys, {Counts, Unattr}) ->
-    Inherited = case Parent of
-                    undefined -> false;
-                    _ -> maps:get(Parent, Keys, false)
-                end,
+%% @doc The same, with the samples of garbage collections left out: a mode
+%% cpu sample under a collector frame (`[JIT] global::garbage_collect',
+%% `erts_garbage_collect...') below its innermost Erlang frame, as
+%% `times => samples' leaves them out of the functions' shares (a traced
+%% process collects several times as often as untraced). The reference of
+%% that column.
+-spec beamspy_tree_without_gc([{binary(), [beamspy:tree_node()]}], #{binary() => true}) ->
+          {#{binary() => non_neg_integer()}, non_neg_integer()}.
+beamspy_tree_without_gc(Processes, Modset) ->
+    lists:foldl(fun({_, Nodes}, Acc) -> nodes(Nodes, Modset, leave_out, #{}, Acc) end, {#{}, 0}, Processes).
+
+%% Keys: node id => {its key by the rule, whether it is in a collection}.
+nodes([], _, _, _, Acc) -> Acc;
+nodes([{Id, Parent, Frame, Self, _, _} | Rest], Modset, Gc, Keys, {Counts, Unattr}) ->
+    {Inherited, InGc0} = case Parent of
+                             undefined -> {false, false};
+                             _ -> maps:get(Parent, Keys, {false, false})
+                         end,
     Key = case beamspy_frame(Frame, Modset) of
               false -> Inherited;
               K -> K
           end,
+    InGc = case erlang_frame(Frame) of
+               true -> false;
+               false -> InGc0 orelse collector_frame(Frame)
+           end,
     Acc = case lists:member(Frame, ?NOT_CPU) of
               true -> {Counts, Unattr};
+              false when InGc, Gc =:= leave_out -> {Counts, Unattr};
               false when Key =:= false -> {Counts, Unattr + Self};
               false -> {maps:update_with(Key, fun(N) -> N + Self end, Self, Counts), Unattr}
           end,
-    nodes(Rest, Modset, Keys#{Id => Key}, Acc).
+    nodes(Rest, Modset, Gc, Keys#{Id => {Key, InGc}}, Acc).
+
+%% beamspy spells an Erlang function `m:f/a', every other frame with
+%% brackets (`[JIT] ...', `name [file]', `[file]').
+erlang_frame(Frame) ->
+    binary:match(Frame, <<"[">>) =:= nomatch andalso binary:match(Frame, <<":">>) =/= nomatch.
+
+collector_frame(Frame) ->
+    binary:match(Frame, [<<"global::garbage_collect">>, <<"erts_garbage_collect">>]) =/= nomatch.
 
 beamspy_frame(Frame, Modset) ->
     case binary:split(Frame, <<":">>) of

@@ -91,13 +91,15 @@ int bs_cpu_by_registers(const bs_cpu *c);
 /* From the tracer's callback, on the scheduler thread: from t on this
  * thread runs pid (0: none, after an `out'). Nothing when by registers. */
 void bs_cpu_switch(bs_cpu *c, uint64_t pid, uint64_t t);
-/* Joined by registers: the calling thread (a dirty scheduler) starts a
- * garbage collection of the process pid at t, or ends it: its samples there
- * name no process otherwise (no JIT frame). The process's Erlang stack is
- * taken as it starts, for those samples (gc_stacks.h). */
+/* Joined by registers, or times => samples: the calling thread (a dirty
+ * scheduler) starts a garbage collection of the process pid at t, or ends
+ * it: its samples there name no process otherwise (no JIT frame, no `in').
+ * The process's Erlang stack is taken as it starts, for those samples
+ * (gc_stacks.h). */
 void bs_cpu_dirty_gc_start(bs_cpu *c, uint64_t pid, uint64_t t);
 void bs_cpu_dirty_gc_end(bs_cpu *c, uint64_t t);
-/* Joined by registers, from enabled/3 on a normal scheduler thread: the
+/* Joined by registers (from enabled/3) or times => samples (from trace/5),
+ * on a normal scheduler thread: the
  * process pid starts a garbage collection there at t (its Erlang caller is
  * logged for the samples taken in it), or the collection ends (bs_cpu_gc_end:
  * when a sample was taken in it, the Erlang frames under the caller are taken

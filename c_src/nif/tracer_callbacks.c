@@ -188,6 +188,27 @@ static void cpu_switch(const bs_atoms *a, bs_session *s, bs_traced_proc *r, ERL_
         bs_cpu_switch(s->cpu, 0, t);
 }
 
+/* times => samples: r's process starts or ends a garbage collection on
+ * this thread, so that the samples taken in it get its Erlang caller and
+ * stack as mode cpu's do (cpu_session.h). 1 when tag is such an event. */
+static int cpu_collection(const bs_atoms *a, bs_session *s, bs_traced_proc *r, ERL_NIF_TERM tag, uint64_t t)
+{
+    int start = tag == a->gc_minor_start || tag == a->gc_major_start;
+    if (!start && tag != a->gc_minor_end && tag != a->gc_major_end)
+        return 0;
+    int type = enif_thread_type();
+    if (type == ERL_NIF_THR_DIRTY_CPU_SCHEDULER || type == ERL_NIF_THR_DIRTY_IO_SCHEDULER) {
+        if (start)
+            bs_cpu_dirty_gc_start(s->cpu, r->pid, t);
+        else
+            bs_cpu_dirty_gc_end(s->cpu, t);
+    } else if (start)
+        bs_cpu_gc_start(s->cpu, r->pid, t);
+    else
+        bs_cpu_gc_end(s->cpu, r->pid, t);
+    return 1;
+}
+
 static int is_sched(const bs_atoms *a, ERL_NIF_TERM tag)
 {
     return tag == a->in || tag == a->out || tag == a->in_exiting || tag == a->out_exiting || tag == a->out_exited;
@@ -266,13 +287,20 @@ ERL_NIF_TERM bs_nif_trace(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
         else if (is_meta)
             rc = bs_capture_on_meta(env, a, s, r, argv[0], argv[3], t);
         else if (!s->capture_mode || atomic_load(&r->capturing)) {
-            if (s->cpu_times) /* the samples' process: which one runs on this thread */
+            /* times => samples: which process runs on this thread, and its
+             * collections (traced for the samples alone unless gc => true). */
+            int samples_only = 0;
+            if (s->cpu_times) {
                 cpu_switch(a, s, r, argv[0], t);
-            rc = dispatch(env, a, s, &r->proc, argv[0], argv[3], argv[4], t);
-            if (s->capture_mode && argv[0] == a->out_exited)
-                bs_capture_on_exit(env, s, r, t); /* r->proc is done with */
-            else
-                recorded = 1;
+                samples_only = cpu_collection(a, s, r, argv[0], t) && !s->charge_gc;
+            }
+            if (!samples_only) {
+                rc = dispatch(env, a, s, &r->proc, argv[0], argv[3], argv[4], t);
+                if (s->capture_mode && argv[0] == a->out_exited)
+                    bs_capture_on_exit(env, s, r, t); /* r->proc is done with */
+                else
+                    recorded = 1;
+            }
         }
         if (rc < 0 && bs_budget_is_exhausted(&s->budget))
             bs_session_stop_for_limit(env, s, BS_STOP_MAX_MEMORY);

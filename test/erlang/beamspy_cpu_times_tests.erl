@@ -24,6 +24,8 @@ times_test_() ->
     {setup, fun setup/0, fun(_) -> ok end,
      [{"exact counts, self times in the workload's 1 : 4, the tracer's share said",
        {timeout, 300, fun counts_and_ratio/0}},
+      {"samples in garbage collections are counted apart and charged to the process",
+       {timeout, 300, fun collections_to_process/0}},
       {"no calibration runs for times => samples", {timeout, 300, fun no_calibration/0}},
       {"times and compensate: what the session is asked for", fun session_options/0},
       {"bad times options are refused before anything runs", fun bad_options/0},
@@ -61,6 +63,27 @@ counts_and_ratio() ->
     ?assert(list_to_float(Share) > 0.0),
     ?assert(list_to_float(Share) < 100.0),
     ?assertMatch({match, _}, re:run(Notes, "[0-9]+ samples reached no Erlang function")),
+    assert_clean().
+
+%% big_heaps/1 builds a heap of over a million words in each round: it is
+%% collected on a dirty scheduler (whose samples name no process but for the
+%% collection's traced start and end), and minor collections run on the
+%% normal one. A call-traced process collects several times as often as it
+%% would untraced, so the samples in its collections are counted apart and
+%% charged to the process itself, not to the functions they fell on.
+%% Before, those on the dirty scheduler were left out and those on the
+%% normal one mostly counted as reaching no Erlang function.
+collections_to_process() ->
+    {ok, #{result := {return, ok}, profile := P}} =
+        beamspy:profile({bs_cpu_wl, big_heaps, [20]}, #{times => samples, cpu_hz => 999}),
+    #{notes := Notes} = P,
+    ?debugFmt("notes: ~ts", [Notes]),
+    {match, [Gc]} = re:run(Notes, "([0-9]+) samples in garbage collection \\(tracing makes a process collect",
+                           [{capture, all_but_first, list}]),
+    [{0, undefined, _, RootSelf, _, _} | _] = own_tree(P),
+    ?debugFmt("~s samples in collections; the process's own node: ~w ns", [Gc, RootSelf]),
+    ?assert(list_to_integer(Gc) >= 10),
+    ?assert(RootSelf >= list_to_integer(Gc) * (1000000000 div 999)),
     assert_clean().
 
 %% The calibration of compensated times (60-90 ms in a fresh VM) is not
