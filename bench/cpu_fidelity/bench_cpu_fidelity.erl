@@ -36,12 +36,25 @@ columns() ->
      {"beamspy times => samples", #{times => samples}},
      {"beamspy times => samples 4999 Hz", #{times => samples, cpu_hz => 4999}}].
 
-%% CPU_BENCH_COLUMNS=cpu: the mode cpu columns alone (the traced ones take
-%% most of the bench's time: minutes on the compiler).
+%% CPU_BENCH_COLUMNS: a comma-separated subset of `cpu' (the mode cpu
+%% columns), `samples' (the times => samples ones) and `traced' (compensated
+%% and raw); all by default (the traced ones take most of the bench's time:
+%% minutes on the compiler).
 selected_columns() ->
-    case os:getenv("CPU_BENCH_COLUMNS") of
-        "cpu" -> [C || {_, #{mode := cpu}} = C <- columns()];
-        _ -> columns()
+    Kinds = string:lexemes(os:getenv("CPU_BENCH_COLUMNS", "cpu,samples,traced"), ","),
+    [C || {_, Opts} = C <- columns(), lists:member(column_kind(Opts), Kinds)].
+
+column_kind(#{mode := cpu}) -> "cpu";
+column_kind(#{times := samples}) -> "samples";
+column_kind(_) -> "traced".
+
+%% CPU_BENCH_SAMPLED_RUNS (default 1): how many times the times => samples
+%% columns run the workload, for more samples of the program (a traced run
+%% gives most of its samples to the tracer).
+sampled_runs() ->
+    case string:to_integer(os:getenv("CPU_BENCH_SAMPLED_RUNS", "1")) of
+        {N, ""} when N >= 1 -> N;
+        _ -> 1
     end.
 
 %% Given to every column: the compiler's deep, varied stacks need more
@@ -114,8 +127,9 @@ column(Name, Mod, Input, Label, Opts, Modset) ->
     %% often as in perf's VM (as many samples as perf's two runs pooled for
     %% the leaf rule); a traced run is slow, and its shares are those of one
     %% run.
-    MFA = case maps:get(mode, Opts, trace) of
-              cpu -> {?MODULE, repeat, [Mod, Input, 2 * bench_cpu_child:runs(Mod)]};
+    MFA = case Opts of
+              #{mode := cpu} -> {?MODULE, repeat, [Mod, Input, 2 * bench_cpu_child:runs(Mod)]};
+              #{times := samples} -> {?MODULE, repeat, [Mod, Input, sampled_runs()]};
               _ -> {Mod, run, [Input]}
           end,
     case record(MFA, maps:merge(base_options(), Opts)) of

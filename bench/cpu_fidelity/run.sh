@@ -7,7 +7,8 @@
 # bench/build/cpu_fidelity.md. Needs `make all` first, perf (linux-perf)
 # and erlang-src; fails loudly, saying how to fix it, when perf cannot
 # record. CPU_BENCH_WORKLOADS=json,server picks workloads;
-# CPU_BENCH_COLUMNS=cpu leaves the traced columns out (mode cpu alone).
+# CPU_BENCH_COLUMNS=cpu,samples picks column kinds (cpu, samples, traced);
+# CPU_BENCH_SAMPLED_RUNS=N runs the times => samples columns' workload N times.
 set -eu
 
 cd "$(dirname "$0")/../.."
