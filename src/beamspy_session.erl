@@ -547,7 +547,10 @@ switch_on_seeded(Backend, P, Flags, Waiting) ->
     Session = nif_session(Backend),
     %% Without return_to (mode cpu: no stack is rebuilt) there is nothing to seed.
     Calls = lists:member(return_to, Flags),
-    Suspend = case suspend_while_switching_on(Waiting) of
+    %% With no stack to seed there is nothing to keep consistent with the
+    %% flags: such a process is not suspended (on OTP 25 and 26 a suspension
+    %% is one more signal to a busy process, and a chance of #10241 above).
+    Suspend = case Calls andalso suspend_while_switching_on(Waiting) of
                   true -> suspend(P);
                   false -> false
               end,
