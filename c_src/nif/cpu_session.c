@@ -1605,6 +1605,11 @@ int bs_cpu_traced_export(bs_cpu *c, bs_profile *out, const uint64_t *pids, uint3
     }
     bs_perf_stats ps = c->sampler_stats; /* after bs_cpu_stop */
     uint64_t program = c->traced_samples - c->tracer_samples;
+    /* st.untraced counts every chain charged to the process's node: those
+     * of collections and of no Erlang function, and those whose functions
+     * the process's tree does not hold. */
+    uint64_t own_node = c->gc_samples + c->no_erlang;
+    uint64_t not_in_tree = st.untraced > own_node ? st.untraced - own_node : 0;
     char note[1024];
     snprintf(note, sizeof note,
              "self times from CPU samples, not traced times: %llu samples at %u Hz of the traced processes "
@@ -1618,9 +1623,7 @@ int bs_cpu_traced_export(bs_cpu *c, bs_profile *out, const uint64_t *pids, uint3
              (unsigned long long)program, c->hz, 1000.0 / c->hz,
              c->traced_samples ? 100.0 * (double)c->tracer_samples / (double)c->traced_samples : 0.0,
              (unsigned long long)c->tracer_samples, (unsigned long long)c->gc_samples,
-             (unsigned long long)c->no_erlang,
-             (unsigned long long)(st.untraced > c->no_erlang + c->gc_samples ? st.untraced - c->no_erlang - c->gc_samples
-                                                                             : 0),
+             (unsigned long long)c->no_erlang, (unsigned long long)not_in_tree,
              (unsigned long long)st.to_caller, (unsigned long long)ps.lost,
              (unsigned long long)(c->chains.dropped + c->dropped));
     size_t used = strlen(out->notes);
